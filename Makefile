@@ -1,0 +1,47 @@
+# Two commands: `make run` and `make test`. Both bootstrap what they need, idempotently.
+PYTHON ?= python3
+VENV   := .venv
+SDK03  := .venvs/sdk03
+SDK13  := .venvs/sdk13
+BIN    := $(VENV)/bin
+CONFIG ?= config/gateway.yaml
+PIP_FLAGS := --disable-pip-version-check -q
+
+.PHONY: run test setup venvs lint typecheck unit interop bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev]'
+	touch $@
+
+$(SDK03)/.installed: tests/interop/requirements-sdk03.txt
+	$(PYTHON) -m venv $(SDK03)
+	$(SDK03)/bin/pip install $(PIP_FLAGS) -r $<
+	touch $@
+
+$(SDK13)/.installed: tests/interop/requirements-sdk13.txt
+	$(PYTHON) -m venv $(SDK13)
+	$(SDK13)/bin/pip install $(PIP_FLAGS) -r $<
+	touch $@
+
+setup: $(VENV)/.installed
+venvs: $(SDK03)/.installed $(SDK13)/.installed
+
+run: setup
+	$(BIN)/a2a-gateway serve --config $(CONFIG)
+
+lint: setup
+	$(BIN)/ruff check gateway translators tests bench
+	$(BIN)/mypy --strict translators
+
+test: setup venvs lint
+	$(BIN)/pytest -q -p no:cacheprovider
+
+unit: setup
+	$(BIN)/pytest -q tests/unit
+
+bench: setup venvs
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,67 @@
+"""`a2a-gateway`: serve, check a config, print the config schema, run the demo agent."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from gateway.config import ConfigError, json_schema, load_config
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from gateway.app import serve
+
+    config = load_config(args.config)
+    return asyncio.run(serve(config))
+
+
+def _check(args: argparse.Namespace) -> int:
+    config = load_config(args.file)
+    print(f"{args.file}: OK — {len(config.tenants)} tenant(s), default "
+          f"{config.default_tenant!r}, loss_policy {config.loss_policy.value}")
+    for name, tenant in config.tenants.items():
+        b = tenant.backend
+        print(f"  {name}: {b.url} (A2A {b.version}, {b.binding})")
+    return 0
+
+
+def _schema(_: argparse.Namespace) -> int:
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from gateway.demo_agent import main as demo_main
+
+    return demo_main(["--host", args.host, "--port", str(args.port)])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="a2a-gateway", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="run the gateway")
+    p.add_argument("--config", default="config/gateway.yaml")
+    p.set_defaults(func=_serve)
+    p = sub.add_parser("check-config", help="validate a config file and exit")
+    p.add_argument("file")
+    p.set_defaults(func=_check)
+    p = sub.add_parser("schema", help="print the config's JSON Schema")
+    p.set_defaults(func=_schema)
+    p = sub.add_parser("demo-agent", help="run only the built-in v0.3 demo agent")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9009)
+    p.set_defaults(func=_demo)
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"a2a-gateway: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

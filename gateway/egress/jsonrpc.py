@@ -1,0 +1,133 @@
+"""JSON-RPC backends of either version, over one pooled aiohttp session."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import structlog
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+from gateway.call import Call
+from gateway.config import BackendConfig
+from gateway.egress.base import backend_headers
+from gateway.sse import read_sse
+from translators import jsonrpc as rpc
+from translators.errors import A2AError, a2a_error, error_from_jsonrpc
+
+log = structlog.get_logger("a2a_gateway.egress")
+
+# Headers a backend may answer with that mean something to the client.
+_ECHOED = ("a2a-extensions", "x-a2a-extensions")
+
+
+def backend_unavailable(config: BackendConfig, detail: str) -> A2AError:
+    return a2a_error("BackendUnavailableError", f"backend {config.url} unavailable: {detail}",
+                     backend=config.url)
+
+
+def backend_timeout(config: BackendConfig, seconds: float) -> A2AError:
+    return a2a_error("BackendTimeoutError",
+                     f"backend {config.url} did not answer within {seconds:g}s",
+                     backend=config.url)
+
+
+def bad_response(config: BackendConfig, detail: str) -> A2AError:
+    return a2a_error("InvalidAgentResponseError",
+                     f"backend {config.url} sent an invalid response: {detail}",
+                     backend=config.url)
+
+
+class JsonRpcBackend:
+    def __init__(self, config: BackendConfig, session: aiohttp.ClientSession) -> None:
+        self.config = config
+        self._session = session
+        self._ids = itertools.count(1)
+
+    def _envelope(self, call: Call) -> dict[str, Any]:
+        request = call.request
+        if self.config.version == "1.0" and hasattr(request, "tenant"):
+            # The client's tenant picked this backend; the backend gets its own, if any.
+            request = type(request)()
+            request.CopyFrom(call.request)
+            request.tenant = self.config.tenant or ""  # type: ignore[attr-defined]
+        params = rpc.params_from_canonical(call.op, self.config.version, request, call.ctx.loss)
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids),
+                                "method": rpc.method_name(call.op, self.config.version)}
+        if params is not None:
+            body["params"] = params
+        return body
+
+    @asynccontextmanager
+    async def _post(self, call: Call, body: dict[str, Any], *, stream: bool,
+                    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        headers = backend_headers(call, self.config)
+        headers["content-type"] = "application/json"
+        headers["accept"] = "text/event-stream" if stream else "application/json"
+        if stream:
+            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout,
+                                            sock_read=self.config.stream_idle_timeout)
+        else:
+            timeout = aiohttp.ClientTimeout(total=call.ctx.remaining(self.config.timeout),
+                                            sock_connect=self.config.connect_timeout)
+        try:
+            async with self._session.post(self.config.url, data=json.dumps(body),
+                                          headers=headers, timeout=timeout) as resp:
+                call.ctx.response_headers.update(
+                    {h: resp.headers[h] for h in _ECHOED if h in resp.headers})
+                yield resp
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
+            if isinstance(exc, aiohttp.ServerTimeoutError):
+                raise backend_timeout(self.config, timeout.sock_read or timeout.total or 0) from None
+            raise backend_unavailable(self.config, str(exc) or type(exc).__name__) from None
+        except TimeoutError:
+            raise backend_timeout(self.config, timeout.total or 0) from None
+
+    async def _json(self, resp: aiohttp.ClientResponse) -> Any:
+        raw = await resp.read()
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise bad_response(self.config, f"HTTP {resp.status}, body is not JSON") from None
+        return data
+
+    def _result(self, data: Any) -> Any:
+        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+            raise bad_response(self.config, "not a JSON-RPC 2.0 response")
+        if "error" in data:
+            raise error_from_jsonrpc(data["error"])
+        if "result" not in data:
+            raise bad_response(self.config, "JSON-RPC response without result or error")
+        return data["result"]
+
+    async def unary(self, call: Call) -> ProtoMessage | None:
+        body = self._envelope(call)
+        async with self._post(call, body, stream=False) as resp:
+            data = await self._json(resp)
+        return rpc.result_to_canonical(call.op, self.config.version, self._result(data),
+                                       call.ctx.loss, call.request)
+
+    async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
+        body = self._envelope(call)
+        async with self._post(call, body, stream=True) as resp:
+            ctype = resp.headers.get("content-type", "")
+            if not ctype.startswith("text/event-stream"):
+                # Errors before the first event come back as a plain JSON-RPC response.
+                self._result(await self._json(resp))
+                raise bad_response(self.config, f"expected an event stream, got {ctype!r}")
+            async for event in read_sse(resp.content):
+                try:
+                    data = json.loads(event.data)
+                except ValueError:
+                    raise bad_response(self.config, "stream event is not JSON") from None
+                yield rpc.stream_item_to_canonical(self.config.version, self._result(data),
+                                                   call.ctx.loss)
+
+    async def close(self) -> None:
+        return None
+

@@ -1,0 +1,62 @@
+"""What every HTTP ingress codec reads from a request and writes on a response."""
+
+from __future__ import annotations
+
+import re
+
+from aiohttp import web
+
+from gateway.call import CallContext
+from gateway.pipeline import Gateway
+from translators.versions import V10
+
+GATEWAY_KEY = web.AppKey("gateway", object)
+DROPPED_HEADER = "A2A-Gateway-Dropped"
+_REQUEST_ID = re.compile(r"^[\w.:@-]{1,128}$")
+
+
+def gateway_of(request: web.Request) -> Gateway:
+    holder = request.app[GATEWAY_KEY]
+    gateway = holder.current  # type: ignore[attr-defined]
+    assert isinstance(gateway, Gateway)
+    return gateway
+
+
+def header_version(request: web.Request) -> str | None:
+    """A2A-Version from the header, else the query parameter (spec §3.6.1)."""
+    return request.headers.get("A2A-Version") or request.query.get("A2A-Version")
+
+
+def _extensions(request: web.Request) -> list[str]:
+    seen: list[str] = []
+    for name in ("A2A-Extensions", "X-A2A-Extensions"):
+        for value in request.headers.getall(name, []):
+            for uri in value.split(","):
+                uri = uri.strip()
+                if uri and uri not in seen:
+                    seen.append(uri)
+    return seen
+
+
+def client_context(request: web.Request, gateway: Gateway, version: str,
+                   binding: str) -> CallContext:
+    ctx = CallContext(client_version=version, client_binding=binding)
+    rid = request.headers.get("X-Request-ID", "")
+    if _REQUEST_ID.match(rid):
+        ctx.request_id = rid
+    ctx.forward_headers = {h: request.headers[h] for h in gateway.config.forward_headers
+                           if h in request.headers}
+    ctx.extensions = _extensions(request)
+    return ctx
+
+
+def dialect_headers(ctx: CallContext) -> dict[str, str]:
+    """Response headers in the client's dialect: request id, activated extensions, losses."""
+    headers = {"X-Request-ID": ctx.request_id}
+    echoed = ctx.response_headers.get("a2a-extensions") or ctx.response_headers.get(
+        "x-a2a-extensions")
+    if echoed:
+        headers["A2A-Extensions" if ctx.client_version == V10 else "X-A2A-Extensions"] = echoed
+    if ctx.loss:
+        headers[DROPPED_HEADER] = ",".join(ctx.loss.fields())
+    return headers

@@ -1,0 +1,70 @@
+"""Logging: one structured JSON line per call, never payloads or credentials."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+
+import structlog
+
+from gateway.call import CallContext
+from translators.errors import A2AError
+
+_configured = False
+
+
+def configure_logging(level: str = "info") -> None:
+    global _configured
+    logging.basicConfig(stream=sys.stderr, format="%(message)s",
+                        level=getattr(logging, level.upper()))
+    if _configured:
+        return
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
+        cache_logger_on_first_use=True,
+    )
+    _configured = True
+
+
+log = structlog.get_logger("a2a_gateway.call")
+
+
+def outcome_of(error: BaseException | None) -> str:
+    if error is None:
+        return "ok"
+    if isinstance(error, A2AError):
+        return error.kind.reason
+    return "INTERNAL_ERROR"
+
+
+def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
+    fields = {
+        "request_id": ctx.request_id,
+        "tenant": ctx.tenant,
+        "operation": operation,
+        "client_version": ctx.client_version,
+        "client_binding": ctx.client_binding,
+        "backend_version": ctx.backend_version,
+        "backend_binding": ctx.backend_binding,
+        "outcome": outcome_of(error),
+        "duration_ms": round((time.monotonic() - ctx.started) * 1000, 2),
+    }
+    if ctx.events:
+        fields["stream_events"] = ctx.events
+    if ctx.loss:
+        fields["dropped"] = ctx.loss.fields()
+    if isinstance(error, A2AError):
+        fields["error_message"] = error.message
+    if error is not None and not isinstance(error, A2AError):
+        log.error("call", **fields, exc_info=error)
+    else:
+        log.info("call", **fields)

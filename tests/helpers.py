@@ -1,0 +1,76 @@
+"""Test plumbing: free loopback ports, starting real processes, in-process gateways."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+SDK_PYTHON = {
+    "0.3": ROOT / ".venvs" / "sdk03" / "bin" / "python",
+    "1.0": ROOT / ".venvs" / "sdk13" / "bin" / "python",
+}
+PEERS = ROOT / "tests" / "interop" / "peers"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen[Any] | None = None,
+                  ) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before port {port} opened")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+@contextlib.contextmanager
+def running(cmd: list[str], port: int, *, log: Path, timeout: float = 60.0,
+            env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A real process on 127.0.0.1:port for the duration of the block; its output goes
+    to ``log`` so a failing test can show it."""
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env={**os.environ, **(env or {})})
+        try:
+            wait_for_port(port, timeout, proc)
+            yield proc
+        finally:
+            stop_process(proc)
+
+
+def write_config(path: Path, config: dict[str, Any]) -> Path:
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def gateway_cmd(config_path: Path) -> list[str]:
+    return [str(VENV_BIN / "a2a-gateway"), "serve", "--config", str(config_path)]

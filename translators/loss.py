@@ -1,0 +1,46 @@
+"""The loss report: what one side could express and the other could not.
+
+Translators never drop a field silently; they call :meth:`LossReport.drop` with a
+dotted path, and the gateway decides (report, reject, carry) by its configured policy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class LossPolicy(StrEnum):
+    REPORT = "report"  # forward, tell the caller in A2A-Gateway-Dropped, log, count
+    REJECT = "reject"  # refuse the request with InvalidParams naming the field
+    CARRY = "carry"  # keep it in metadata under a private key where a carrier exists
+
+
+# Private metadata key under which `carry` keeps what the other version cannot express.
+CARRY_KEY = "a2a-gateway/carried"
+
+
+@dataclass
+class LossReport:
+    """Field paths dropped while translating one call, in the order they were met."""
+
+    policy: LossPolicy = LossPolicy.REPORT
+    request: list[str] = field(default_factory=list)
+    response: list[str] = field(default_factory=list)
+    # Set while translating the answer, so that the same helpers record on the right side.
+    answering: bool = False
+
+    def drop(self, path: str) -> None:
+        side = self.response if self.answering else self.request
+        if path not in side:
+            side.append(path)
+
+    @property
+    def carry(self) -> bool:
+        return self.policy is LossPolicy.CARRY
+
+    def fields(self) -> list[str]:
+        return self.request + [p for p in self.response if p not in self.request]
+
+    def __bool__(self) -> bool:
+        return bool(self.request or self.response)

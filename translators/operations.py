@@ -1,0 +1,63 @@
+"""The operation table: the eleven v1.0 operations and their names in every dialect.
+
+Reference §2 and §6.1. The canonical name of an operation is its v1.0 JSON-RPC / gRPC
+method name. Per-binding details (REST routes, gRPC paths) live in their own tables and
+key on these names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str  # canonical (v1.0) name
+    request: type[ProtoMessage]
+    response: type[ProtoMessage] | None  # None: google.protobuf.Empty
+    streaming: bool
+    jsonrpc_v03: str | None  # None: v0.3 has no such operation
+    grpc_v03: str | None
+
+
+SEND = "SendMessage"
+STREAM = "SendStreamingMessage"
+GET_TASK = "GetTask"
+LIST_TASKS = "ListTasks"
+CANCEL = "CancelTask"
+SUBSCRIBE = "SubscribeToTask"
+PUSH_CREATE = "CreateTaskPushNotificationConfig"
+PUSH_GET = "GetTaskPushNotificationConfig"
+PUSH_LIST = "ListTaskPushNotificationConfigs"
+PUSH_DELETE = "DeleteTaskPushNotificationConfig"
+EXTENDED_CARD = "GetExtendedAgentCard"
+
+OPERATIONS: tuple[Operation, ...] = (
+    Operation(SEND, pb.SendMessageRequest, pb.SendMessageResponse, False,
+              "message/send", "SendMessage"),
+    Operation(STREAM, pb.SendMessageRequest, pb.StreamResponse, True,
+              "message/stream", "SendStreamingMessage"),
+    Operation(GET_TASK, pb.GetTaskRequest, pb.Task, False, "tasks/get", "GetTask"),
+    Operation(LIST_TASKS, pb.ListTasksRequest, pb.ListTasksResponse, False, None, None),
+    Operation(CANCEL, pb.CancelTaskRequest, pb.Task, False, "tasks/cancel", "CancelTask"),
+    Operation(SUBSCRIBE, pb.SubscribeToTaskRequest, pb.StreamResponse, True,
+              "tasks/resubscribe", "TaskSubscription"),
+    Operation(PUSH_CREATE, pb.TaskPushNotificationConfig, pb.TaskPushNotificationConfig, False,
+              "tasks/pushNotificationConfig/set", "CreateTaskPushNotificationConfig"),
+    Operation(PUSH_GET, pb.GetTaskPushNotificationConfigRequest, pb.TaskPushNotificationConfig,
+              False, "tasks/pushNotificationConfig/get", "GetTaskPushNotificationConfig"),
+    Operation(PUSH_LIST, pb.ListTaskPushNotificationConfigsRequest,
+              pb.ListTaskPushNotificationConfigsResponse, False,
+              "tasks/pushNotificationConfig/list", "ListTaskPushNotificationConfig"),
+    Operation(PUSH_DELETE, pb.DeleteTaskPushNotificationConfigRequest, None, False,
+              "tasks/pushNotificationConfig/delete", "DeleteTaskPushNotificationConfig"),
+    Operation(EXTENDED_CARD, pb.GetExtendedAgentCardRequest, pb.AgentCard, False,
+              "agent/getAuthenticatedExtendedCard", "GetAgentCard"),
+)
+
+BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+BY_JSONRPC_V03: dict[str, Operation] = {op.jsonrpc_v03: op for op in OPERATIONS if op.jsonrpc_v03}
+BY_GRPC_V03: dict[str, Operation] = {op.grpc_v03: op for op in OPERATIONS if op.grpc_v03}

@@ -1,0 +1,50 @@
+"""ProtoJSON at the edges of the canonical model (reference §3.0).
+
+The canonical model is the v1.0 protobuf messages; P10 dicts are their ProtoJSON form.
+These two helpers are the only place that converts between them, so leniency on input
+(unknown fields ignored, spec §5.7) and the exceptions to default omission live here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from google.protobuf import json_format
+from google.protobuf.message import Message as ProtoMessage
+
+from translators.errors import A2AError, a2a_error
+
+M = TypeVar("M", bound=ProtoMessage)
+
+# Fields ProtoJSON would omit at their default but the spec wants present (§3.0:
+# ListTasksResponse.nextPageToken MUST be present even when empty).
+_ALWAYS_PRINTED = {"lf.a2a.v1.ListTasksResponse"}
+
+
+def parse_p10(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> M:
+    """A v1.0 message from its ProtoJSON; bad shapes become ``error`` (InvalidParams on
+    requests, InvalidAgentResponse on what a backend sent)."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise a2a_error(error, f"expected a JSON object for {cls.DESCRIPTOR.name}")
+    try:
+        msg: M = json_format.ParseDict(data, cls(), ignore_unknown_fields=True)
+        return msg
+    except json_format.ParseError as exc:
+        raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from exc
+
+
+def dump_p10(msg: ProtoMessage) -> dict[str, Any]:
+    out: dict[str, Any] = json_format.MessageToDict(
+        msg,
+        always_print_fields_with_no_presence=msg.DESCRIPTOR.full_name in _ALWAYS_PRINTED,
+    )
+    return out
+
+
+def reclassify(err: A2AError, *, as_name: str = "InvalidAgentResponseError") -> A2AError:
+    """A translation failure on something a backend sent is the backend's fault."""
+    if err.kind.name in ("InvalidParamsError", "InvalidRequestError"):
+        return a2a_error(as_name, f"backend response: {err.message}")
+    return err

@@ -1,0 +1,64 @@
+"""Reading A2A-Version (reference §1, seed table "How a server reads A2A-Version")."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from translators.errors import A2AError, a2a_error
+
+V03 = "0.3"
+V10 = "1.0"
+KNOWN_VERSIONS = (V10, V03)
+
+
+def normalize_version(raw: str | None) -> str:
+    """Major.Minor of a header value; empty or absent means 0.3 (spec §3.6.2).
+
+    Patch numbers must not take part in negotiation (§3.6), so ``1.0.1`` is ``1.0``.
+    Anything that is not digits-dot-digits is returned as given, to be refused.
+    """
+    value = (raw or "").strip()
+    if not value:
+        return V03
+    parts = value.split(".")
+    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+        return f"{int(parts[0])}.{int(parts[1])}"
+    return value
+
+
+def version_not_supported(requested: str, supported: tuple[str, ...]) -> A2AError:
+    return a2a_error(
+        "VersionNotSupportedError",
+        f"Protocol version {requested} is not supported. Supported: {', '.join(supported)}",
+        requested=requested,
+        supported=",".join(supported),
+    )
+
+
+@dataclass(frozen=True)
+class VersionRules:
+    supported: tuple[str, ...] = KNOWN_VERSIONS
+    # Strict: the version the payload speaks must be the one the header declares.
+    strict: bool = False
+
+
+def negotiate(header_value: str | None, payload_version: str, rules: VersionRules) -> str:
+    """The version a call is served in, or VersionNotSupportedError.
+
+    ``payload_version`` is what the method name, path or gRPC package says. Method names
+    do not overlap between versions, so by default the payload decides and the header only
+    has to be a version we serve; a v1.0 method without a header is accepted (lenient,
+    reference §1 "Inbound"). Strict mode applies spec §3.6.2 literally.
+    """
+    declared = normalize_version(header_value)
+    if declared not in rules.supported:
+        raise version_not_supported(declared, rules.supported)
+    if payload_version not in rules.supported:
+        raise version_not_supported(payload_version, rules.supported)
+    if rules.strict and declared != payload_version:
+        raise version_not_supported(declared, (payload_version,))
+    return payload_version
+
+
+def check_served(version: str, rules: VersionRules) -> A2AError | None:
+    return None if version in rules.supported else version_not_supported(version, rules.supported)
