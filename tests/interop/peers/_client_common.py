@@ -1,0 +1,294 @@
+"""SDK-agnostic client plumbing shared by client_v03.py and client_v10.py.
+
+The scenarios are written once here against the small PeerClient protocol; each
+client script implements that protocol with its own SDK and normalizes results
+to the same JSON shapes (see README.md). Standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from _peer_common import ANSWER_ARTIFACT_ID, STREAM_ARTIFACT_ID
+
+TRANSPORTS = ("JSONRPC", "HTTP+JSON", "GRPC")
+DEFAULT_WEBHOOK = "http://127.0.0.1:9/hook"
+PUSH_CONFIG_ID = "cfg1"
+PUSH_TOKEN = "tok-1"
+PUSH_SCHEME = "Bearer"
+PUSH_CREDENTIALS = "sekret"
+NOT_FOUND_TASK_ID = "no-such-task"
+HISTORY_LENGTH = 10
+
+SCENARIOS = (
+    "send_message",
+    "send_task",
+    "stream",
+    "get_task",
+    "cancel",
+    "not_found",
+    "push_crud",
+    "multi_turn",
+    "extended_card",
+    "push_delivery",
+)
+
+
+def client_args(description: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--url", required=True, help="http(s) URL, or host:port for GRPC")
+    parser.add_argument("--transport", required=True, choices=TRANSPORTS)
+    parser.add_argument("--scenario", required=True, choices=(*SCENARIOS, "all"))
+    parser.add_argument("--webhook", default=DEFAULT_WEBHOOK)
+    return parser.parse_args()
+
+
+def state_label(raw: str) -> str:
+    """'TASK_STATE_INPUT_REQUIRED' / 'input-required' / 'TASK_STATE_CANCELLED' -> kebab."""
+    label = raw.lower().removeprefix("task_state_").replace("_", "-")
+    return "canceled" if label == "cancelled" else label
+
+
+def role_label(raw: str) -> str:
+    return raw.lower().removeprefix("role_")
+
+
+def plain(value: Any) -> Any:
+    """JSON-ready copy with integral floats turned back into ints (Struct/Value numbers)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode("ascii")
+
+
+def file_part(raw: bytes, mime: str | None, name: str | None) -> dict[str, Any]:
+    return {"fileBytesB64": b64(raw), "mimeType": mime or None, "name": name or None}
+
+
+def push_config(
+    task_id: str | None,
+    config_id: str | None,
+    url: str | None,
+    token: str | None,
+    scheme: str | None,
+    credentials: str | None,
+) -> dict[str, Any]:
+    return {
+        "taskId": task_id or None,
+        "id": config_id or None,
+        "url": url or None,
+        "token": token or None,
+        "scheme": scheme or None,
+        "credentials": credentials or None,
+    }
+
+
+def summarize_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
+    reassembled = "".join(
+        e["text"]
+        for e in events
+        if e["type"] == "artifact" and e["artifactId"] == STREAM_ARTIFACT_ID
+    )
+    states = [e["state"] for e in events if "state" in e]
+    return {
+        "events": events,
+        "reassembled": reassembled,
+        "finalState": states[-1] if states else None,
+    }
+
+
+def error_dict(exc: BaseException, code: int | None, message: str | None) -> dict[str, Any]:
+    return {"type": type(exc).__name__, "code": code, "message": message or str(exc)}
+
+
+class Unsupported(Exception):
+    """The SDK under test cannot make this call here; reported as {"skipped": reason}."""
+
+
+class PeerClient(Protocol):
+    """What each SDK-specific client exposes to the shared scenarios.
+
+    Task results are normalized dicts: ``{"kind": "task", "id", "contextId",
+    "state", "artifacts", "historyTexts", "statusText"}``; messages are
+    ``{"kind": "message", "role", "text"}``; push configs come from push_config().
+    """
+
+    push_list_delete_via: str | None  # "raw" when list/delete bypass the SDK client
+
+    async def send(
+        self,
+        text: str,
+        *,
+        blocking: bool = True,
+        task_id: str | None = None,
+        context_id: str | None = None,
+    ) -> dict[str, Any]: ...
+
+    async def stream(self, text: str) -> list[dict[str, Any]]: ...
+
+    async def get_task(self, task_id: str, history_length: int | None = None) -> dict[str, Any]: ...
+
+    async def cancel_task(self, task_id: str) -> dict[str, Any]: ...
+
+    async def create_push(self, task_id: str, config_id: str, url: str) -> dict[str, Any]: ...
+
+    async def get_push(self, task_id: str, config_id: str) -> dict[str, Any]: ...
+
+    async def list_push(self, task_id: str) -> list[dict[str, Any]]: ...
+
+    async def delete_push(self, task_id: str, config_id: str) -> None: ...
+
+    async def extended_card(self) -> dict[str, Any]: ...
+
+
+def _require_task(result: dict[str, Any]) -> dict[str, Any]:
+    if result.get("kind") != "task":
+        raise RuntimeError(f"expected a task, got {result!r}")
+    return result
+
+
+def _artifact_text(task: dict[str, Any], artifact_id: str) -> str | None:
+    for artifact in task["artifacts"]:
+        if artifact["artifactId"] == artifact_id:
+            return "".join(p["text"] for p in artifact["parts"] if "text" in p)
+    return None
+
+
+def build_scenarios(peer: PeerClient, webhook: str) -> dict[str, Callable[[], Awaitable[Any]]]:
+    async def send_message() -> Any:
+        return await peer.send("hello")
+
+    async def send_task() -> Any:
+        task = _require_task(await peer.send("task: build"))
+        keys = ("kind", "id", "contextId", "state", "artifacts")
+        return {k: task[k] for k in keys}
+
+    async def stream() -> Any:
+        return summarize_stream(await peer.stream("stream: 3"))
+
+    async def get_task() -> Any:
+        sent = _require_task(await peer.send("task: g"))
+        got = await peer.get_task(sent["id"], HISTORY_LENGTH)
+        return {
+            "state": got["state"],
+            "id": got["id"],
+            "historyTexts": got["historyTexts"],
+            "artifactTexts": [
+                p["text"] for a in got["artifacts"] for p in a["parts"] if "text" in p
+            ],
+        }
+
+    async def cancel() -> Any:
+        sent = _require_task(await peer.send("slow", blocking=False))
+        canceled = await peer.cancel_task(sent["id"])
+        got = await peer.get_task(sent["id"])
+        return {
+            "afterSend": sent["state"],
+            "afterCancel": canceled["state"],
+            "afterGet": got["state"],
+        }
+
+    async def not_found() -> Any:
+        return {"unexpected": await peer.get_task(NOT_FOUND_TASK_ID)}
+
+    async def push_crud() -> Any:
+        task_id = _require_task(await peer.send("slow", blocking=False))["id"]
+        try:
+            result: dict[str, Any] = {
+                "created": await peer.create_push(task_id, PUSH_CONFIG_ID, webhook),
+                "got": await peer.get_push(task_id, PUSH_CONFIG_ID),
+            }
+            try:
+                result["listed"] = await peer.list_push(task_id)
+                await peer.delete_push(task_id, PUSH_CONFIG_ID)
+                result["listedAfterDelete"] = await peer.list_push(task_id)
+                if peer.push_list_delete_via:
+                    via = peer.push_list_delete_via
+                    result["via"] = {"list": via, "delete": via}
+            except Unsupported as exc:
+                result["listed"] = result["listedAfterDelete"] = {"skipped": str(exc)}
+            return result
+        finally:
+            with contextlib.suppress(Exception):
+                await peer.cancel_task(task_id)
+
+    async def multi_turn() -> Any:
+        first = _require_task(await peer.send("input: trip"))
+        second = _require_task(
+            await peer.send("Paris", task_id=first["id"], context_id=first["contextId"])
+        )
+        return {
+            "first": first["state"],
+            "question": first["statusText"],
+            "second": second["state"],
+            "answer": _artifact_text(second, ANSWER_ARTIFACT_ID),
+        }
+
+    async def extended_card() -> Any:
+        return await peer.extended_card()
+
+    async def push_delivery() -> Any:
+        # Not in the CRUD flow: park a task, register the webhook, then finish the
+        # task so the agent's own push sender POSTs to --webhook.
+        first = _require_task(await peer.send("input: push"))
+        created = await peer.create_push(first["id"], PUSH_CONFIG_ID, webhook)
+        second = _require_task(
+            await peer.send("hook", task_id=first["id"], context_id=first["contextId"])
+        )
+        return {
+            "created": created,
+            "second": second["state"],
+            "answer": _artifact_text(second, ANSWER_ARTIFACT_ID),
+        }
+
+    return {
+        "send_message": send_message,
+        "send_task": send_task,
+        "stream": stream,
+        "get_task": get_task,
+        "cancel": cancel,
+        "not_found": not_found,
+        "push_crud": push_crud,
+        "multi_turn": multi_turn,
+        "extended_card": extended_card,
+        "push_delivery": push_delivery,
+    }
+
+
+async def run_client(
+    scenario: str,
+    peer: PeerClient,
+    webhook: str,
+    describe_error: Callable[[BaseException], dict[str, Any]],
+) -> None:
+    """Run one scenario (or all) and print exactly one JSON object on stdout."""
+    scenarios = build_scenarios(peer, webhook)
+
+    async def one(name: str) -> Any:
+        try:
+            return await asyncio.wait_for(scenarios[name](), timeout=60)
+        except Exception as exc:  # errors are data
+            traceback.print_exc(file=sys.stderr)
+            return {"error": describe_error(exc)}
+
+    if scenario == "all":
+        output: Any = {name: await one(name) for name in SCENARIOS}
+    else:
+        output = await one(scenario)
+    sys.stdout.write(json.dumps(output, sort_keys=True) + "\n")
+    sys.stdout.flush()
