@@ -1,0 +1,62 @@
+"""Built-in demo agent: an A2A v0.3 JSON-RPC agent for trying the gateway out.
+
+`make run` starts it behind the gateway so a newcomer sees a real v0.3 peer being
+bridged with nothing else running. Run it alone with:
+
+    python -m gateway.demo_agent --host 127.0.0.1 --port 9009
+
+What it does is keyed on the first text part of the user message: `task: X`,
+`stream: N`, `input: X`, `slow`, anything else is echoed (see gateway.demo.skills).
+The implementation lives in the small modules of `gateway.demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from aiohttp import web
+
+from gateway.demo.server import build_app
+
+__all__ = ["build_app", "main", "start_demo_agent"]
+
+# aiohttp waits this long for in-flight requests on cleanup. Our own streams end as
+# soon as shutdown starts, so this only bounds a stuck client, not normal work.
+SHUTDOWN_TIMEOUT = 5.0
+
+
+async def start_demo_agent(host: str, port: int) -> web.AppRunner:
+    """Serve the demo agent on host:port until the caller awaits `runner.cleanup()`.
+
+    Port 0 picks a free port; read it back from `runner.addresses`.
+    """
+    runner = web.AppRunner(build_app(), shutdown_timeout=SHUTDOWN_TIMEOUT)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
+    return runner
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m gateway.demo_agent",
+        description="Run the a2a-gateway demo agent (A2A v0.3 JSON-RPC).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=9009)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    web.run_app(build_app(), host=args.host, port=args.port, shutdown_timeout=SHUTDOWN_TIMEOUT)
+    # An exit code, because `a2a-gateway demo-agent` returns whatever this returns.
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
