@@ -11,7 +11,7 @@ import structlog
 from aiohttp import web
 
 from gateway.config import GatewayConfig
-from gateway.ingress import jsonrpc
+from gateway.ingress import jsonrpc, rest
 from gateway.ingress.common import GATEWAY_KEY
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
@@ -40,9 +40,10 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
     app[GATEWAY_KEY] = holder
     app.router.add_get("/healthz", healthz)
     app.router.add_post("/", jsonrpc.handle)
-    # JSON-RPC with the tenant in the path; a tenant name never holds ':' (REST verbs do).
-    app.router.add_post("/{tenant:[^/:]+}", jsonrpc.handle)
-    app.router.add_post("/{tenant:[^/:]+}/", jsonrpc.handle)
+    # Everything else goes through the REST router, which also hands `POST /{tenant}`
+    # (JSON-RPC with the tenant in the path) back to the JSON-RPC codec.
+    for verb in ("GET", "POST", "DELETE"):
+        app.router.add_route(verb, "/{path:.+}", rest.handle)
     return app
 
 

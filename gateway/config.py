@@ -47,6 +47,8 @@ class BackendConfig(_Model):
     tenant: str | None = Field(None, description="tenant to send to a v1.0 backend")
     headers: dict[str, str] = Field(default_factory=dict,
                                     description="Static headers added to every backend call")
+    subscribe_verb: Literal["POST", "GET"] = Field(
+        "POST", description="HTTP+JSON subscribe verb tried first (the other on 405)")
 
     _v = field_validator("version", mode="before")(_as_version)
 

@@ -31,7 +31,7 @@ async def start_demo_agent(host: str, port: int) -> web.AppRunner:
 
     Port 0 picks a free port; read it back from `runner.addresses`.
     """
-    runner = web.AppRunner(build_app(), shutdown_timeout=SHUTDOWN_TIMEOUT)
+    runner = web.AppRunner(build_app(), shutdown_timeout=SHUTDOWN_TIMEOUT, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     try:

@@ -8,6 +8,7 @@ nothing of any wire format.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 from a2a.types import a2a_pb2 as pb
@@ -17,15 +18,19 @@ from gateway.call import Call
 from gateway.config import BackendConfig, ConfigError, GatewayConfig
 from gateway.egress.base import Backend
 from gateway.egress.jsonrpc import JsonRpcBackend
+from gateway.egress.rest import RestBackend
 from translators import operations as ops
 from translators.errors import a2a_error, invalid_params
 from translators.loss import LossPolicy
 from translators.versions import V03, VersionRules
 
 
-def make_backend(config: BackendConfig, session: aiohttp.ClientSession) -> Backend:
+def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
+                 p03_options: dict[str, Any]) -> Backend:
     if config.binding == "JSONRPC":
         return JsonRpcBackend(config, session)
+    if config.binding == "HTTP+JSON":
+        return RestBackend(config, session, p03_options)
     raise ConfigError(f"backend binding {config.binding} is not supported by this gateway "
                       f"build yet (backend {config.url}); use JSONRPC")
 
@@ -36,8 +41,11 @@ class Gateway:
     def __init__(self, config: GatewayConfig, session: aiohttp.ClientSession) -> None:
         self.config = config
         self.version_rules = VersionRules(tuple(config.versions), config.strict_versions)
+        # How v0.3 proto file bytes are read and written (the double-base64 quirk).
+        self.p03_options: dict[str, Any] = {}
         self.backends: dict[str, Backend] = {
-            name: make_backend(t.backend, session) for name, t in config.tenants.items()}
+            name: make_backend(t.backend, session, self.p03_options)
+            for name, t in config.tenants.items()}
 
     def backend_for(self, call: Call) -> Backend:
         tenant = call.ctx.tenant or self.config.default_tenant

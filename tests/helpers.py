@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +74,11 @@ def write_config(path: Path, config: dict[str, Any]) -> Path:
 
 def gateway_cmd(config_path: Path) -> list[str]:
     return [str(VENV_BIN / "a2a-gateway"), "serve", "--config", str(config_path)]
+
+
+MakeGateway = Callable[..., Awaitable[str]]
+
+
+def v03(url: str, version: str = "0.3", binding: str = "JSONRPC") -> dict[str, Any]:
+    """A tenant entry for a backend (v0.3 JSON-RPC unless told otherwise)."""
+    return {"backend": {"url": url, "version": version, "binding": binding}}

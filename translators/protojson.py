@@ -40,7 +40,37 @@ def dump_p10(msg: ProtoMessage) -> dict[str, Any]:
         msg,
         always_print_fields_with_no_presence=msg.DESCRIPTOR.full_name in _ALWAYS_PRINTED,
     )
+    _restore_ints(out)
     return out
+
+
+def integral(value: Any) -> Any:
+    """Struct and Value hold every number as a double, so `{"k": 1}` would come back as
+    `{"k": 1.0}`; give integral numbers back their integer form (exact below 2**53)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
+
+
+# Keys whose values are Struct/Value in the v1.0 proto (Part.data, every metadata,
+# AgentExtension.params, AgentCardSignature.header).
+_FREE_FORM = frozenset({"data", "metadata", "params", "header"})
+
+
+def _restore_ints(node: Any) -> None:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _FREE_FORM:
+                node[key] = integral(value)
+            elif isinstance(value, dict | list):
+                _restore_ints(value)
+    elif isinstance(node, list):
+        for item in node:
+            _restore_ints(item)
 
 
 def reclassify(err: A2AError, *, as_name: str = "InvalidAgentResponseError") -> A2AError:

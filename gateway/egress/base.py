@@ -10,6 +10,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
+from translators.errors import A2AError, a2a_error
 from translators.versions import V10
 
 
@@ -37,3 +38,20 @@ def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
         if config.version != V10:
             headers["x-a2a-extensions"] = value
     return headers
+
+
+def backend_unavailable(config: BackendConfig, detail: str) -> A2AError:
+    return a2a_error("BackendUnavailableError", f"backend {config.url} unavailable: {detail}",
+                     backend=config.url)
+
+
+def backend_timeout(config: BackendConfig, seconds: float) -> A2AError:
+    return a2a_error("BackendTimeoutError",
+                     f"backend {config.url} did not answer within {seconds:g}s",
+                     backend=config.url)
+
+
+def bad_response(config: BackendConfig, detail: str) -> A2AError:
+    return a2a_error("InvalidAgentResponseError",
+                     f"backend {config.url} sent an invalid response: {detail}",
+                     backend=config.url)

@@ -15,32 +15,15 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers
+from gateway.egress.base import backend_headers, backend_timeout, backend_unavailable, bad_response
 from gateway.sse import read_sse
 from translators import jsonrpc as rpc
-from translators.errors import A2AError, a2a_error, error_from_jsonrpc
+from translators.errors import error_from_jsonrpc
 
 log = structlog.get_logger("a2a_gateway.egress")
 
 # Headers a backend may answer with that mean something to the client.
 _ECHOED = ("a2a-extensions", "x-a2a-extensions")
-
-
-def backend_unavailable(config: BackendConfig, detail: str) -> A2AError:
-    return a2a_error("BackendUnavailableError", f"backend {config.url} unavailable: {detail}",
-                     backend=config.url)
-
-
-def backend_timeout(config: BackendConfig, seconds: float) -> A2AError:
-    return a2a_error("BackendTimeoutError",
-                     f"backend {config.url} did not answer within {seconds:g}s",
-                     backend=config.url)
-
-
-def bad_response(config: BackendConfig, detail: str) -> A2AError:
-    return a2a_error("InvalidAgentResponseError",
-                     f"backend {config.url} sent an invalid response: {detail}",
-                     backend=config.url)
 
 
 class JsonRpcBackend:

@@ -11,22 +11,19 @@ from typing import Any
 
 from aiohttp import web
 
-from gateway.call import Call, CallContext
+from gateway.call import Call
 from gateway.ingress.common import (
     client_context,
     dialect_headers,
     gateway_of,
     header_version,
 )
+from gateway.ingress.sse_out import serve_sse
 from gateway.observe import log_call
-from gateway.sse import SSE_HEADERS, sse_frame
-from gateway.streams import with_final_flags, without_final_flags
+from gateway.sse import sse_frame
 from translators import jsonrpc as rpc
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03, V10, negotiate, normalize_version
-
-# How long a v0.3 client's status update may wait to learn whether it is the last one.
-FINAL_LOOKAHEAD_SECONDS = 0.25
 
 
 def _reply(payload: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
@@ -40,7 +37,8 @@ def _fallback_version(request: web.Request) -> str:
     return V10 if normalize_version(header_version(request)) == V10 else V03
 
 
-async def handle(request: web.Request) -> web.StreamResponse:
+async def handle(request: web.Request, path_tenant: str | None = None) -> web.StreamResponse:
+    """`POST /`, or `POST /{tenant}` (then the REST router passes `path_tenant`)."""
     gateway = gateway_of(request)
     raw = await request.read()
     version = _fallback_version(request)
@@ -69,7 +67,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         ctx.client_version = negotiate(header_version(request), payload_version,
                                        gateway.version_rules)
         canonical = rpc.params_to_canonical(op, payload_version, body.get("params"), ctx.loss)
-        ctx.tenant = getattr(canonical, "tenant", "") or request.match_info.get("tenant") or None
+        ctx.tenant = getattr(canonical, "tenant", "") or path_tenant or None
         call = Call(op, canonical, ctx)
         if op.streaming:
             return await _stream(request, call, rid)
@@ -86,36 +84,15 @@ async def handle(request: web.Request) -> web.StreamResponse:
 
 
 async def _stream(request: web.Request, call: Call, rid: Any) -> web.StreamResponse:
-    ctx: CallContext = call.ctx
-    version = ctx.client_version
-    source = gateway_of(request).stream(call)
-    # Errors raised before the first event are a plain JSON-RPC answer, not SSE (§3.8).
-    items = (with_final_flags(source, FINAL_LOOKAHEAD_SECONDS) if version == V03
-             else without_final_flags(source))
-    try:
-        first = await anext(items, None)
-    except A2AError:
-        await items.aclose()
-        raise
-    response = web.StreamResponse(headers={**SSE_HEADERS, **dialect_headers(ctx)})
-    await response.prepare(request)
-    error: BaseException | None = None
-    try:
-        pending = first
-        while pending is not None:
-            item, final = pending
-            result = rpc.stream_item_from_canonical(version, item, final, ctx.loss)
-            await response.write(sse_frame(rpc.success(rid, result)))
-            pending = await anext(items, None)
-    except Exception as exc:
-        error = exc
-        if isinstance(exc, ConnectionError):
-            return response  # the client went away; closing `items` closed the backend
-        err = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
+    version = call.ctx.client_version
+    loss = call.ctx.loss
+
+    def frame_item(item: Any, final: bool) -> bytes:
+        result = rpc.stream_item_from_canonical(version, item, final, loss)
+        return sse_frame(rpc.success(rid, result))
+
+    def frame_error(err: A2AError) -> bytes:
         # An error inside a stream is one more data line with the same id (§3.8).
-        await response.write(sse_frame(rpc.failure(rid, err, version)))
-    finally:
-        await items.aclose()
-        log_call(ctx, call.op.name, error)
-    await response.write_eof()
-    return response
+        return sse_frame(rpc.failure(rid, err, version))
+
+    return await serve_sse(request, call, frame_item, frame_error)

@@ -1,17 +1,15 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-from helpers import free_port
+from helpers import MakeGateway, free_port
 
 from gateway.app import Server
 from gateway.config import parse_config
 from gateway.demo_agent import start_demo_agent
-
-MakeGateway = Callable[..., Awaitable[str]]
 
 
 @pytest.fixture
@@ -45,7 +43,3 @@ async def make_gateway() -> AsyncIterator[MakeGateway]:
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as session:
         yield session
-
-
-def v03(url: str, version: str = "0.3") -> dict[str, Any]:
-    return {"backend": {"url": url, "version": version, "binding": "JSONRPC"}}

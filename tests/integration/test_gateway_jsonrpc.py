@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from conftest import MakeGateway, v03
+from helpers import MakeGateway, v03
 
 V10_HEADERS = {"A2A-Version": "1.0"}
 

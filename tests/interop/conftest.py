@@ -1,102 +1,14 @@
-"""Real processes on loopback: the official a2a-sdk agents (0.3.26 and 1.3.0), the
-gateway, and the official SDK clients, each SDK in its own virtualenv (.venvs/)."""
+"""Interop fixtures: one deployment of real processes serves the whole session."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from collections.abc import Iterator
-from contextlib import ExitStack
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import pytest
-from helpers import PEERS, SDK_PYTHON, free_port, gateway_cmd, running, write_config
-
-pytestmark = pytest.mark.interop
-
-
-@dataclass
-class Agent:
-    version: str
-    jsonrpc: int
-    rest: int
-    grpc: int
-
-
-@dataclass
-class Deployment:
-    """One set of agents and one gateway that fronts every backend dialect as a tenant."""
-
-    agents: dict[str, Agent]
-    gateway_http: int
-    logs: Path
-    cache: dict[tuple[str, ...], Any] = field(default_factory=dict)
-
-    def url(self, tenant: str) -> str:
-        return f"http://127.0.0.1:{self.gateway_http}/{tenant}"
-
-
-def _start_agent(stack: ExitStack, version: str, logs: Path) -> Agent:
-    agent = Agent(version, free_port(), free_port(), free_port())
-    script = PEERS / ("agent_v03.py" if version == "0.3" else "agent_v10.py")
-    cmd = [str(SDK_PYTHON[version]), str(script), "--jsonrpc-port", str(agent.jsonrpc),
-           "--rest-port", str(agent.rest), "--grpc-port", str(agent.grpc)]
-    log = logs / f"agent-{version}.log"
-    stack.enter_context(running(cmd, agent.jsonrpc, log=log, timeout=90))
-    return agent
-
-
-# Tenants: one per backend dialect the gateway can reach.
-def tenants_for(agents: dict[str, Agent]) -> dict[str, Any]:
-    return {
-        "a03": {"backend": {"url": f"http://127.0.0.1:{agents['0.3'].jsonrpc}/",
-                            "version": "0.3", "binding": "JSONRPC"}},
-        "a10": {"backend": {"url": f"http://127.0.0.1:{agents['1.0'].jsonrpc}/",
-                            "version": "1.0", "binding": "JSONRPC"}},
-    }
+from interop_support import Deployment, deployment_running
 
 
 @pytest.fixture(scope="session")
 def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
-    for version, python in SDK_PYTHON.items():
-        if not python.exists():
-            pytest.fail(f"missing SDK venv for {version}: run `make venvs`")
-    logs = tmp_path_factory.mktemp("interop")
-    with ExitStack() as stack:
-        agents = {v: _start_agent(stack, v, logs) for v in ("0.3", "1.0")}
-        port, demo_port = free_port(), free_port()
-        tenants = tenants_for(agents)
-        tenants["demo"] = {"backend": {"url": f"http://127.0.0.1:{demo_port}/",
-                                       "version": "0.3"}}
-        config = write_config(logs / "gateway.yaml", {
-            "listen": {"http": f"127.0.0.1:{port}"},
-            "demo_agent": {"listen": f"127.0.0.1:{demo_port}"},
-            "tenants": tenants,
-            "default_tenant": "a03",
-        })
-        stack.enter_context(running(gateway_cmd(config), port, log=logs / "gateway.log"))
-        yield Deployment(agents, port, logs)
-
-
-def run_client(version: str, url: str, transport: str, scenario: str = "all",
-               webhook: str | None = None, timeout: float = 180) -> Any:
-    script = PEERS / ("client_v03.py" if version == "0.3" else "client_v10.py")
-    cmd = [str(SDK_PYTHON[version]), str(script), "--url", url, "--transport", transport,
-           "--scenario", scenario]
-    if webhook:
-        cmd += ["--webhook", webhook]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise AssertionError(f"client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout)
-
-
-def client_results(deployment: Deployment, version: str, tenant: str,
-                   transport: str = "JSONRPC") -> dict[str, Any]:
-    """Every scenario of one client against one tenant, run once per session."""
-    key = (version, tenant, transport)
-    if key not in deployment.cache:
-        deployment.cache[key] = run_client(version, deployment.url(tenant), transport)
-    return deployment.cache[key]  # type: ignore[no-any-return]
+    with deployment_running(tmp_path_factory.mktemp("interop")) as running_deployment:
+        yield running_deployment

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import Deployment, client_results
+from interop_support import Deployment, client_results
 
 PAIRS = [
     ("0.3", "a10"),  # v0.3 SDK client → v1.0 SDK agent

@@ -1,0 +1,59 @@
+"""Serving a canonical stream to an HTTP client as SSE (JSON-RPC and REST share this)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from a2a.types import a2a_pb2 as pb
+from aiohttp import web
+
+from gateway.call import Call
+from gateway.ingress.common import dialect_headers, gateway_of
+from gateway.observe import log_call
+from gateway.sse import SSE_HEADERS
+from gateway.streams import with_final_flags, without_final_flags
+from translators.errors import A2AError, a2a_error
+from translators.versions import V03
+
+# How long a v0.3 client's status update may wait to learn whether it is the last one.
+FINAL_LOOKAHEAD_SECONDS = 0.25
+
+FrameItem = Callable[[pb.StreamResponse, bool], bytes]
+FrameError = Callable[[A2AError], bytes]
+
+
+async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
+                    frame_error: FrameError) -> web.StreamResponse:
+    """Run the call's stream and write each event as the client's dialect frames it.
+
+    An error before the first event propagates (the caller answers it as a plain
+    error); a later one becomes a final error frame. A client that goes away closes the
+    backend stream, because closing `items` closes the pipeline's iterator.
+    """
+    ctx = call.ctx
+    source = gateway_of(request).stream(call)
+    items = (with_final_flags(source, FINAL_LOOKAHEAD_SECONDS) if ctx.client_version == V03
+             else without_final_flags(source))
+    try:
+        pending = await anext(items, None)
+    except BaseException:
+        await items.aclose()
+        raise
+    response = web.StreamResponse(headers={**SSE_HEADERS, **dialect_headers(ctx)})
+    await response.prepare(request)
+    error: BaseException | None = None
+    try:
+        while pending is not None:
+            await response.write(frame_item(*pending))
+            pending = await anext(items, None)
+    except Exception as exc:
+        error = exc
+        if isinstance(exc, ConnectionError):
+            return response
+        await response.write(frame_error(exc if isinstance(exc, A2AError)
+                                         else a2a_error("InternalError")))
+    finally:
+        await items.aclose()
+        log_call(ctx, call.op.name, error)
+    await response.write_eof()
+    return response

@@ -1,0 +1,187 @@
+"""The HTTP+JSON (REST) route table of both versions (reference §2, §5, §11.5).
+
+Routes are data: a verb, a path template, the operation, the version, how the body is
+used, and which query parameters are read. One small router (gateway/ingress/rest.py)
+matches client requests against it, and the REST egress fills the same templates
+toward backends, so a route is written exactly once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from translators import operations as ops
+from translators.errors import invalid_params
+from translators.versions import V03, V10
+
+
+@dataclass(frozen=True)
+class QueryParam:
+    name: str  # camelCase as on the wire and in ProtoJSON
+    kind: str = "str"  # str | int | bool | enum | timestamp
+
+
+@dataclass(frozen=True)
+class Route:
+    verb: str
+    template: str  # e.g. "/tasks/{id}:cancel"; path variables name request fields
+    op: str
+    version: str
+    body: bool = False  # the JSON body is the request (merged with path variables)
+    query: tuple[QueryParam, ...] = ()
+    # v0.3 requests name resources ("tasks/{id}"); path variable → (field, format)
+    names: tuple[tuple[str, str], ...] = ()
+    pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/:]+)", re.escape(self.template))
+        object.__setattr__(self, "pattern", re.compile(regex + r"/?$"))
+
+    def path_for(self, values: dict[str, str]) -> str:
+        return re.sub(r"\{(\w+)\}", lambda m: quote(values.get(m.group(1), ""), safe=""),
+                      self.template)
+
+
+_HISTORY = QueryParam("historyLength", "int")
+_PAGING = (QueryParam("pageSize", "int"), QueryParam("pageToken"))
+_LIST_TASKS_QUERY = (
+    QueryParam("contextId"), QueryParam("status", "enum"), *_PAGING, _HISTORY,
+    QueryParam("statusTimestampAfter", "timestamp"), QueryParam("includeArtifacts", "bool"),
+)
+
+_TASK_NAME = (("name", "tasks/{id}"),)
+_CONFIG_NAME = (("name", "tasks/{taskId}/pushNotificationConfigs/{id}"),)
+_PARENT = (("parent", "tasks/{taskId}"),)
+
+V10_ROUTES: tuple[Route, ...] = (
+    Route("POST", "/message:send", ops.SEND, V10, body=True),
+    Route("POST", "/message:stream", ops.STREAM, V10, body=True),
+    Route("GET", "/tasks/{id}:subscribe", ops.SUBSCRIBE, V10),
+    Route("POST", "/tasks/{id}:subscribe", ops.SUBSCRIBE, V10),
+    Route("POST", "/tasks/{id}:cancel", ops.CANCEL, V10, body=True),
+    Route("GET", "/tasks/{taskId}/pushNotificationConfigs/{id}", ops.PUSH_GET, V10),
+    Route("DELETE", "/tasks/{taskId}/pushNotificationConfigs/{id}", ops.PUSH_DELETE, V10),
+    Route("POST", "/tasks/{taskId}/pushNotificationConfigs", ops.PUSH_CREATE, V10, body=True),
+    Route("GET", "/tasks/{taskId}/pushNotificationConfigs", ops.PUSH_LIST, V10, query=_PAGING),
+    Route("GET", "/tasks/{id}", ops.GET_TASK, V10, query=(_HISTORY,)),
+    Route("GET", "/tasks", ops.LIST_TASKS, V10, query=_LIST_TASKS_QUERY),
+    Route("GET", "/extendedAgentCard", ops.EXTENDED_CARD, V10),
+)
+
+V03_ROUTES: tuple[Route, ...] = (
+    Route("POST", "/v1/message:send", ops.SEND, V03, body=True),
+    Route("POST", "/v1/message:stream", ops.STREAM, V03, body=True),
+    # proto says GET, the v0.3 spec prose says POST; peers use both (§2).
+    Route("GET", "/v1/tasks/{id}:subscribe", ops.SUBSCRIBE, V03, names=_TASK_NAME),
+    Route("POST", "/v1/tasks/{id}:subscribe", ops.SUBSCRIBE, V03, names=_TASK_NAME),
+    Route("POST", "/v1/tasks/{id}:cancel", ops.CANCEL, V03, body=True, names=_TASK_NAME),
+    Route("GET", "/v1/tasks/{taskId}/pushNotificationConfigs/{id}", ops.PUSH_GET, V03,
+          names=_CONFIG_NAME),
+    Route("DELETE", "/v1/tasks/{taskId}/pushNotificationConfigs/{id}", ops.PUSH_DELETE, V03,
+          names=_CONFIG_NAME),
+    Route("POST", "/v1/tasks/{taskId}/pushNotificationConfigs", ops.PUSH_CREATE, V03,
+          body=True, names=_PARENT),
+    # proto@v0.3.0's typo (singular `task`), still accepted inbound.
+    Route("POST", "/v1/task/{taskId}/pushNotificationConfigs", ops.PUSH_CREATE, V03,
+          body=True, names=_PARENT),
+    Route("GET", "/v1/tasks/{taskId}/pushNotificationConfigs", ops.PUSH_LIST, V03,
+          query=_PAGING, names=_PARENT),
+    Route("GET", "/v1/tasks/{id}", ops.GET_TASK, V03, query=(_HISTORY,), names=_TASK_NAME),
+    Route("GET", "/v1/card", ops.EXTENDED_CARD, V03),
+)
+
+_TENANT_PREFIX = re.compile(r"^/(?P<tenant>[^/:]+)(?P<rest>/.*)$")
+
+
+@dataclass(frozen=True)
+class Match:
+    route: Route
+    params: dict[str, str]
+    tenant: str | None
+
+
+def _match_in(routes: tuple[Route, ...], verb: str, path: str) -> Match | None:
+    for route in routes:
+        if route.verb != verb:
+            continue
+        m = route.pattern.match(path)
+        if m:
+            return Match(route, m.groupdict(), None)
+    return None
+
+
+def match_route(verb: str, path: str, header_version: str) -> Match | None:
+    """The route a request calls. `/v1/...` is v0.3 unless the client declares 1.x, in
+    which case `v1` is a v1.0 tenant (reference §1, REST path ambiguity)."""
+    v03_first = header_version != V10
+    if v03_first and (found := _match_in(V03_ROUTES, verb, path)):
+        return found
+    if found := _match_in(V10_ROUTES, verb, path):
+        return found
+    prefixed = _TENANT_PREFIX.match(path)
+    if prefixed and (found := _match_in(V10_ROUTES, verb, prefixed["rest"])):
+        return Match(found.route, found.params, prefixed["tenant"])
+    if not v03_first:
+        return _match_in(V03_ROUTES, verb, path)
+    return None
+
+
+def allowed_verbs(path: str) -> set[str]:
+    """Verbs some route accepts at this path (for 405 answers)."""
+    verbs = set()
+    for route in (*V03_ROUTES, *V10_ROUTES):
+        rest = _TENANT_PREFIX.match(path)
+        if route.pattern.match(path) or (rest and route.pattern.match(rest["rest"])):
+            verbs.add(route.verb)
+    return verbs
+
+
+def route_for(op: str, version: str, verb: str | None = None) -> Route:
+    """The route egress uses for an operation (the first listed, or the given verb)."""
+    for route in V10_ROUTES if version == V10 else V03_ROUTES:
+        if route.op == op and (verb is None or route.verb == verb):
+            return route
+    raise KeyError((op, version, verb))
+
+
+def query_values(route: Route, query: dict[str, list[str]]) -> dict[str, Any]:
+    """Typed ProtoJSON values for the query parameters a route reads. Repeated keys and
+    comma-joined values are both accepted (§11.5); the last scalar wins."""
+    out: dict[str, Any] = {}
+    for param in route.query:
+        raw = query.get(param.name) or query.get(_snake(param.name))
+        if not raw:
+            continue
+        value = raw[-1].split(",")[-1].strip()
+        out[param.name] = _typed(param, value)
+    return out
+
+
+def _typed(param: QueryParam, value: str) -> Any:
+    if param.kind == "int":
+        try:
+            return int(value)
+        except ValueError:
+            raise invalid_params(f"query parameter {param.name} must be an integer") from None
+    if param.kind == "bool":
+        if value.lower() not in ("true", "false", "1", "0"):
+            raise invalid_params(f"query parameter {param.name} must be true or false")
+        return value.lower() in ("true", "1")
+    return value
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def query_string_values(route: Route, request: dict[str, Any]) -> dict[str, str]:
+    """The query parameters egress sends for a route, from a ProtoJSON request."""
+    out = {}
+    for param in route.query:
+        if param.name in request:
+            value = request[param.name]
+            out[param.name] = str(value).lower() if isinstance(value, bool) else str(value)
+    return out
