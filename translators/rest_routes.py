@@ -115,17 +115,21 @@ def _match_in(routes: tuple[Route, ...], verb: str, path: str) -> Match | None:
 
 def match_route(verb: str, path: str, header_version: str) -> Match | None:
     """The route a request calls. `/v1/...` is v0.3 unless the client declares 1.x, in
-    which case `v1` is a v1.0 tenant (reference §1, REST path ambiguity)."""
-    v03_first = header_version != V10
-    if v03_first and (found := _match_in(V03_ROUTES, verb, path)):
-        return found
-    if found := _match_in(V10_ROUTES, verb, path):
-        return found
+    which case `v1` is a v1.0 tenant (reference §1, REST path ambiguity). A tenant
+    prefix works for both versions: v0.3 has no tenant field, so `/{tenant}/v1/...` is
+    how a v0.3 REST client picks one."""
     prefixed = _TENANT_PREFIX.match(path)
-    if prefixed and (found := _match_in(V10_ROUTES, verb, prefixed["rest"])):
-        return Match(found.route, found.params, prefixed["tenant"])
-    if not v03_first:
-        return _match_in(V03_ROUTES, verb, path)
+    direct = [(V03_ROUTES, path, None), (V10_ROUTES, path, None)]
+    under_tenant = [] if prefixed is None else [
+        (V03_ROUTES, prefixed["rest"], prefixed["tenant"]),
+        (V10_ROUTES, prefixed["rest"], prefixed["tenant"])]
+    if header_version == V10:
+        tries = [direct[1], *under_tenant[1:], direct[0], *under_tenant[:1]]
+    else:
+        tries = [*direct, *under_tenant]
+    for routes, rest, tenant in tries:
+        if found := _match_in(routes, verb, rest):
+            return Match(found.route, found.params, tenant)
     return None
 
 

@@ -1,8 +1,8 @@
-"""Official SDK clients → gateway (JSON-RPC) → official SDK agents and the demo agent.
+"""Official SDK clients → gateway → official SDK agents and the demo agent.
 
-Every pairing of {a2a-sdk 0.3.26, 1.3.0} client with {0.3.26 agent, 1.3.0 agent, the
-built-in v0.3 demo agent}, cross-version and same-version. Each client runs all its
-scenarios once per session; the tests below assert on what came back.
+Each case is (client SDK version, client binding, tenant); the tenant names the backend
+dialect (see interop_support.tenants_for: a03/a10 JSON-RPC, r10 REST, ...). Each client
+runs all its scenarios once per session; the tests below assert on what came back.
 """
 
 from __future__ import annotations
@@ -12,20 +12,28 @@ from typing import Any
 import pytest
 from interop_support import Deployment, client_results
 
-PAIRS = [
-    ("0.3", "a10"),  # v0.3 SDK client → v1.0 SDK agent
-    ("1.0", "a03"),  # v1.0 SDK client → v0.3 SDK agent
-    ("0.3", "a03"),  # same version, through the gateway
-    ("1.0", "a10"),
-    ("0.3", "demo"),
-    ("1.0", "demo"),
+J, R = "JSONRPC", "HTTP+JSON"
+CASES = [
+    # JSON-RPC clients
+    ("0.3", J, "a10"),  # v0.3 SDK client → v1.0 SDK agent
+    ("1.0", J, "a03"),  # v1.0 SDK client → v0.3 SDK agent
+    ("0.3", J, "a03"),  # same version, through the gateway
+    ("1.0", J, "a10"),
+    ("0.3", J, "demo"),
+    ("1.0", J, "demo"),
+    ("0.3", J, "r10"),  # → v1.0 agent over REST
+    ("1.0", J, "r10"),  # JSON-RPC → REST, same version
+    # REST clients
+    ("1.0", R, "a03"),  # v1.0 REST client → v0.3 JSON-RPC agent
+    ("1.0", R, "a10"),  # REST → JSON-RPC, same version
+    ("1.0", R, "r10"),
 ]
 
 
-@pytest.fixture(params=PAIRS, ids=[f"client{c}-{t}" for c, t in PAIRS])
+@pytest.fixture(params=CASES, ids=[f"{c}-{b}-{t}" for c, b, t in CASES])
 def pair(request: pytest.FixtureRequest, deployment: Deployment) -> tuple[str, dict[str, Any]]:
-    client, tenant = request.param
-    return client, client_results(deployment, client, tenant)
+    client, binding, tenant = request.param
+    return client, client_results(deployment, client, tenant, binding)
 
 
 def _ok(results: dict[str, Any], scenario: str) -> Any:
