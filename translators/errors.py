@@ -71,8 +71,9 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
           v03_http=404, v03_grpc="NOT_FOUND"),
     _kind("InvalidParamsError", -32602, "INVALID_ARGUMENT", 400, "Invalid parameters",
           v03_http=422, v03_grpc="INVALID_ARGUMENT"),
+    # py and go both send INTERNAL_ERROR (§7.2), not the name rule's INTERNAL.
     _kind("InternalError", -32603, "INTERNAL", 500, "Internal error",
-          v03_http=500, v03_grpc="INTERNAL"),
+          reason="INTERNAL_ERROR", v03_http=500, v03_grpc="INTERNAL"),
     # The gateway's own: the backend could not be used. JSON-RPC has no code for them, so
     # they travel as -32603 and are told apart by ErrorInfo (domain a2a-gateway).
     _kind("BackendUnavailableError", -32603, "UNAVAILABLE", 502, "Backend agent unavailable",
@@ -145,7 +146,12 @@ def error_from_jsonrpc(error: Any) -> A2AError:
             return A2AError(kind, message, {str(k): str(v) for k, v in md.items()}
                             if isinstance(md, dict) else {})
     code = error.get("code")
-    kind = BY_CODE.get(code) if isinstance(code, int) else None
+    # JSON-RPC 2.0 requires an integer code; without one the error cannot be classified.
+    if not isinstance(code, int) or isinstance(code, bool):
+        return a2a_error("InvalidAgentResponseError",
+                         f"backend sent a JSON-RPC error without an integer code: {message}"
+                         if message else "backend sent a JSON-RPC error without an integer code")
+    kind = BY_CODE.get(code)
     if kind is None:
         kind = BY_NAME["InternalError"]
         message = f"backend error {code}: {message}" if message else f"backend error {code}"

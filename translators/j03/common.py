@@ -48,7 +48,8 @@ def _parse_iso(value: str, path: str) -> datetime:
 def iso_to_p10(value: Any, path: str) -> str:
     """Any ISO 8601 timestamp → RFC 3339 UTC with milliseconds, as v1.0 asks (§5.6.1)."""
     parsed = _parse_iso(need_str(value, path), path)
-    return parsed.strftime("%Y-%m-%dT%H:%M:%S.") + f"{parsed.microsecond // 1000:03d}Z"
+    # isoformat, not strftime: "%Y" is not zero-padded below year 1000 on glibc.
+    return parsed.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
 
 
 def iso_to_j03(value: str) -> str:

@@ -1,0 +1,730 @@
+"""Golden pairs from the wire reference (/work/shared/a2a-wire-reference.md), J03 ⇄ P10.
+
+Every JSON example in the reference that pairs v0.3 JSON-RPC JSON (J03) with v1.0
+ProtoJSON (P10) is copied here verbatim (comments stripped) and pushed through the
+public translators in both directions. Where a direction goes through the protobuf
+model, the P10 side is compared after a parse/dump, so ProtoJSON's own normal form
+(default omission, shortest timestamp fraction, Struct numbers as doubles) applies.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+
+from translators import cards
+from translators import jsonrpc as rpc
+from translators import operations as ops
+from translators.errors import A2AError, error_from_jsonrpc
+from translators.j03 import objects as o
+from translators.j03 import requests as r
+from translators.loss import CARRY_KEY, LossPolicy, LossReport
+from translators.protojson import dump_p10, parse_p10
+from translators.versions import V03, V10
+
+SEND = ops.BY_NAME[ops.SEND]
+STREAM = ops.BY_NAME[ops.STREAM]
+GET_TASK = ops.BY_NAME[ops.GET_TASK]
+CANCEL = ops.BY_NAME[ops.CANCEL]
+SUBSCRIBE = ops.BY_NAME[ops.SUBSCRIBE]
+PUSH_CREATE = ops.BY_NAME[ops.PUSH_CREATE]
+PUSH_GET = ops.BY_NAME[ops.PUSH_GET]
+PUSH_LIST = ops.BY_NAME[ops.PUSH_LIST]
+PUSH_DELETE = ops.BY_NAME[ops.PUSH_DELETE]
+EXTENDED_CARD = ops.BY_NAME[ops.EXTENDED_CARD]
+
+JSON = dict[str, Any]
+
+
+def instant(value: str) -> datetime:
+    """The moment an ISO 8601 string names; naive means UTC (reference §3.4)."""
+    parsed = datetime.fromisoformat(value)
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+
+
+def timestamps_as_instants(value: Any) -> Any:
+    """Replace every `timestamp` string by its instant, so spellings do not matter."""
+    if isinstance(value, dict):
+        return {k: instant(v) if k == "timestamp" and isinstance(v, str)
+                else timestamps_as_instants(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [timestamps_as_instants(v) for v in value]
+    return value
+
+
+def through_proto(data: dict[str, Any], cls: type[Any]) -> dict[str, Any]:
+    """P10 normal form: what ProtoJSON prints after parsing ``data``."""
+    return dump_p10(parse_p10(data, cls))
+
+
+# ====================================================================== §3.2 Part
+
+PARTS_J03: list[JSON] = [
+    {"kind": "text", "text": "hi"},
+    {"kind": "file", "file": {"name": "a.png", "mimeType": "image/png", "bytes": "iVBORw0KGgo="}},
+    {"kind": "file", "file": {"uri": "https://x/doc.pdf", "mimeType": "application/pdf"}},
+    {"kind": "data", "data": {"k": 1}},
+]
+PARTS_P10: list[JSON] = [
+    {"text": "hi"},
+    {"raw": "iVBORw0KGgo=", "filename": "a.png", "mediaType": "image/png"},
+    {"url": "https://x/doc.pdf", "mediaType": "application/pdf"},
+    {"data": {"k": 1}},
+]
+
+
+def test_parts_j03_to_p10() -> None:
+    loss = LossReport()
+    assert o.parts_to_p10(PARTS_J03, "parts", loss) == PARTS_P10
+    assert not loss
+    # The result is valid v1.0 and survives the proto unchanged (1 == 1.0 for Struct).
+    msg = {"messageId": "m", "role": "ROLE_USER", "parts": PARTS_P10}
+    assert through_proto(msg, pb.Message)["parts"] == PARTS_P10
+
+
+def test_parts_p10_to_j03() -> None:
+    loss = LossReport()
+    assert o.parts_to_j03(PARTS_P10, "parts", loss) == PARTS_J03
+    assert not loss
+
+
+def test_non_object_data_uses_py_compat_convention() -> None:
+    # §3.2 "Lossy cases": {"value": X} plus metadata.data_part_compat = true, both ways.
+    for value in ([1, 2], "s", 3, True, None):
+        loss = LossReport()
+        j03 = o.part_to_j03({"data": value, "metadata": {"m": "x"}}, "p", loss)
+        assert j03 == {"kind": "data", "data": {"value": value},
+                       "metadata": {"m": "x", o.DATA_COMPAT_FLAG: True}}
+        assert o.part_to_p10(j03, "p", loss) == {"data": value, "metadata": {"m": "x"}}
+        assert not loss
+    # And a compat part a py v0.3 peer sent arrives as a bare value.
+    j03 = {"kind": "data", "data": {"value": [1]}, "metadata": {o.DATA_COMPAT_FLAG: True}}
+    assert o.part_to_p10(j03, "p", LossReport()) == {"data": [1]}
+
+
+def test_media_type_and_filename_on_text_and_data_parts() -> None:
+    # §3.2: v0.3 has mimeType/name on files only; the type a kind implies is no loss.
+    loss = LossReport()
+    parts: list[JSON] = [{"text": "t", "mediaType": "text/plain"},
+                         {"data": {}, "mediaType": "application/json"},
+                         {"text": "t", "mediaType": "text/markdown", "filename": "a.md"},
+                         {"data": {"a": 1}, "filename": "d.json"}]
+    j03 = o.parts_to_j03(parts, "params.message.parts", loss)
+    assert j03 == [{"kind": "text", "text": "t"}, {"kind": "data", "data": {}},
+                   {"kind": "text", "text": "t"}, {"kind": "data", "data": {"a": 1}}]
+    assert loss.request == ["params.message.parts[2].mediaType",
+                            "params.message.parts[2].filename",
+                            "params.message.parts[3].filename"]
+    # CARRY keeps them under the private metadata key and restores them.
+    carry = LossReport(policy=LossPolicy.CARRY)
+    j03 = o.parts_to_j03(parts, "params.message.parts", carry)
+    assert not carry
+    assert j03[2]["metadata"] == {CARRY_KEY: {"mediaType": "text/markdown", "filename": "a.md"}}
+    back = o.parts_to_p10(j03, "params.message.parts", carry)
+    assert back == [{"text": "t"}, {"data": {}}, parts[2], parts[3]]
+
+
+def test_file_bytes_accept_url_safe_and_unpadded_emit_standard() -> None:
+    # §3.0: accept standard and URL-safe base64, padded or not; emit standard.
+    msg = {"kind": "message", "messageId": "m", "role": "user",
+           "parts": [{"kind": "file", "file": {"bytes": "-_8"}}]}
+    resp = rpc.result_to_canonical(SEND, V03, msg, LossReport())
+    assert isinstance(resp, pb.SendMessageResponse)
+    assert resp.message.parts[0].raw == b"\xfb\xff"
+    out = rpc.result_from_canonical(SEND, V03, resp, LossReport())
+    assert out["parts"][0]["file"]["bytes"] == "+/8="
+
+
+def test_v10_params_lose_stray_v03_fields() -> None:
+    # §3.0: py@HEAD parses v1.0 strictly, so nothing v0.3-only may reach a v1.0 backend.
+    params = copy.deepcopy(SEND_P10["params"])
+    params["message"]["kind"] = "message"
+    params["message"]["parts"][0]["kind"] = "text"
+    params["configuration"]["blocking"] = True
+    req = rpc.params_to_canonical(SEND, V10, params, LossReport())
+    assert rpc.params_from_canonical(SEND, V10, req, LossReport()) == SEND_P10["params"]
+
+
+def test_file_part_with_both_bytes_and_uri_keeps_bytes() -> None:
+    loss = LossReport()
+    part = {"kind": "file", "file": {"bytes": "AA==", "uri": "https://x/y"}}
+    assert o.part_to_p10(part, "p", loss) == {"raw": "AA=="}
+    assert loss.request == ["p.file.uri"]
+
+
+# ====================================================================== §3.3 Message
+
+MESSAGE_J03: JSON = {"kind": "message", "messageId": "m1", "role": "user", "contextId": "c1",
+               "parts": [{"kind": "text", "text": "hi"}], "referenceTaskIds": ["t0"]}
+MESSAGE_P10: JSON = {"messageId": "m1", "role": "ROLE_USER", "contextId": "c1",
+               "parts": [{"text": "hi"}], "referenceTaskIds": ["t0"]}
+
+
+def test_message_pair() -> None:
+    loss = LossReport()
+    assert o.message_to_p10(MESSAGE_J03, "m", loss) == MESSAGE_P10
+    assert through_proto(MESSAGE_P10, pb.Message) == MESSAGE_P10
+    assert o.message_to_j03(MESSAGE_P10, "m", loss) == MESSAGE_J03
+    assert not loss
+
+
+# ====================================================================== §3.4 Task
+
+TASK_J03: JSON = {"kind": "task", "id": "t1", "contextId": "c1", "status": {
+    "state": "input-required", "timestamp": "2025-10-28T10:30:00+00:00",
+    "message": {"kind": "message", "role": "agent", "messageId": "m2",
+                "parts": [{"kind": "text", "text": "From where?"}]}}}
+TASK_P10: JSON = {"id": "t1", "contextId": "c1", "status": {
+    "state": "TASK_STATE_INPUT_REQUIRED", "timestamp": "2025-10-28T10:30:00.000Z",
+    "message": {"role": "ROLE_AGENT", "messageId": "m2", "parts": [{"text": "From where?"}]}}}
+
+
+def test_task_j03_to_p10() -> None:
+    loss = LossReport()
+    # The object translator emits the millisecond form v1.0 asks for (§3.4, spec §5.6.1).
+    assert o.task_to_p10(TASK_J03, "result", loss) == TASK_P10
+    # Through the public function and the proto, ProtoJSON prints its own fraction.
+    task = rpc.result_to_canonical(GET_TASK, V03, copy.deepcopy(TASK_J03), loss)
+    assert isinstance(task, pb.Task)
+    assert timestamps_as_instants(dump_p10(task)) == timestamps_as_instants(TASK_P10)
+    assert not loss
+
+
+def test_task_p10_to_j03() -> None:
+    loss = LossReport()
+    j03 = rpc.result_from_canonical(GET_TASK, V03, parse_p10(TASK_P10, pb.Task), loss)
+    assert timestamps_as_instants(j03) == timestamps_as_instants(TASK_J03)
+    assert j03["status"]["timestamp"].endswith("Z")  # §3.4: ISO 8601 with Z to v0.3
+    assert not loss
+
+
+@pytest.mark.parametrize(("j03", "p10"), [
+    ("2025-04-02T16:59:25.331844", "2025-04-02T16:59:25.331Z"),  # naive = UTC (§3.4)
+    ("2025-10-28T10:30:00+00:00", "2025-10-28T10:30:00.000Z"),
+    ("2025-10-28T12:30:00.5+02:00", "2025-10-28T10:30:00.500Z"),  # offsets → UTC
+    ("2025-10-28T10:30:00Z", "2025-10-28T10:30:00.000Z"),
+])
+def test_status_timestamps_to_p10(j03: str, p10: str) -> None:
+    status = o.status_to_p10({"state": "working", "timestamp": j03}, "s", LossReport())
+    assert status == {"state": "TASK_STATE_WORKING", "timestamp": p10}
+
+
+def test_unknown_state_is_unspecified() -> None:
+    # §3.1: "unknown" ⇄ TASK_STATE_UNSPECIFIED (omitted by ProtoJSON).
+    assert o.status_to_p10({"state": "unknown"}, "s", LossReport()) == {
+        "state": "TASK_STATE_UNSPECIFIED"}
+    assert o.status_to_j03({}, "s", LossReport()) == {"state": "unknown"}
+
+
+# ====================================================================== §3.7 SendMessage
+
+SEND_J03: JSON = {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {
+    "message": {"kind": "message", "messageId": "m1", "role": "user",
+                "parts": [{"kind": "text", "text": "hi"}]},
+    "configuration": {"blocking": False, "historyLength": 2, "acceptedOutputModes": ["text/plain"],
+                      "pushNotificationConfig": {
+                          "url": "https://cb/x", "token": "tok",
+                          "authentication": {"schemes": ["Bearer"], "credentials": "s3cr3t"}}}}}
+SEND_P10: JSON = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": {
+    "message": {"messageId": "m1", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+    "configuration": {"returnImmediately": True, "historyLength": 2,
+                      "acceptedOutputModes": ["text/plain"],
+                      "taskPushNotificationConfig": {
+                          "url": "https://cb/x", "token": "tok",
+                          "authentication": {"scheme": "Bearer", "credentials": "s3cr3t"}}}}}
+
+
+def test_method_names_pick_the_version() -> None:
+    assert rpc.operation_for_method(SEND_J03["method"]) == (SEND, V03)
+    assert rpc.operation_for_method(SEND_P10["method"]) == (SEND, V10)
+    assert rpc.operation_for_method("message/stream") == (STREAM, V03)
+    assert rpc.operation_for_method("tasks/pushNotificationConfig/list") == (PUSH_LIST, V03)
+    assert rpc.operation_for_method("ListTaskPushNotificationConfigs") == (PUSH_LIST, V10)
+    assert rpc.operation_for_method("tasks/list") is None
+    assert rpc.method_name(SEND, V03) == "message/send"
+    assert rpc.method_name(SEND, V10) == "SendMessage"
+    with pytest.raises(A2AError) as exc:
+        rpc.method_name(ops.BY_NAME[ops.LIST_TASKS], V03)
+    assert exc.value.name == "UnsupportedOperationError"
+
+
+@pytest.mark.parametrize("op", [SEND, STREAM])
+def test_send_params_j03_to_p10(op: ops.Operation) -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(op, V03, copy.deepcopy(SEND_J03["params"]), loss)
+    assert isinstance(req, pb.SendMessageRequest)
+    assert dump_p10(req) == SEND_P10["params"]
+    assert not loss
+
+
+@pytest.mark.parametrize("op", [SEND, STREAM])
+def test_send_params_p10_to_j03(op: ops.Operation) -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(op, V10, copy.deepcopy(SEND_P10["params"]), loss)
+    assert dump_p10(req) == SEND_P10["params"]
+    assert rpc.params_from_canonical(op, V03, req, loss) == SEND_J03["params"]
+    assert rpc.params_from_canonical(op, V10, req, loss) == SEND_P10["params"]
+    assert not loss
+
+
+def _send_config_to_p10(conf: dict[str, Any]) -> dict[str, Any]:
+    params = {"message": SEND_J03["params"]["message"], "configuration": conf}
+    req = rpc.params_to_canonical(SEND, V03, params, LossReport())
+    conf_p10: JSON = dump_p10(req).get("configuration", {})
+    return conf_p10
+
+
+def _send_config_to_j03(conf: dict[str, Any] | None) -> dict[str, Any]:
+    params: dict[str, Any] = {"message": SEND_P10["params"]["message"]}
+    if conf is not None:
+        params["configuration"] = conf
+    req = rpc.params_to_canonical(SEND, V10, params, LossReport())
+    out = rpc.params_from_canonical(SEND, V03, req, LossReport())
+    conf_j03: dict[str, Any] = out["configuration"]
+    return conf_j03
+
+
+# §3.7 "Blocking semantics", the two rows between J03 and P10, every input value.
+@pytest.mark.parametrize(("j03", "p10"), [
+    ({}, {}),  # absent → omitted (v1.0 default is blocking)
+    ({"blocking": True}, {}),  # true → omitted
+    ({"blocking": False}, {"returnImmediately": True}),  # false → returnImmediately
+])
+def test_blocking_j03_to_p10(j03: dict[str, Any], p10: dict[str, Any]) -> None:
+    assert _send_config_to_p10(j03) == p10
+
+
+@pytest.mark.parametrize(("p10", "blocking"), [
+    (None, True),  # no configuration at all: v1.0 default, blocking
+    ({}, True),
+    ({"returnImmediately": False}, True),
+    ({"returnImmediately": True}, False),
+])
+def test_blocking_p10_to_j03(p10: dict[str, Any] | None, blocking: bool) -> None:
+    assert _send_config_to_j03(p10)["blocking"] is blocking
+
+
+# §3.7 "historyLength semantics": v0.3 0 = all; v1.0 0 = none.
+@pytest.mark.parametrize(("j03", "p10"), [
+    ({}, {}),
+    ({"historyLength": 0}, {}),  # 0 → unset (unlike py@HEAD)
+    ({"historyLength": 3}, {"historyLength": 3}),
+])
+def test_history_length_j03_to_p10(j03: dict[str, Any], p10: dict[str, Any]) -> None:
+    assert _send_config_to_p10(j03) == p10
+    req = rpc.params_to_canonical(GET_TASK, V03, {"id": "t1", **j03}, LossReport())
+    assert dump_p10(req) == {"id": "t1", **p10}
+
+
+@pytest.mark.parametrize(("p10", "j03"), [
+    ({}, {}),
+    ({"historyLength": 0}, {}),  # 0 → omitted; the gateway strips history instead
+    ({"historyLength": 3}, {"historyLength": 3}),
+])
+def test_history_length_p10_to_j03(p10: dict[str, Any], j03: dict[str, Any]) -> None:
+    conf = _send_config_to_j03(p10)
+    assert {k: v for k, v in conf.items() if k == "historyLength"} == j03
+    req = rpc.params_to_canonical(GET_TASK, V10, {"id": "t1", **p10}, LossReport())
+    assert rpc.params_from_canonical(GET_TASK, V03, req, LossReport()) == {"id": "t1", **j03}
+
+
+_HISTORY = [{"kind": "message", "messageId": "h1", "role": "user",
+             "parts": [{"kind": "text", "text": "q"}]}]
+
+
+@pytest.mark.parametrize(("history_length", "kept"), [(None, True), (0, False), (1, True)])
+def test_history_length_zero_strips_v03_history(history_length: int | None, kept: bool) -> None:
+    task_j03 = {**TASK_J03, "history": _HISTORY}
+    conf: dict[str, Any] = {} if history_length is None else {"historyLength": history_length}
+    # GetTask: the request carries historyLength itself.
+    get_req = parse_p10({"id": "t1", **conf}, pb.GetTaskRequest)
+    task = rpc.result_to_canonical(GET_TASK, V03, copy.deepcopy(task_j03), LossReport(), get_req)
+    assert isinstance(task, pb.Task)
+    assert (len(task.history) == 1) is kept
+    # SendMessage: it sits in the configuration.
+    send_req = parse_p10({"message": SEND_P10["params"]["message"], "configuration": conf},
+                         pb.SendMessageRequest)
+    resp = rpc.result_to_canonical(SEND, V03, copy.deepcopy(task_j03), LossReport(), send_req)
+    assert isinstance(resp, pb.SendMessageResponse)
+    assert (len(resp.task.history) == 1) is kept
+
+
+# ====================================================================== §3.8 results
+
+SEND_RESULT_J03: JSON = {"jsonrpc": "2.0", "id": 7, "result": {
+    "kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "completed"},
+    "artifacts": [{"artifactId": "a1", "parts": [{"kind": "text", "text": "ok"}]}]}}
+SEND_RESULT_P10: JSON = {"jsonrpc": "2.0", "id": 7, "result": {"task": {
+    "id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"},
+    "artifacts": [{"artifactId": "a1", "parts": [{"text": "ok"}]}]}}}
+
+
+def test_send_result_j03_to_p10() -> None:
+    loss = LossReport()
+    resp = rpc.result_to_canonical(SEND, V03, copy.deepcopy(SEND_RESULT_J03["result"]), loss)
+    assert isinstance(resp, pb.SendMessageResponse)
+    assert rpc.success(7, rpc.result_from_canonical(SEND, V10, resp, loss)) == SEND_RESULT_P10
+    assert not loss
+
+
+def test_send_result_p10_to_j03() -> None:
+    loss = LossReport()
+    resp = rpc.result_to_canonical(SEND, V10, copy.deepcopy(SEND_RESULT_P10["result"]), loss)
+    assert isinstance(resp, pb.SendMessageResponse)
+    assert rpc.success(7, rpc.result_from_canonical(SEND, V03, resp, loss)) == SEND_RESULT_J03
+    assert not loss
+
+
+def test_send_result_message_both_ways() -> None:
+    loss = LossReport()
+    resp = rpc.result_to_canonical(SEND, V03, copy.deepcopy(MESSAGE_J03), loss)
+    assert dump_p10(resp) == {"message": MESSAGE_P10}
+    assert rpc.result_from_canonical(SEND, V03, resp, loss) == MESSAGE_J03
+    assert not loss
+
+
+STREAM_J03 = """
+data: {"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t1","contextId":"c1","status":{"state":"submitted"}}}
+data: {"jsonrpc":"2.0","id":1,"result":{"kind":"artifact-update","taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"kind":"text","text":"…"}]},"append":false,"lastChunk":true}}
+data: {"jsonrpc":"2.0","id":1,"result":{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"completed"},"final":true}}
+"""
+STREAM_P10 = """
+data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}}
+data: {"jsonrpc":"2.0","id":1,"result":{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a1","parts":[{"text":"…"}]},"lastChunk":true}}}
+data: {"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}}
+"""
+STREAM_P10_REST = """
+data: {"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}
+data: {"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}
+"""
+
+
+def sse_data(text: str) -> list[Any]:
+    return [json.loads(line.removeprefix("data: ")) for line in text.strip().splitlines()]
+
+
+def without_false_append(line: dict[str, Any]) -> dict[str, Any]:
+    """J03 `append` is optional and defaults to false; ProtoJSON omits false."""
+    line = copy.deepcopy(line)
+    if line["result"].get("append") is False:
+        del line["result"]["append"]
+    return line
+
+
+def test_stream_j03_to_p10() -> None:
+    loss = LossReport()
+    got = [rpc.success(line["id"], dump_p10(rpc.stream_item_to_canonical(V03, line["result"], loss)))
+           for line in sse_data(STREAM_J03)]
+    assert got == sse_data(STREAM_P10)
+    assert not loss  # `final` is not a loss: the end of the stream says it (§3.6)
+    # The v1.0 REST frames are the bare StreamResponses.
+    rest = sse_data(STREAM_P10_REST)
+    assert [got[0]["result"], got[2]["result"]] == rest
+
+
+def test_stream_p10_to_j03_with_final_on_last_status_update() -> None:
+    loss = LossReport()
+    lines = sse_data(STREAM_P10)
+    items = [parse_p10(line["result"], pb.StreamResponse) for line in lines]
+    got = []
+    for i, item in enumerate(items):
+        last = i == len(items) - 1
+        got.append(rpc.success(1, rpc.stream_item_from_canonical(V03, item, last, loss)))
+    assert got == [without_false_append(line) for line in sse_data(STREAM_J03)]
+    assert not loss
+    # The end-of-stream rule also recognizes the terminal state by itself (§3.6).
+    assert [o.is_final_for_v03(line["result"]) for line in lines] == [False, False, True]
+    # Through the unary rules (no lookahead), `final` defaults to false.
+    assert rpc.result_from_canonical(STREAM, V03, items[2], loss)["final"] is False
+
+
+@pytest.mark.parametrize(("state", "final"), [
+    ("TASK_STATE_WORKING", False), ("TASK_STATE_SUBMITTED", False),
+    ("TASK_STATE_COMPLETED", True), ("TASK_STATE_FAILED", True), ("TASK_STATE_CANCELED", True),
+    ("TASK_STATE_REJECTED", True), ("TASK_STATE_INPUT_REQUIRED", True),
+    ("TASK_STATE_AUTH_REQUIRED", True),
+])
+def test_final_for_v03_by_state(state: str, final: bool) -> None:
+    assert o.is_final_for_v03({"statusUpdate": {"status": {"state": state}}}) is final
+
+
+def test_subscribe_params_both_ways() -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(SUBSCRIBE, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    assert dump_p10(req) == {"id": "t1"}
+    assert loss.request == ["params.metadata"]  # §3.10: v1.0 SubscribeToTask has no metadata
+    assert rpc.params_from_canonical(SUBSCRIBE, V03, req, LossReport()) == {"id": "t1"}
+
+
+def test_cancel_params_keep_metadata() -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(CANCEL, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    assert dump_p10(req) == {"id": "t1", "metadata": {"a": 1}}
+    assert rpc.params_from_canonical(CANCEL, V03, req, loss) == {"id": "t1", "metadata": {"a": 1}}
+    assert not loss
+
+
+def test_get_task_params_drop_metadata() -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(GET_TASK, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    assert dump_p10(req) == {"id": "t1"}
+    assert loss.request == ["params.metadata"]
+
+
+# ====================================================================== §3.9 push configs
+
+PUSH_SET_J03: JSON = {"taskId": "t1", "pushNotificationConfig": {
+    "id": "c1", "url": "https://cb/x", "token": "tok",
+    "authentication": {"schemes": ["Bearer"], "credentials": "s"}}}
+PUSH_CREATE_P10: JSON = {"taskId": "t1", "id": "c1", "url": "https://cb/x", "token": "tok",
+                   "authentication": {"scheme": "Bearer", "credentials": "s"}}
+
+
+def test_push_create_params_both_ways() -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(PUSH_CREATE, V03, copy.deepcopy(PUSH_SET_J03), loss)
+    assert isinstance(req, pb.TaskPushNotificationConfig)
+    assert dump_p10(req) == PUSH_CREATE_P10
+    req = rpc.params_to_canonical(PUSH_CREATE, V10, copy.deepcopy(PUSH_CREATE_P10), loss)
+    assert rpc.params_from_canonical(PUSH_CREATE, V03, req, loss) == PUSH_SET_J03
+    assert not loss
+
+
+def test_push_create_result_both_ways() -> None:
+    loss = LossReport()
+    res = rpc.result_to_canonical(PUSH_CREATE, V03, copy.deepcopy(PUSH_SET_J03), loss)
+    assert dump_p10(res) == PUSH_CREATE_P10
+    assert rpc.result_from_canonical(PUSH_CREATE, V03, res, loss) == PUSH_SET_J03
+    assert not loss
+
+
+def test_push_auth_several_schemes_keeps_the_first() -> None:
+    loss = LossReport()
+    params = copy.deepcopy(PUSH_SET_J03)
+    params["pushNotificationConfig"]["authentication"]["schemes"] = ["Bearer", "Basic"]
+    req = rpc.params_to_canonical(PUSH_CREATE, V03, params, loss)
+    assert dump_p10(req) == PUSH_CREATE_P10
+    assert loss.request == ["params.pushNotificationConfig.authentication.schemes[1:]"]
+
+
+@pytest.mark.parametrize(("j03", "p10", "dropped"), [
+    ({"id": "t1", "pushNotificationConfigId": "c1"}, {"taskId": "t1", "id": "c1"}, []),
+    # Deprecated form without a config id: the SDKs' default config id is the task id.
+    ({"id": "t1"}, {"taskId": "t1", "id": "t1"}, []),
+    ({"id": "t1", "pushNotificationConfigId": "c1", "metadata": {"a": 1}},
+     {"taskId": "t1", "id": "c1"}, ["params.metadata"]),
+])
+def test_push_get_params_to_p10(j03: dict[str, Any], p10: dict[str, Any],
+                                dropped: list[str]) -> None:
+    loss = LossReport()
+    assert dump_p10(rpc.params_to_canonical(PUSH_GET, V03, j03, loss)) == p10
+    assert loss.request == dropped
+
+
+def test_push_get_and_delete_params_to_j03() -> None:
+    # v0.3 `id` is the task id; v1.0 `id` is the config id.
+    for op in (PUSH_GET, PUSH_DELETE):
+        req = rpc.params_to_canonical(op, V10, {"taskId": "t1", "id": "c1"}, LossReport())
+        assert rpc.params_from_canonical(op, V03, req, LossReport()) == {
+            "id": "t1", "pushNotificationConfigId": "c1"}
+
+
+def test_push_delete_params_to_p10() -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(
+        PUSH_DELETE, V03, {"id": "t1", "pushNotificationConfigId": "c1", "metadata": {"a": 1}},
+        loss)
+    assert dump_p10(req) == {"taskId": "t1", "id": "c1"}
+    assert loss.request == ["params.metadata"]
+    with pytest.raises(A2AError) as exc:  # required in v0.3 delete
+        rpc.params_to_canonical(PUSH_DELETE, V03, {"id": "t1"}, LossReport())
+    assert exc.value.name == "InvalidParamsError"
+
+
+def test_push_delete_result() -> None:
+    # v0.3 `result: null`; v1.0 Empty (py: null). Nothing to translate.
+    assert rpc.result_to_canonical(PUSH_DELETE, V03, None, LossReport()) is None
+    assert rpc.result_from_canonical(PUSH_DELETE, V03, None, LossReport()) is None
+
+
+def test_push_list_params_both_ways() -> None:
+    loss = LossReport()
+    req = rpc.params_to_canonical(PUSH_LIST, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    assert dump_p10(req) == {"taskId": "t1"}
+    assert loss.request == ["params.metadata"]
+    loss = LossReport()
+    req = rpc.params_to_canonical(
+        PUSH_LIST, V10, {"taskId": "t1", "pageSize": 5, "pageToken": "p"}, loss)
+    assert rpc.params_from_canonical(PUSH_LIST, V03, req, loss) == {"id": "t1"}
+    assert loss.request == ["params.pageSize", "params.pageToken"]
+
+
+def test_push_list_result_both_ways() -> None:
+    # v0.3: a bare array of TaskPushNotificationConfig; v1.0: {"configs": [...]}.
+    loss = LossReport()
+    res = rpc.result_to_canonical(PUSH_LIST, V03, [copy.deepcopy(PUSH_SET_J03)], loss)
+    assert dump_p10(res) == {"configs": [PUSH_CREATE_P10]}
+    assert rpc.result_from_canonical(PUSH_LIST, V03, res, loss) == [PUSH_SET_J03]
+    assert not loss
+    res = parse_p10({"configs": [PUSH_CREATE_P10], "nextPageToken": "n"},
+                    pb.ListTaskPushNotificationConfigsResponse)
+    assert rpc.result_from_canonical(PUSH_LIST, V03, res, loss) == [PUSH_SET_J03]
+    assert loss.response == ["result.nextPageToken"]
+
+
+# ====================================================================== §7.4 errors
+
+ERROR_P10: JSON = {"jsonrpc": "2.0", "id": 2, "error": {
+    "code": -32001, "message": "Task not found",
+    "data": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "TASK_NOT_FOUND",
+              "domain": "a2a-protocol.org", "metadata": {"taskId": "t9"}}]}}
+ERROR_J03: JSON = {"jsonrpc": "2.0", "id": 2, "error": {
+    "code": -32001, "message": "Task not found", "data": {"taskId": "t9"}}}
+
+
+def test_error_v10_example_both_ways() -> None:
+    err = error_from_jsonrpc(ERROR_P10["error"])
+    assert (err.name, err.message, err.metadata) == ("TaskNotFoundError", "Task not found",
+                                                     {"taskId": "t9"})
+    assert rpc.failure(2, err, V10) == ERROR_P10
+    # v1.0 → v0.3: keep code and message, flatten ErrorInfo.metadata into `data`.
+    assert rpc.failure(2, err, V03) == ERROR_J03
+
+
+def test_error_v03_to_v10_builds_error_info() -> None:
+    err = error_from_jsonrpc(ERROR_J03["error"])
+    assert err.name == "TaskNotFoundError"
+    assert rpc.failure(2, err, V10) == ERROR_P10
+    # v0.3 `data` values are stringified into ErrorInfo.metadata (map<string,string>).
+    err = error_from_jsonrpc({"code": -32002, "message": "no", "data": {"n": 1, "s": "x"}})
+    assert rpc.failure(3, err, V10)["error"]["data"][0]["metadata"] == {"n": "1", "s": "x"}
+
+
+def test_error_classified_by_reason_before_code() -> None:
+    body = copy.deepcopy(ERROR_P10["error"])
+    body["code"] = -32603
+    assert error_from_jsonrpc(body).name == "TaskNotFoundError"
+    body["data"][0]["reason"] = "VERSION_NOT_SUPPORTED"
+    body["code"] = -32001
+    assert error_from_jsonrpc(body).name == "VersionNotSupportedError"
+    # The gateway's own errors share -32603 and are told apart by reason.
+    own = {"code": -32603, "message": "down", "data": [
+        {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "BACKEND_UNAVAILABLE",
+         "domain": "a2a-gateway"}]}
+    assert error_from_jsonrpc(own).name == "BackendUnavailableError"
+    # A reason from a foreign domain is not ours: the code decides.
+    foreign = copy.deepcopy(body)
+    foreign["data"][0]["domain"] = "example.com"
+    assert error_from_jsonrpc(foreign).name == "TaskNotFoundError"
+
+
+def test_error_data_passes_through_for_v10_ids() -> None:
+    # -32008 and -32009 pass through to v0.3 (server-defined range -32000..-32099).
+    for reason, code in (("EXTENSION_SUPPORT_REQUIRED", -32008), ("VERSION_NOT_SUPPORTED", -32009)):
+        err = error_from_jsonrpc({"code": code, "message": "m", "data": [
+            {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason,
+             "domain": "a2a-protocol.org"}]})
+        assert rpc.failure(1, err, V03) == {"jsonrpc": "2.0", "id": 1,
+                                            "error": {"code": code, "message": "m"}}
+
+
+# ====================================================================== §4.5 card
+
+CARD_J03: JSON = {
+    "protocolVersion": "0.3.0", "name": "Geo", "description": "Routes",
+    "url": "https://g.example/a2a/v1", "preferredTransport": "JSONRPC",
+    "additionalInterfaces": [{"url": "https://g.example/a2a/v1", "transport": "JSONRPC"},
+                             {"url": "https://g.example/a2a/json", "transport": "HTTP+JSON"}],
+    "version": "1.2.0",
+    "capabilities": {"streaming": True, "pushNotifications": False,
+                     "stateTransitionHistory": False},
+    "securitySchemes": {"google": {
+        "type": "openIdConnect",
+        "openIdConnectUrl": "https://accounts.google.com/.well-known/openid-configuration"}},
+    "security": [{"google": ["openid"]}], "defaultInputModes": ["text/plain"],
+    "defaultOutputModes": ["text/plain"],
+    "skills": [{"id": "r", "name": "Route", "description": "d", "tags": ["maps"],
+                "security": [{"google": ["openid"]}]}],
+    "supportsAuthenticatedExtendedCard": True}
+CARD_P10: JSON = {
+    "name": "Geo", "description": "Routes",
+    "supportedInterfaces": [
+        {"url": "https://g.example/a2a/v1", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        {"url": "https://g.example/a2a/json", "protocolBinding": "HTTP+JSON",
+         "protocolVersion": "0.3"}],
+    "version": "1.2.0",
+    "capabilities": {"streaming": True, "pushNotifications": False, "extendedAgentCard": True},
+    "securitySchemes": {"google": {"openIdConnectSecurityScheme": {
+        "openIdConnectUrl": "https://accounts.google.com/.well-known/openid-configuration"}}},
+    "securityRequirements": [{"schemes": {"google": {"list": ["openid"]}}}],
+    "defaultInputModes": ["text/plain"], "defaultOutputModes": ["text/plain"],
+    "skills": [{"id": "r", "name": "Route", "description": "d", "tags": ["maps"],
+                "securityRequirements": [{"schemes": {"google": {"list": ["openid"]}}}]}]}
+
+
+def test_card_j03_to_p10() -> None:
+    loss = LossReport()
+    p10 = cards.card_to_p10(copy.deepcopy(CARD_J03), loss)
+    assert p10 == CARD_P10
+    assert loss.request == ["capabilities.stateTransitionHistory"]  # removed in v1.0 (§4.3)
+    assert through_proto(p10, pb.AgentCard) == CARD_P10
+    # And through the JSON-RPC rules for the extended card.
+    loss = LossReport()
+    card = rpc.result_to_canonical(EXTENDED_CARD, V03, copy.deepcopy(CARD_J03), loss)
+    assert dump_p10(card) == CARD_P10
+    assert loss.fields() == ["capabilities.stateTransitionHistory"]
+
+
+def test_card_p10_to_j03() -> None:
+    loss = LossReport()
+    expected = copy.deepcopy(CARD_J03)
+    del expected["capabilities"]["stateTransitionHistory"]  # v1.0 cannot say it
+    assert cards.card_to_j03(copy.deepcopy(CARD_P10), loss) == expected
+    card = parse_p10(CARD_P10, pb.AgentCard)
+    assert rpc.result_from_canonical(EXTENDED_CARD, V03, card, loss) == expected
+    assert not loss
+
+
+def test_security_requirements_example() -> None:
+    # §4.4; an empty scope list serializes as {} or {"list": []}.
+    j03 = [{"google": ["openid", "profile"]}, {"apiKey": [], "mtls": []}]
+    p10 = [{"schemes": {"google": {"list": ["openid", "profile"]}}},
+           {"schemes": {"apiKey": {}, "mtls": {}}}]
+    card = {"name": "n", "securityRequirements": cards.security_to_p10(j03)}
+    assert through_proto(card, pb.AgentCard)["securityRequirements"] == p10
+    assert cards.security_to_j03(p10) == j03
+
+
+def test_security_scheme_shapes() -> None:
+    loss = LossReport()
+    assert cards.scheme_to_p10({"type": "apiKey", "in": "header", "name": "X-Key"}, "s", loss) == {
+        "apiKeySecurityScheme": {"location": "header", "name": "X-Key"}}
+    assert cards.scheme_to_j03({"apiKeySecurityScheme": {"location": "header", "name": "X-Key"}},
+                               "s", loss) == {"type": "apiKey", "in": "header", "name": "X-Key"}
+    assert cards.scheme_to_p10({"type": "mutualTLS", "description": "d"}, "s", loss) == {
+        "mtlsSecurityScheme": {"description": "d"}}
+    assert not loss
+    # Several OAuth flows: the proto's oneof keeps one, by the stated preference.
+    flows = {"implicit": {"authorizationUrl": "https://a", "scopes": {}},
+             "clientCredentials": {"tokenUrl": "https://t", "scopes": {}}}
+    p10 = cards.scheme_to_p10({"type": "oauth2", "flows": flows}, "securitySchemes.o", loss)
+    assert p10 == {"oauth2SecurityScheme": {"flows": {
+        "clientCredentials": {"tokenUrl": "https://t", "scopes": {}}}}}
+    assert loss.request == ["securitySchemes.o.flows.implicit"]
+    # deviceCode has no v0.3 form.
+    loss = LossReport()
+    j03 = cards.scheme_to_j03({"oauth2SecurityScheme": {"flows": {"deviceCode": {
+        "deviceAuthorizationUrl": "https://d", "tokenUrl": "https://t"}}}}, "securitySchemes.o",
+        loss)
+    assert j03 == {"type": "oauth2", "flows": {}}
+    assert loss.request == ["securitySchemes.o.flows.deviceCode"]
+
+
+def test_card_rules_are_registered_for_every_v03_operation() -> None:
+    for op in ops.OPERATIONS:
+        assert r.j03_rules(op.name) is not None

@@ -1,0 +1,679 @@
+"""Property tests: P10 → J03 → P10 and J03 → P10 → J03 through the public translators.
+
+What v0.3 can carry must come back unchanged, and the LossReport must name exactly the
+fields it cannot carry (reference §3.2 parts, §3.9 auth schemes), no more and no fewer.
+The J03 each translation emits is also checked against the v0.3 JSON-RPC model that
+ships with a2a-sdk (`a2a.compat.v0_3.types`, generated from types@v0.3.0's schema), and
+the P10 against the v1.0 proto with unknown fields *refused* (py@HEAD parses strictly).
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import string
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+from a2a.compat.v0_3 import types as v03
+from a2a.types import a2a_pb2 as pb
+from google.protobuf import json_format
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from translators import jsonrpc as rpc
+from translators import operations as ops
+from translators.j03 import objects as o
+from translators.j03.requests import send_params_to_p10
+from translators.loss import CARRY_KEY, LossPolicy, LossReport
+from translators.protojson import dump_p10, parse_p10
+from translators.versions import V03
+
+JSON = dict[str, Any]
+PartFn = Callable[[JSON, str], JSON]
+
+SEND = ops.BY_NAME[ops.SEND]
+GET_TASK = ops.BY_NAME[ops.GET_TASK]
+PUSH_CREATE = ops.BY_NAME[ops.PUSH_CREATE]
+
+SETTINGS = settings(max_examples=100, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+IMPLIED_MEDIA_TYPE = {"text": "text/plain", "data": "application/json"}
+
+# ====================================================================== strategies: leaves
+
+ids = st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=1, max_size=8)
+texts = st.text(max_size=12)
+# J03 optional strings: "" is the proto default, which ProtoJSON omits (absent ≡ "").
+labels = st.text(min_size=1, max_size=12)
+# Letters only: cannot collide with `data_part_compat`, the carry key, or `timestamp`.
+meta_keys = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=6)
+json_scalars = (st.none() | st.booleans() | st.integers(-(2**53), 2**53)
+                | st.floats(allow_nan=False, allow_infinity=False) | texts)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(meta_keys, inner, max_size=3),
+    max_leaves=4)
+json_objects = st.dictionaries(meta_keys, json_values, max_size=3)
+metadata = st.dictionaries(meta_keys, json_values, min_size=1, max_size=2)
+media_types = st.sampled_from(["text/plain", "application/json", "image/png", "text/markdown",
+                               "application/pdf"])
+b64 = st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())
+urls = ids.map(lambda s: f"https://x.example/{s}")
+# Timestamps span the proto's whole range (years 1-9999), at the millisecond precision
+# v1.0 asks for (spec §5.6.1); the J03 side adds offsets, so it keeps a day clear.
+instants = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+                        timezones=st.just(UTC))
+STATES_P10 = list(o.STATE_P10_TO_J03)
+STATES_J03 = list(o.STATE_J03_TO_P10)
+
+
+def ms(dt: datetime) -> datetime:
+    return dt.replace(microsecond=dt.microsecond // 1000 * 1000)
+
+
+def optional(draw: st.DrawFn, out: JSON, key: str, strategy: st.SearchStrategy[Any]) -> None:
+    if draw(st.booleans()):
+        out[key] = draw(strategy)
+
+
+# ====================================================================== strategies: P10
+
+
+@st.composite
+def parts_p10(draw: st.DrawFn) -> JSON:
+    kind = draw(st.sampled_from(["text", "raw", "url", "data"]))
+    value = {"text": texts, "raw": b64, "url": urls, "data": json_values}[kind]
+    part: JSON = {kind: draw(value)}
+    optional(draw, part, "mediaType", media_types)
+    optional(draw, part, "filename", ids)
+    optional(draw, part, "metadata", metadata)
+    return part
+
+
+@st.composite
+def messages_p10(draw: st.DrawFn) -> JSON:
+    msg: JSON = {"messageId": draw(ids), "role": draw(st.sampled_from(["ROLE_USER", "ROLE_AGENT"])),
+                 "parts": draw(st.lists(parts_p10(), min_size=1, max_size=2))}
+    optional(draw, msg, "contextId", ids)
+    optional(draw, msg, "taskId", ids)
+    optional(draw, msg, "metadata", metadata)
+    optional(draw, msg, "extensions", st.lists(urls, min_size=1, max_size=2))
+    optional(draw, msg, "referenceTaskIds", st.lists(ids, min_size=1, max_size=2))
+    return msg
+
+
+@st.composite
+def statuses_p10(draw: st.DrawFn) -> JSON:
+    status: JSON = {"state": draw(st.sampled_from(STATES_P10))}
+    optional(draw, status, "message", messages_p10())
+    optional(draw, status, "timestamp", instants.map(
+        lambda d: ms(d).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"))
+    return status
+
+
+@st.composite
+def artifacts_p10(draw: st.DrawFn) -> JSON:
+    art: JSON = {"artifactId": draw(ids), "parts": draw(st.lists(parts_p10(), min_size=1,
+                                                                 max_size=2))}
+    optional(draw, art, "name", texts)
+    optional(draw, art, "description", texts)
+    optional(draw, art, "metadata", metadata)
+    optional(draw, art, "extensions", st.lists(urls, min_size=1, max_size=2))
+    return art
+
+
+@st.composite
+def tasks_p10(draw: st.DrawFn) -> JSON:
+    task: JSON = {"id": draw(ids), "status": draw(statuses_p10())}
+    optional(draw, task, "contextId", ids)
+    optional(draw, task, "artifacts", st.lists(artifacts_p10(), min_size=1, max_size=2))
+    optional(draw, task, "history", st.lists(messages_p10(), min_size=1, max_size=2))
+    optional(draw, task, "metadata", metadata)
+    return task
+
+
+@st.composite
+def status_updates_p10(draw: st.DrawFn) -> JSON:
+    ev: JSON = {"taskId": draw(ids), "contextId": draw(ids), "status": draw(statuses_p10())}
+    optional(draw, ev, "metadata", metadata)
+    return ev
+
+
+@st.composite
+def artifact_updates_p10(draw: st.DrawFn) -> JSON:
+    ev: JSON = {"taskId": draw(ids), "contextId": draw(ids), "artifact": draw(artifacts_p10()),
+                "append": draw(st.booleans()), "lastChunk": draw(st.booleans())}
+    optional(draw, ev, "metadata", metadata)
+    return ev
+
+
+@st.composite
+def push_configs_p10(draw: st.DrawFn, with_task: bool = True) -> JSON:
+    cfg: JSON = {"url": draw(urls)}
+    if with_task:  # in SendMessage's configuration the task id stays empty (§3.7)
+        cfg["taskId"] = draw(ids)
+    optional(draw, cfg, "id", ids)
+    optional(draw, cfg, "token", ids)
+    if draw(st.booleans()):
+        auth: JSON = {}
+        optional(draw, auth, "scheme", st.sampled_from(["Bearer", "Basic", "ApiKey"]))
+        optional(draw, auth, "credentials", ids)
+        cfg["authentication"] = auth
+    return cfg
+
+
+@st.composite
+def send_requests_p10(draw: st.DrawFn) -> JSON:
+    req: JSON = {"message": draw(messages_p10())}
+    if draw(st.booleans()):
+        conf: JSON = {}
+        optional(draw, conf, "acceptedOutputModes", st.lists(media_types, min_size=1, max_size=2))
+        optional(draw, conf, "taskPushNotificationConfig", push_configs_p10(with_task=False))
+        optional(draw, conf, "historyLength", st.integers(0, 5))
+        optional(draw, conf, "returnImmediately", st.booleans())
+        req["configuration"] = conf
+    optional(draw, req, "metadata", metadata)
+    return req
+
+
+stream_responses_p10 = st.one_of(
+    tasks_p10().map(lambda t: {"task": t}),
+    messages_p10().map(lambda m: {"message": m}),
+    status_updates_p10().map(lambda e: {"statusUpdate": e}),
+    artifact_updates_p10().map(lambda e: {"artifactUpdate": e}),
+)
+
+
+# ====================================================================== strategies: J03
+
+
+@st.composite
+def timestamps_j03(draw: st.DrawFn) -> str:
+    """The spellings real v0.3 peers use (§3.4): naive, +00:00, Z, other offsets, µs."""
+    dt = draw(instants)
+    style = draw(st.sampled_from(["naive", "utc", "z", "offset"]))
+    if style == "naive":
+        return dt.replace(tzinfo=None).isoformat()
+    if style == "utc":
+        return dt.isoformat()
+    if style == "z":
+        return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    offset = timezone(timedelta(minutes=draw(st.integers(-12 * 60, 14 * 60))))
+    return dt.astimezone(offset).isoformat()
+
+
+@st.composite
+def parts_j03(draw: st.DrawFn) -> JSON:
+    kind = draw(st.sampled_from(["text", "bytes", "uri", "both", "data", "compat"]))
+    part: JSON
+    if kind == "text":
+        part = {"kind": "text", "text": draw(texts)}
+    elif kind in ("bytes", "uri", "both"):
+        file: JSON = {}
+        if kind != "uri":
+            file["bytes"] = draw(b64)
+        if kind != "bytes":
+            file["uri"] = draw(urls)
+        optional(draw, file, "mimeType", media_types)
+        optional(draw, file, "name", ids)
+        part = {"kind": "file", "file": file}
+    elif kind == "data":
+        part = {"kind": "data", "data": draw(json_objects)}
+    else:  # py's wrapper for a non-object value (§3.2)
+        value = draw(json_values.filter(lambda v: not isinstance(v, dict)))
+        part = {"kind": "data", "data": {"value": value},
+                "metadata": {**draw(json_objects), o.DATA_COMPAT_FLAG: True}}
+        return part
+    optional(draw, part, "metadata", metadata)
+    return part
+
+
+@st.composite
+def messages_j03(draw: st.DrawFn) -> JSON:
+    msg: JSON = {"kind": "message", "messageId": draw(ids),
+                 "role": draw(st.sampled_from(["user", "agent"])),
+                 "parts": draw(st.lists(parts_j03(), min_size=1, max_size=2))}
+    optional(draw, msg, "contextId", ids)
+    optional(draw, msg, "taskId", ids)
+    optional(draw, msg, "metadata", metadata)
+    optional(draw, msg, "extensions", st.lists(urls, min_size=1, max_size=2))
+    optional(draw, msg, "referenceTaskIds", st.lists(ids, min_size=1, max_size=2))
+    return msg
+
+
+@st.composite
+def statuses_j03(draw: st.DrawFn) -> JSON:
+    status: JSON = {"state": draw(st.sampled_from(STATES_J03))}
+    optional(draw, status, "message", messages_j03())
+    optional(draw, status, "timestamp", timestamps_j03())
+    return status
+
+
+@st.composite
+def artifacts_j03(draw: st.DrawFn) -> JSON:
+    art: JSON = {"artifactId": draw(ids), "parts": draw(st.lists(parts_j03(), min_size=1,
+                                                                 max_size=2))}
+    optional(draw, art, "name", labels)
+    optional(draw, art, "description", labels)
+    optional(draw, art, "metadata", metadata)
+    optional(draw, art, "extensions", st.lists(urls, min_size=1, max_size=2))
+    return art
+
+
+@st.composite
+def tasks_j03(draw: st.DrawFn) -> JSON:
+    task: JSON = {"kind": "task", "id": draw(ids), "contextId": draw(ids),
+                  "status": draw(statuses_j03())}
+    optional(draw, task, "artifacts", st.lists(artifacts_j03(), min_size=1, max_size=2))
+    optional(draw, task, "history", st.lists(messages_j03(), min_size=1, max_size=2))
+    optional(draw, task, "metadata", metadata)
+    return task
+
+
+@st.composite
+def status_updates_j03(draw: st.DrawFn) -> JSON:
+    ev: JSON = {"kind": "status-update", "taskId": draw(ids), "contextId": draw(ids),
+                "status": draw(statuses_j03()), "final": draw(st.booleans())}
+    optional(draw, ev, "metadata", metadata)
+    return ev
+
+
+@st.composite
+def artifact_updates_j03(draw: st.DrawFn) -> JSON:
+    ev: JSON = {"kind": "artifact-update", "taskId": draw(ids), "contextId": draw(ids),
+                "artifact": draw(artifacts_j03())}
+    optional(draw, ev, "append", st.booleans())
+    optional(draw, ev, "lastChunk", st.booleans())
+    optional(draw, ev, "metadata", metadata)
+    return ev
+
+
+@st.composite
+def push_configs_j03(draw: st.DrawFn) -> JSON:
+    cfg: JSON = {"url": draw(urls)}
+    optional(draw, cfg, "id", ids)
+    optional(draw, cfg, "token", ids)
+    if draw(st.booleans()):
+        auth: JSON = {"schemes": draw(st.lists(st.sampled_from(["Bearer", "Basic", "ApiKey"]),
+                                               max_size=3))}
+        optional(draw, auth, "credentials", ids)
+        cfg["authentication"] = auth
+    return cfg
+
+
+@st.composite
+def send_params_j03(draw: st.DrawFn) -> JSON:
+    params: JSON = {"message": draw(messages_j03())}
+    if draw(st.booleans()):
+        conf: JSON = {}
+        optional(draw, conf, "acceptedOutputModes", st.lists(media_types, min_size=1, max_size=2))
+        optional(draw, conf, "pushNotificationConfig", push_configs_j03())
+        optional(draw, conf, "historyLength", st.integers(0, 5))
+        optional(draw, conf, "blocking", st.booleans())
+        params["configuration"] = conf
+    optional(draw, params, "metadata", metadata)
+    return params
+
+
+stream_items_j03 = st.one_of(tasks_j03(), messages_j03(), status_updates_j03(),
+                             artifact_updates_j03())
+
+
+# ====================================================================== walking parts
+
+
+def walk_parts(parts: list[JSON], path: str, fn: PartFn) -> list[JSON]:
+    return [fn(p, f"{path}[{i}]") for i, p in enumerate(parts)]
+
+
+def walk_message(msg: JSON, path: str, fn: PartFn) -> JSON:
+    return {**msg, "parts": walk_parts(msg["parts"], f"{path}.parts", fn)}
+
+
+def walk_status(status: JSON, path: str, fn: PartFn) -> JSON:
+    if "message" not in status:
+        return status
+    return {**status, "message": walk_message(status["message"], f"{path}.message", fn)}
+
+
+def walk_artifact(art: JSON, path: str, fn: PartFn) -> JSON:
+    return {**art, "parts": walk_parts(art["parts"], f"{path}.parts", fn)}
+
+
+def walk_task(task: JSON, path: str, fn: PartFn) -> JSON:
+    out = {**task, "status": walk_status(task["status"], f"{path}.status", fn)}
+    if "artifacts" in task:
+        out["artifacts"] = [walk_artifact(a, f"{path}.artifacts[{i}]", fn)
+                            for i, a in enumerate(task["artifacts"])]
+    if "history" in task:
+        out["history"] = [walk_message(m, f"{path}.history[{i}]", fn)
+                          for i, m in enumerate(task["history"])]
+    return out
+
+
+def walk_status_update(ev: JSON, path: str, fn: PartFn) -> JSON:
+    return {**ev, "status": walk_status(ev["status"], f"{path}.status", fn)}
+
+
+def walk_artifact_update(ev: JSON, path: str, fn: PartFn) -> JSON:
+    return {**ev, "artifact": walk_artifact(ev["artifact"], f"{path}.artifact", fn)}
+
+
+def walk_stream_response(resp: JSON, path: str, fn: PartFn) -> JSON:
+    """A P10 StreamResponse; the J03 item has no wrapper, so paths start at `path`."""
+    ((key, value),) = resp.items()
+    walker = {"task": walk_task, "message": walk_message, "statusUpdate": walk_status_update,
+              "artifactUpdate": walk_artifact_update}[key]
+    return {key: walker(value, path, fn)}
+
+
+def walk_j03_item(item: JSON, path: str, fn: PartFn) -> JSON:
+    walker = {"task": walk_task, "message": walk_message, "status-update": walk_status_update,
+              "artifact-update": walk_artifact_update}[item["kind"]]
+    return walker(item, path, fn)
+
+
+def reported(lost: list[str]) -> PartFn:
+    """P10 → J03 under REPORT: mediaType (unless implied) and filename on text and data
+    parts cannot travel (§3.2); they are expected in the report and not back."""
+
+    def fn(part: JSON, path: str) -> JSON:
+        if "text" not in part and "data" not in part:
+            return part
+        implied = IMPLIED_MEDIA_TYPE["text" if "text" in part else "data"]
+        if part.get("mediaType", implied) != implied:
+            lost.append(f"{path}.mediaType")
+        if "filename" in part:
+            lost.append(f"{path}.filename")
+        return {k: v for k, v in part.items() if k not in ("mediaType", "filename")}
+
+    return fn
+
+
+def carried(part: JSON, path: str) -> JSON:
+    """P10 → J03 under CARRY: only the media type the kind implies does not come back."""
+    if "text" in part or "data" in part:
+        implied = IMPLIED_MEDIA_TYPE["text" if "text" in part else "data"]
+        if part.get("mediaType") == implied:
+            return {k: v for k, v in part.items() if k != "mediaType"}
+    return part
+
+
+def j03_expected(lost: list[str]) -> PartFn:
+    """J03 → P10: a file part with both bytes and uri keeps bytes (§3.2)."""
+
+    def fn(part: JSON, path: str) -> JSON:
+        file = part.get("file")
+        if isinstance(file, dict) and "bytes" in file and "uri" in file:
+            lost.append(f"{path}.file.uri")
+            return {**part, "file": {k: v for k, v in file.items() if k != "uri"}}
+        return part
+
+    return fn
+
+
+# ====================================================================== helpers
+
+
+def canon(data: JSON, cls: type[Any]) -> JSON:
+    """The ProtoJSON normal form of a generated P10 object."""
+    return dump_p10(json_format.ParseDict(data, cls()))
+
+
+def strict_p10(data: Any, cls: type[Any]) -> None:
+    """What a translator emitted is v1.0 with nothing a strict parser would refuse."""
+    json_format.ParseDict(copy.deepcopy(data), cls())
+
+
+def instants_of(value: Any) -> Any:
+    """J03 timestamps as the millisecond instant they name: v1.0 keeps milliseconds
+    (§3.4 "Emit YYYY-MM-DDTHH:MM:SS.sssZ to v1.0"), and the spelling is free."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k == "timestamp" and isinstance(v, str):
+                dt = datetime.fromisoformat(v)
+                dt = dt.replace(tzinfo=UTC) if dt.tzinfo is None else dt.astimezone(UTC)
+                out[k] = ms(dt)
+            else:
+                out[k] = instants_of(v)
+        return out
+    if isinstance(value, list):
+        return [instants_of(v) for v in value]
+    return value
+
+
+def without_false_flags(ev: JSON) -> JSON:
+    """`append`/`lastChunk` false is the default in both versions; ProtoJSON omits it."""
+    return {k: v for k, v in ev.items() if not (k in ("append", "lastChunk") and v is False)}
+
+
+# ====================================================================== P10 → J03 → P10
+
+
+@SETTINGS
+@given(tasks_p10(), st.sampled_from([LossPolicy.REPORT, LossPolicy.CARRY]))
+def test_task_p10_j03_p10(task: JSON, policy: LossPolicy) -> None:
+    original = canon(task, pb.Task)
+    loss = LossReport(policy=policy)
+    j03 = rpc.result_from_canonical(GET_TASK, V03, parse_p10(original, pb.Task), loss)
+    v03.Task.model_validate(j03)
+    back_loss = LossReport()
+    back = rpc.result_to_canonical(GET_TASK, V03, copy.deepcopy(j03), back_loss)
+    assert back is not None
+    lost: list[str] = []
+    fn = reported(lost) if policy is LossPolicy.REPORT else carried
+    assert dump_p10(back) == walk_task(original, "result", fn)
+    assert sorted(loss.fields()) == sorted(lost)
+    assert loss.request == []  # an answer's losses are the response's
+    assert not back_loss
+
+
+@SETTINGS
+@given(messages_p10(), st.sampled_from([LossPolicy.REPORT, LossPolicy.CARRY]))
+def test_message_result_p10_j03_p10(msg: JSON, policy: LossPolicy) -> None:
+    original = canon({"message": msg}, pb.SendMessageResponse)
+    loss = LossReport(policy=policy)
+    j03 = rpc.result_from_canonical(SEND, V03, parse_p10(original, pb.SendMessageResponse), loss)
+    v03.Message.model_validate(j03)
+    back = rpc.result_to_canonical(SEND, V03, copy.deepcopy(j03), LossReport())
+    assert back is not None
+    lost: list[str] = []
+    fn = reported(lost) if policy is LossPolicy.REPORT else carried
+    assert dump_p10(back) == {"message": walk_message(original["message"], "result", fn)}
+    assert sorted(loss.fields()) == sorted(lost)
+
+
+@SETTINGS
+@given(stream_responses_p10, st.booleans())
+def test_stream_response_p10_j03_p10(resp: JSON, final: bool) -> None:
+    original = canon(resp, pb.StreamResponse)
+    loss = LossReport()
+    j03 = rpc.stream_item_from_canonical(V03, parse_p10(original, pb.StreamResponse), final, loss)
+    v03.SendStreamingMessageSuccessResponse.model_validate(
+        {"jsonrpc": "2.0", "id": 1, "result": j03})
+    if "statusUpdate" in original:
+        assert j03["final"] is final
+    back = rpc.stream_item_to_canonical(V03, copy.deepcopy(j03), LossReport())
+    lost: list[str] = []
+    assert dump_p10(back) == walk_stream_response(original, "result", reported(lost))
+    assert sorted(loss.fields()) == sorted(lost)
+
+
+@SETTINGS
+@given(stream_responses_p10)
+def test_stream_response_carry(resp: JSON) -> None:
+    original = canon(resp, pb.StreamResponse)
+    loss = LossReport(policy=LossPolicy.CARRY)
+    j03 = rpc.stream_item_from_canonical(V03, parse_p10(original, pb.StreamResponse), False, loss)
+    back = rpc.stream_item_to_canonical(V03, copy.deepcopy(j03), loss)
+    assert dump_p10(back) == walk_stream_response(original, "result", carried)
+    assert not loss
+
+
+@SETTINGS
+@given(send_requests_p10(), st.sampled_from([LossPolicy.REPORT, LossPolicy.CARRY]))
+def test_send_request_p10_j03_p10(req: JSON, policy: LossPolicy) -> None:
+    original = canon(req, pb.SendMessageRequest)
+    loss = LossReport(policy=policy)
+    j03 = rpc.params_from_canonical(SEND, V03, parse_p10(original, pb.SendMessageRequest), loss)
+    v03.MessageSendParams.model_validate(j03)
+    back_loss = LossReport()
+    back = rpc.params_to_canonical(SEND, V03, copy.deepcopy(j03), back_loss)
+    lost: list[str] = []
+    fn = reported(lost) if policy is LossPolicy.REPORT else carried
+    expected = {**original, "message": walk_message(original["message"], "params.message", fn)}
+    conf = dict(expected.get("configuration", {}))
+    # v1.0 historyLength 0 ("none") has no v0.3 form: it is omitted and the gateway strips
+    # the history from the answer instead (§3.7), so it is not a loss.
+    if conf.get("historyLength") == 0:
+        del conf["historyLength"]
+    # `blocking` is always sent to v0.3, so an absent configuration comes back empty.
+    expected["configuration"] = conf
+    assert j03["configuration"]["blocking"] is not conf.get("returnImmediately", False)
+    assert dump_p10(back) == expected
+    assert sorted(loss.fields()) == sorted(lost)
+    assert loss.response == []
+    assert not back_loss
+
+
+@SETTINGS
+@given(push_configs_p10())
+def test_push_config_p10_j03_p10(cfg: JSON) -> None:
+    original = canon(cfg, pb.TaskPushNotificationConfig)
+    loss = LossReport()
+    msg = parse_p10(original, pb.TaskPushNotificationConfig)
+    j03_params = rpc.params_from_canonical(PUSH_CREATE, V03, msg, loss)
+    j03_result = rpc.result_from_canonical(PUSH_CREATE, V03, msg, loss)
+    assert j03_params == j03_result
+    v03.TaskPushNotificationConfig.model_validate(j03_params)
+    back = rpc.params_to_canonical(PUSH_CREATE, V03, copy.deepcopy(j03_params), loss)
+    assert dump_p10(back) == original
+    back = rpc.result_to_canonical(PUSH_CREATE, V03, copy.deepcopy(j03_result), loss)
+    assert dump_p10(back) == original
+    assert not loss
+
+
+# ====================================================================== J03 → P10 → J03
+
+
+def _assert_j03_roundtrip(back: Any, expected: JSON) -> None:
+    assert instants_of(back) == instants_of(expected)
+
+
+@SETTINGS
+@given(tasks_j03())
+def test_task_j03_p10_j03(task: JSON) -> None:
+    v03.Task.model_validate(task)
+    snapshot = copy.deepcopy(task)
+    loss = LossReport()
+    strict_p10(o.task_to_p10(copy.deepcopy(task), "result", LossReport()), pb.Task)
+    canonical = rpc.result_to_canonical(GET_TASK, V03, task, loss)
+    assert task == snapshot  # translators do not mutate what they read
+    back = rpc.result_from_canonical(GET_TASK, V03, canonical, LossReport())
+    lost: list[str] = []
+    expected = walk_task(snapshot, "result", j03_expected(lost))
+    _assert_j03_roundtrip(back, expected)
+    assert sorted(loss.fields()) == sorted(lost)
+
+
+@SETTINGS
+@given(stream_items_j03)
+def test_stream_item_j03_p10_j03(item: JSON) -> None:
+    v03.SendStreamingMessageSuccessResponse.model_validate(
+        {"jsonrpc": "2.0", "id": 1, "result": item})
+    snapshot = copy.deepcopy(item)
+    loss = LossReport()
+    strict_p10(o.stream_item_to_p10(copy.deepcopy(item), "result", LossReport()),
+               pb.StreamResponse)
+    canonical = rpc.stream_item_to_canonical(V03, item, loss)
+    assert item == snapshot
+    # `final` is the stream encoder's to decide (§3.6); give back what came in.
+    back = rpc.stream_item_from_canonical(V03, canonical, bool(item.get("final")), LossReport())
+    lost: list[str] = []
+    expected = walk_j03_item(snapshot, "result", j03_expected(lost))
+    if expected["kind"] == "artifact-update":
+        expected = without_false_flags(expected)
+    _assert_j03_roundtrip(back, expected)
+    assert sorted(loss.fields()) == sorted(lost)
+
+
+@SETTINGS
+@given(messages_j03())
+def test_message_result_j03_p10_j03(msg: JSON) -> None:
+    loss = LossReport()
+    canonical = rpc.result_to_canonical(SEND, V03, copy.deepcopy(msg), loss)
+    back = rpc.result_from_canonical(SEND, V03, canonical, LossReport())
+    lost: list[str] = []
+    _assert_j03_roundtrip(back, walk_message(msg, "result", j03_expected(lost)))
+    assert sorted(loss.fields()) == sorted(lost)
+
+
+def _expected_push_config(cfg: JSON, path: str, lost: list[str]) -> JSON:
+    """Several schemes: v1.0 keeps the first (§3.9)."""
+    auth = cfg.get("authentication")
+    if auth is None or len(auth["schemes"]) <= 1:
+        return cfg
+    lost.append(f"{path}.authentication.schemes[1:]")
+    return {**cfg, "authentication": {**auth, "schemes": auth["schemes"][:1]}}
+
+
+@SETTINGS
+@given(ids, push_configs_j03())
+def test_push_config_j03_p10_j03(task_id: str, cfg: JSON) -> None:
+    params = {"taskId": task_id, "pushNotificationConfig": cfg}
+    v03.TaskPushNotificationConfig.model_validate(params)
+    loss = LossReport()
+    canonical = rpc.params_to_canonical(PUSH_CREATE, V03, copy.deepcopy(params), loss)
+    back = rpc.params_from_canonical(PUSH_CREATE, V03, canonical, LossReport())
+    lost: list[str] = []
+    expected = {"taskId": task_id, "pushNotificationConfig": _expected_push_config(
+        cfg, "params.pushNotificationConfig", lost)}
+    assert back == expected
+    assert loss.request == lost
+
+
+@SETTINGS
+@given(send_params_j03())
+def test_send_params_j03_p10_j03(params: JSON) -> None:
+    v03.MessageSendParams.model_validate(params)
+    loss = LossReport()
+    strict_p10(send_params_to_p10(copy.deepcopy(params), LossReport()), pb.SendMessageRequest)
+    canonical = rpc.params_to_canonical(SEND, V03, copy.deepcopy(params), loss)
+    back = rpc.params_from_canonical(SEND, V03, canonical, LossReport())
+    lost: list[str] = []
+    expected: JSON = {**params, "message": walk_message(params["message"], "params.message",
+                                                        j03_expected(lost))}
+    conf = dict(params.get("configuration", {}))
+    conf.setdefault("blocking", True)  # absent = blocking in v0.3 (py) and v1.0
+    if conf.get("historyLength") == 0:  # 0 = all history in v0.3 = unset in v1.0 (§3.7)
+        del conf["historyLength"]
+    if "pushNotificationConfig" in conf:
+        conf["pushNotificationConfig"] = _expected_push_config(
+            conf["pushNotificationConfig"], "params.configuration.pushNotificationConfig", lost)
+    expected["configuration"] = conf
+    _assert_j03_roundtrip(back, expected)
+    assert sorted(loss.fields()) == sorted(lost)
+
+
+# ====================================================================== CARRY specifics
+
+
+@SETTINGS
+@given(parts_p10())
+def test_carry_uses_the_private_metadata_key(part: JSON) -> None:
+    original = canon({"messageId": "m", "role": "ROLE_USER", "parts": [part]}, pb.Message)["parts"][0]
+    loss = LossReport(policy=LossPolicy.CARRY)
+    j03 = o.part_to_j03(original, "p", loss)
+    assert not loss
+    kept = carried(original, "p")
+    if "text" in kept or "data" in kept:
+        extra = {k: kept[k] for k in ("mediaType", "filename") if k in kept}
+        assert j03.get("metadata", {}).get(CARRY_KEY) == (extra or None)
+    else:
+        assert CARRY_KEY not in j03.get("metadata", {})
+    assert o.part_to_p10(j03, "p", loss) == kept
+    assert not loss
