@@ -27,6 +27,8 @@ class CallContext:
     # What the backend answered in headers that the client should see (e.g. activated
     # extensions), lowercase names.
     response_headers: dict[str, str] = field(default_factory=dict)
+    # The gateway's public HTTP base as this client reached it (cards list it).
+    public_base: str | None = None
     backend_version: str | None = None
     backend_binding: str | None = None
     events: int = 0

@@ -41,8 +41,9 @@ def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
 
 
 def backend_unavailable(config: BackendConfig, detail: str) -> A2AError:
-    return a2a_error("BackendUnavailableError", f"backend {config.url} unavailable: {detail}",
-                     backend=config.url)
+    where = config.url or config.card
+    return a2a_error("BackendUnavailableError", f"backend {where} unavailable: {detail}",
+                     backend=where)
 
 
 def backend_timeout(config: BackendConfig, seconds: float) -> A2AError:

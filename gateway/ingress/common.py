@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from aiohttp import web
 
 from gateway.call import CallContext
+from gateway.cards import public_base
 from gateway.pipeline import Gateway
 from translators.versions import V10
 
@@ -27,26 +29,36 @@ def header_version(request: web.Request) -> str | None:
     return request.headers.get("A2A-Version") or request.query.get("A2A-Version")
 
 
-def _extensions(request: web.Request) -> list[str]:
+def split_extensions(values: Iterable[str]) -> list[str]:
+    """Extension URIs from `A2A-Extensions` / `X-A2A-Extensions` values (comma lists)."""
     seen: list[str] = []
-    for name in ("A2A-Extensions", "X-A2A-Extensions"):
-        for value in request.headers.getall(name, []):
-            for uri in value.split(","):
-                uri = uri.strip()
-                if uri and uri not in seen:
-                    seen.append(uri)
+    for value in values:
+        for uri in value.split(","):
+            uri = uri.strip()
+            if uri and uri not in seen:
+                seen.append(uri)
     return seen
+
+
+def _extensions(request: web.Request) -> list[str]:
+    return split_extensions([*request.headers.getall("A2A-Extensions", []),
+                             *request.headers.getall("X-A2A-Extensions", [])])
+
+
+def valid_request_id(value: str | None) -> bool:
+    return bool(value) and _REQUEST_ID.match(value or "") is not None
 
 
 def client_context(request: web.Request, gateway: Gateway, version: str,
                    binding: str) -> CallContext:
     ctx = CallContext(client_version=version, client_binding=binding)
     rid = request.headers.get("X-Request-ID", "")
-    if _REQUEST_ID.match(rid):
+    if valid_request_id(rid):
         ctx.request_id = rid
     ctx.forward_headers = {h: request.headers[h] for h in gateway.config.forward_headers
                            if h in request.headers}
     ctx.extensions = _extensions(request)
+    ctx.public_base = public_base(request, gateway.config)
     return ctx
 
 

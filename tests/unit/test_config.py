@@ -32,7 +32,7 @@ def test_single_tenant_is_the_default_and_unquoted_versions_work() -> None:
     ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "2.0"}}}},
      "tenants.t.backend.version"),
     ({"tenants": {"t": {"backend": {"url": "ftp://a/", "version": "0.3"}}}},
-     "tenants.t.backend.url"),
+     "backend url must start with http"),
     ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "0.3", "colour": 1}}}},
      "tenants.t.backend.colour"),
     ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "0.3"}}},

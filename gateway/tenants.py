@@ -1,0 +1,76 @@
+"""A tenant's route to its backend: the backend client, and the backend's card.
+
+A backend configured by `url` is built at once; one configured by `card` only is
+discovered: the card is fetched, an interface picked by the tenant's preference, and
+the client built for it (and rebuilt if a refreshed card points elsewhere).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import aiohttp
+import structlog
+
+from gateway.cards import BackendCard, default_card_url
+from gateway.config import BackendConfig
+from gateway.egress.base import Backend, backend_unavailable
+from translators.card_serving import pick_interface
+from translators.j03.common import JSON
+
+log = structlog.get_logger("a2a_gateway.tenants")
+
+BackendFactory = Callable[[BackendConfig], Backend]
+
+
+class TenantRoute:
+    def __init__(self, name: str, config: BackendConfig, session: aiohttp.ClientSession,
+                 make_backend: BackendFactory) -> None:
+        self.name = name
+        self.config = config
+        self.card = BackendCard(default_card_url(config), config.card_ttl, session)
+        self._make = make_backend
+        self._backend: Backend | None = make_backend(config) if config.url else None
+        self._picked: JSON | None = None
+        self._retired: list[Backend] = []
+
+    @property
+    def discovered(self) -> bool:
+        return self.config.url is None
+
+    async def backend(self) -> Backend:
+        if not self.discovered:
+            assert self._backend is not None
+            return self._backend
+        parsed = await self.card.get()
+        if parsed is None:
+            if self._backend is not None:
+                return self._backend  # the card is gone for now; keep what worked
+            raise backend_unavailable(self.config, f"its card {self.card.url} could not be "
+                                      f"fetched ({self.card.last_error})")
+        d = self.config.discovery
+        picked = pick_interface(parsed.p10, prefer_version=d.prefer_version,
+                                bindings=tuple(d.bindings))
+        if picked is None:
+            raise backend_unavailable(self.config, "its card lists no interface this gateway "
+                                      f"can call with bindings {d.bindings}")
+        if self._backend is None or picked != self._picked:
+            effective = self.config.model_copy(update={
+                "url": picked["url"], "version": picked["protocolVersion"],
+                "binding": picked["protocolBinding"],
+                "tenant": picked.get("tenant") or self.config.tenant})
+            if self._backend is not None:
+                self._retired.append(self._backend)
+            self._backend = self._make(BackendConfig.model_validate(effective.model_dump()))
+            self._picked = picked
+            log.info("backend discovered", tenant=self.name, url=picked["url"],
+                     version=picked["protocolVersion"], binding=picked["protocolBinding"])
+        return self._backend
+
+    async def card_json(self) -> JSON | None:
+        parsed = await self.card.get() if self.card.url else None
+        return parsed.p10 if parsed is not None else None
+
+    async def close(self) -> None:
+        for backend in [*self._retired, *([self._backend] if self._backend else [])]:
+            await backend.close()
