@@ -10,10 +10,11 @@ FROM python:3.11-slim
 RUN useradd --system --uid 10001 --no-create-home gateway
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
-COPY config/gateway.yaml /etc/a2a-gateway/gateway.yaml
+# The container's config listens on 0.0.0.0 and has no in-process demo agent.
+COPY config/docker.yaml /etc/a2a-gateway/gateway.yaml
 USER 10001
 EXPOSE 8080 50051
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s \
-  CMD python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)" || exit 1
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"]
 ENTRYPOINT ["a2a-gateway"]
 CMD ["serve", "--config", "/etc/a2a-gateway/gateway.yaml"]

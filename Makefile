@@ -45,3 +45,23 @@ bench: setup venvs
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis
+
+# Offline validators for deploy/ (tests/deploy): kubernetes-validate, helm-python-sdk (Helm's
+# Go SDK), hadolint and check-jsonschema, pinned in tests/deploy/requirements-tools.txt, in their
+# own virtualenv (about 450 MB: the Helm library and the Kubernetes schemas).
+TOOLS := .venvs/tools
+
+.PHONY: deploy-tools deploy-test
+
+$(TOOLS)/.installed: tests/deploy/requirements-tools.txt
+	$(PYTHON) -m venv --clear $(TOOLS)
+	$(TOOLS)/bin/pip install $(PIP_FLAGS) -r $<
+	touch $@
+
+deploy-tools: $(TOOLS)/.installed
+
+# `make test` runs tests/deploy too, so it needs the tools (an extra prerequisite of `test`).
+test: deploy-tools
+
+deploy-test: setup deploy-tools
+	$(BIN)/pytest -q -p no:cacheprovider tests/deploy

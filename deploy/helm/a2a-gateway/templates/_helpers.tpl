@@ -1,0 +1,83 @@
+{{/* The chart name, at most 63 characters (a DNS label). */}}
+{{- define "a2a-gateway.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The fully qualified app name: <release>-<chart> unless the release name holds the chart name. */}}
+{{- define "a2a-gateway.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "a2a-gateway.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{- define "a2a-gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "a2a-gateway.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "a2a-gateway.labels" -}}
+helm.sh/chart: {{ include "a2a-gateway.chart" . }}
+{{ include "a2a-gateway.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/component: {{ ternary "sidecar" "gateway" (eq .Values.mode "sidecar") }}
+{{- end }}
+
+{{- define "a2a-gateway.image" -}}
+{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- end }}
+
+{{/* The Secret holding the relay key(s), or "" when there is none. */}}
+{{- define "a2a-gateway.relaySecretName" -}}
+{{- if .Values.relayKey.existingSecret }}
+{{- .Values.relayKey.existingSecret }}
+{{- else if .Values.relayKey.value }}
+{{- printf "%s-relay" (include "a2a-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/* Fails the render on values that cannot work. */}}
+{{- define "a2a-gateway.validate" -}}
+{{- if not (has .Values.mode (list "sidecar" "shared")) }}
+{{- fail (printf "mode must be sidecar or shared, got %q" (toString .Values.mode)) }}
+{{- end }}
+{{- if hasKey (.Values.gateway.config | default dict) "listen" }}
+{{- fail "gateway.config.listen is written by the chart from gateway.ports: set gateway.ports instead" }}
+{{- end }}
+{{- if and (eq .Values.mode "shared") (not (.Values.gateway.config | default dict).tenants) }}
+{{- fail "mode shared needs gateway.config.tenants (see ci/shared-values.yaml)" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The gateway config file: gateway.config with `listen` from gateway.ports and, in sidecar mode
+without tenants, one tenant for the legacy agent on 127.0.0.1:<legacyAgent.port>.
+*/}}
+{{- define "a2a-gateway.config" -}}
+{{- include "a2a-gateway.validate" . }}
+{{- $cfg := deepCopy (.Values.gateway.config | default dict) }}
+{{- $listen := dict "http" (printf "0.0.0.0:%v" .Values.gateway.ports.http) }}
+{{- if .Values.gateway.ports.grpc }}
+{{- $_ := set $listen "grpc" (printf "0.0.0.0:%v" .Values.gateway.ports.grpc) }}
+{{- end }}
+{{- $_ := set $cfg "listen" $listen }}
+{{- if and (eq .Values.mode "sidecar") (not $cfg.tenants) }}
+{{- $backend := dict "url" (printf "http://127.0.0.1:%v/" .Values.legacyAgent.port) "version" "0.3" "binding" "JSONRPC" }}
+{{- $_ := set $cfg "tenants" (dict .Values.legacyAgent.tenant (dict "backend" $backend)) }}
+{{- if not $cfg.default_tenant }}
+{{- $_ := set $cfg "default_tenant" .Values.legacyAgent.tenant }}
+{{- end }}
+{{- end }}
+{{- toYaml $cfg }}
+{{- end }}
