@@ -4,17 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import aiohttp
+import grpc
 import structlog
 from aiohttp import web
 
 from gateway.config import GatewayConfig
-from gateway.ingress import jsonrpc, rest
-from gateway.ingress.common import GATEWAY_KEY
+from gateway.ingress import cards, jsonrpc, rest
+from gateway.ingress.common import GATEWAY_KEY, gateway_of
+from gateway.ingress.grpc import start_grpc_server
+from gateway.lifecycle import ConfigWatcher, Streams, readiness
+from gateway.metrics import exposition
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
+from gateway.push_relay import handle as push_relay_handle
 
 log = structlog.get_logger("a2a_gateway")
 
@@ -24,6 +30,7 @@ class GatewayHolder:
     """The gateway in use; a config reload swaps it without touching open connections."""
 
     current: Gateway
+    streams: Streams = field(default_factory=Streams)
 
 
 def split_host_port(value: str) -> tuple[str, int]:
@@ -35,11 +42,29 @@ async def healthz(_: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
 
 
+async def readyz(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    report = await readiness(gateway.tenants, gateway.config.readiness_timeout)
+    return web.json_response(report, status=200 if report["status"] == "ready" else 503)
+
+
+async def metrics(_: web.Request) -> web.Response:
+    body, content_type = exposition()
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
 def build_http_app(holder: GatewayHolder) -> web.Application:
     app = web.Application(client_max_size=holder.current.config.max_body_bytes)
     app[GATEWAY_KEY] = holder
     app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
     app.router.add_post("/", jsonrpc.handle)
+    for path in ("/.well-known/agent-card.json", "/.well-known/agent.json",
+                 "/{tenant}/.well-known/agent-card.json"):
+        app.router.add_get(path, cards.handle)
+    # Backends POST push notifications for relayed webhooks here (push_relay.py).
+    app.router.add_post("/_relay/{sealed}", push_relay_handle)
     # Everything else goes through the REST router, which also hands `POST /{tenant}`
     # (JSON-RPC with the tenant in the path) back to the JSON-RPC codec.
     for verb in ("GET", "POST", "DELETE"):
@@ -54,12 +79,22 @@ def new_session() -> aiohttp.ClientSession:
 
 
 class Server:
-    """The running gateway: backends, the HTTP listener and the optional demo agent."""
+    """The running gateway: backends, listeners, the optional demo agent, reloads."""
 
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, config_path: Path | None = None) -> None:
         self.config = config
+        self.config_path = config_path
         self._runners: list[web.AppRunner] = []
         self._session: aiohttp.ClientSession | None = None
+        self._grpc: grpc.aio.Server | None = None
+        self._holder: GatewayHolder | None = None
+        self._retired: list[Gateway] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def holder(self) -> GatewayHolder:
+        assert self._holder is not None, "the server is not started"
+        return self._holder
 
     async def start(self) -> None:
         config = self.config
@@ -71,33 +106,81 @@ class Server:
             log.info("demo agent started", listen=config.demo_agent.listen)
         self._session = new_session()
         holder = GatewayHolder(Gateway(config, self._session))
+        self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.
         runner = web.AppRunner(build_http_app(holder), handler_cancellation=True,
-                               access_log=None)
+                               access_log=None, shutdown_timeout=config.shutdown_grace)
         await runner.setup()
         host, port = split_host_port(config.listen.http)
         await web.TCPSite(runner, host, port).start()
         self._runners.insert(0, runner)
-        log.info("gateway listening", http=config.listen.http,
+        if config.listen.grpc:
+            self._grpc = await start_grpc_server(lambda: holder.current, config.listen.grpc)
+        log.info("gateway listening", http=config.listen.http, grpc=config.listen.grpc,
                  tenants=sorted(config.tenants), default_tenant=config.default_tenant)
 
+    async def apply(self, config: GatewayConfig) -> None:
+        """Swap in a new config. Calls in flight finish on the gateway they started on;
+        the listeners and the demo agent stay as they are (changing them needs a
+        restart, and the log says so)."""
+        if config.listen != self.config.listen or config.demo_agent != self.config.demo_agent:
+            log.warning("listen and demo_agent changes take effect at the next restart")
+        assert self._session is not None
+        old = self.holder.current
+        self.holder.current = Gateway(config, self._session)
+        self.config = config
+        self._retired.append(old)
+
+    def watch_config(self) -> ConfigWatcher | None:
+        if self.config_path is None:
+            return None
+        watcher = ConfigWatcher(self.config_path, self.apply, self.config.reload_interval)
+        if self.config.reload_interval > 0:
+            task = asyncio.create_task(watcher.watch())
+            self._tasks.add(task)
+        return watcher
+
     async def stop(self) -> None:
+        """Stop accepting, end open streams cleanly, give unary calls the grace period."""
+        grace = self.config.shutdown_grace
+        for task in self._tasks:
+            task.cancel()
+        for runner in self._runners[:1]:
+            for site in list(runner.sites):
+                await site.stop()
+        if self._holder is not None:
+            await self._holder.streams.drain(grace)
+        if self._grpc is not None:
+            await self._grpc.stop(grace)
+            self._grpc = None
         for runner in self._runners:
             await runner.cleanup()
         self._runners.clear()
+        if self._holder is not None:
+            for gateway in [*self._retired, self._holder.current]:
+                await gateway.relay.close()  # deliveries in flight: finish or log
+                for route in gateway.tenants.values():
+                    await route.close()
+            self._holder = None
         if self._session is not None:
             await self._session.close()
 
 
-async def serve(config: GatewayConfig) -> int:
+async def serve(config: GatewayConfig, config_path: Path | None = None) -> int:
     configure_logging(config.log_level)
-    server = Server(config)
+    server = Server(config, config_path)
     await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    watcher = server.watch_config()
+    if watcher is not None:
+        loop.add_signal_handler(signal.SIGHUP,
+                                lambda: loop.create_task(watcher.reload("SIGHUP")))
     await stop.wait()
-    log.info("shutting down")
+    log.info("shutting down", grace_seconds=server.config.shutdown_grace,
+             open_streams=len(server.holder.streams))
     await server.stop()
+    log.info("stopped")
     return 0

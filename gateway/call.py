@@ -30,6 +30,10 @@ class CallContext:
     # The gateway's public HTTP base as this client reached it (cards list it).
     public_base: str | None = None
     backend_version: str | None = None
+    # Seconds the backend took (its answer, or a stream's first event), and the reason
+    # of an error it caused; both feed the metrics.
+    backend_seconds: float | None = None
+    backend_error: str | None = None
     backend_binding: str | None = None
     events: int = 0
 

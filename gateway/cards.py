@@ -21,6 +21,7 @@ from aiohttp import web
 from gateway.call import CallContext
 from gateway.card_signing import CardSigner
 from gateway.config import BackendConfig, GatewayConfig
+from gateway.metrics import CARD_HITS, CARD_REFRESHES
 from translators.card_serving import (
     ParsedCard,
     card_for_version,
@@ -51,8 +52,10 @@ class BackendCard:
     """One backend's card, fetched lazily and kept fresh; the last good copy survives
     a failed refresh, so a flapping card endpoint never breaks calls."""
 
-    def __init__(self, url: str | None, ttl: float, session: aiohttp.ClientSession) -> None:
+    def __init__(self, url: str | None, ttl: float, session: aiohttp.ClientSession,
+                 tenant: str = "") -> None:
         self.url = url
+        self.tenant = tenant
         self.ttl = ttl
         self._session = session
         self._parsed: ParsedCard | None = None
@@ -60,8 +63,6 @@ class BackendCard:
         self._fetched_at = 0.0
         self._lock = asyncio.Lock()
         self.last_error: str | None = None
-        self.hits = 0
-        self.refreshes = 0
 
     @property
     def parsed(self) -> ParsedCard | None:
@@ -71,7 +72,7 @@ class BackendCard:
         if self.url is None:
             return None
         if self._parsed is not None and time.monotonic() - self._fetched_at < self.ttl:
-            self.hits += 1
+            CARD_HITS.labels(self.tenant).inc()
             return self._parsed
         async with self._lock:
             if self._parsed is None or time.monotonic() - self._fetched_at >= self.ttl:
@@ -94,13 +95,16 @@ class BackendCard:
                 parsed = parse_any_card(json.loads(await resp.read()))
                 self._etag = resp.headers.get("ETag")
         except Exception as exc:  # keep the last good card; retry after a short pause
-            self.last_error = f"{type(exc).__name__}: {exc}"
+            error = f"{type(exc).__name__}: {exc}"
+            if error != self.last_error:  # say it once, not on every retry
+                log.warning("backend card unavailable", url=self.url, error=error)
+            self.last_error = error
             self._fetched_at = time.monotonic() - self.ttl + min(self.ttl, 5.0)
-            log.warning("backend card unavailable", url=self.url, error=self.last_error)
+            CARD_REFRESHES.labels(self.tenant, "error").inc()
             return
         self._parsed = parsed
         self._fetched_at = time.monotonic()
-        self.refreshes += 1
+        CARD_REFRESHES.labels(self.tenant, "ok").inc()
         self.last_error = None
 
 

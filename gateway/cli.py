@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 from gateway.config import ConfigError, json_schema, load_config
 
@@ -14,7 +15,7 @@ def _serve(args: argparse.Namespace) -> int:
     from gateway.app import serve
 
     config = load_config(args.config)
-    return asyncio.run(serve(config))
+    return asyncio.run(serve(config, Path(args.config)))
 
 
 def _check(args: argparse.Namespace) -> int:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import ipaddress
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,10 +40,27 @@ def _host_port(value: str) -> str:
     return value
 
 
+class DiscoveryConfig(_Model):
+    """How to pick among the interfaces a backend's card lists."""
+
+    prefer_version: Version = "1.0"
+    bindings: list[Binding] = Field(default_factory=lambda: ["JSONRPC", "HTTP+JSON", "GRPC"],
+                                    description="Bindings the gateway may use, in preference order")
+
+    _v = field_validator("prefer_version", mode="before")(_as_version)
+
+
 class BackendConfig(_Model):
-    url: str = Field(description="Where the backend agent listens (JSON-RPC endpoint URL)")
-    version: Version
+    url: str | None = Field(None, description="The backend's endpoint: JSON-RPC URL, REST "
+                            "base URL, or host:port for gRPC. Optional when `card` is given.")
+    version: Version | None = Field(None, description="Required with `url`")
     binding: Binding = "JSONRPC"
+    card: str | None = Field(None, description="URL of the backend's agent card: discover "
+                             "url/version/binding from it (and pre-check capabilities)")
+    card_ttl: float = Field(300.0, gt=0, description="Seconds a fetched card stays fresh")
+    discovery: DiscoveryConfig = Field(default_factory=DiscoveryConfig)
+    precheck: bool = Field(True, description="Refuse calls the backend card says it cannot "
+                           "serve (streaming, push, extended card, required extensions)")
     timeout: float = Field(60.0, gt=0, description="Seconds a unary call may take")
     connect_timeout: float = Field(5.0, gt=0)
     stream_idle_timeout: float = Field(300.0, gt=0,
@@ -52,12 +73,21 @@ class BackendConfig(_Model):
 
     _v = field_validator("version", mode="before")(_as_version)
 
-    @field_validator("url")
-    @classmethod
-    def _url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError(f"backend url must start with http:// or https://, got {value!r}")
-        return value
+    @model_validator(mode="after")
+    def _endpoint(self) -> BackendConfig:
+        if self.url is None:
+            if self.card is None:
+                raise ValueError("a backend needs `url` (with `version`) or `card`")
+            return self
+        if self.version is None:
+            raise ValueError("`version` is required when `url` is given")
+        if self.binding == "GRPC":
+            # gRPC targets are host:port; accept the URL forms people paste.
+            target = self.url.removeprefix("grpc://").removeprefix("http://").rstrip("/")
+            self.url = _host_port(target)
+        elif not self.url.startswith(("http://", "https://")):
+            raise ValueError(f"backend url must start with http:// or https://, got {self.url!r}")
+        return self
 
 
 class TenantConfig(_Model):
@@ -66,9 +96,14 @@ class TenantConfig(_Model):
 
 class ListenConfig(_Model):
     http: str = "127.0.0.1:8080"
-    grpc: str | None = None
+    grpc: str | None = Field(None, description="host:port of the gRPC listener (both versions)")
 
     _hp = field_validator("http")(_host_port)
+
+    @field_validator("grpc")
+    @classmethod
+    def _grpc(cls, value: str | None) -> str | None:
+        return None if value is None else _host_port(value)
 
 
 class DemoAgentConfig(_Model):
@@ -77,9 +112,88 @@ class DemoAgentConfig(_Model):
     _hp = field_validator("listen")(_host_port)
 
 
+class CardSigningConfig(_Model):
+    """Re-sign served cards (a rewritten card cannot keep the backend's JWS)."""
+
+    key_file: str = Field(description="PEM file of an EC P-256 private key (ES256)")
+    kid: str | None = Field(None, description="Key id put in the JWS protected header")
+    jku: str | None = Field(None, description="URL of the JWK set that holds the public key")
+
+
+def _relay_key(value: str) -> str:
+    try:
+        raw = base64.urlsafe_b64decode(value.strip() + "=" * (-len(value.strip()) % 4))
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) not in (16, 24, 32):
+        raise ValueError("a relay key is 32 random bytes in base64 (16 or 24 also work); "
+                         "make one with: python -c \"import base64,os; "
+                         "print(base64.urlsafe_b64encode(os.urandom(32)).decode())\"")
+    return value.strip()
+
+
+class PushRelayConfig(_Model):
+    """The webhook relay (README "Push notifications"): the gateway registers its own
+    sealed URL with the backend and delivers to the client's webhook in its version."""
+
+    enabled: bool = Field(True, description="Relay webhooks when the client's and the "
+                          "backend's A2A versions differ")
+    always: bool = Field(False, description="Relay even when the versions match")
+    public_url: str | None = Field(None, description="Base URL the backends reach this "
+                                   "gateway at (default: public_url, else http://listen.http)")
+    keys: list[str] = Field(default_factory=list, description="AES-GCM keys sealing relay "
+                            "URLs, base64, newest first: seal with the first, open with any")
+    keys_env: str = Field("A2A_GATEWAY_RELAY_KEYS", description="Environment variable with "
+                          "comma-separated keys; when set it replaces `keys`")
+    seal_max_age: float = Field(30 * 24 * 3600, ge=0, description="Seconds a relay URL "
+                                "stays valid for delivery (0: forever)")
+    retries: int = Field(3, ge=0, le=20, description="Delivery retries after the first try")
+    backoff: float = Field(0.5, ge=0, description="Seconds before the first retry; doubles")
+    timeout: float = Field(10.0, gt=0, description="Seconds one delivery attempt may take")
+    allow_private_webhooks: bool = Field(False, description="Turn the SSRF guard off: allow "
+                                         "webhooks on loopback, private, link-local and "
+                                         "metadata addresses")
+    webhook_allowlist: list[str] = Field(default_factory=list, description="Addresses, "
+                                         "CIDR networks or host names allowed despite the "
+                                         "SSRF guard")
+
+    @field_validator("keys")
+    @classmethod
+    def _keys(cls, value: list[str]) -> list[str]:
+        return [_relay_key(k) for k in value]
+
+    @field_validator("public_url")
+    @classmethod
+    def _public(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError(f"must start with http:// or https://, got {value!r}")
+        return value
+
+    @field_validator("webhook_allowlist")
+    @classmethod
+    def _allowlist(cls, value: list[str]) -> list[str]:
+        out = []
+        for raw in value:
+            entry = raw.strip().lower().strip("[]")
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                if not _HOST_NAME.match(entry):
+                    raise ValueError(f"{raw!r} is not an address, CIDR network or host "
+                                     f"name") from None
+            out.append(entry)
+        return out
+
+
+_HOST_NAME = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$")
+
+
 class GatewayConfig(_Model):
     listen: ListenConfig = Field(default_factory=ListenConfig)
-    public_url: str | None = None
+    public_url: str | None = Field(None, description="Base URL cards advertise for the HTTP "
+                                   "bindings (else X-Forwarded-* or the request's host)")
+    public_grpc: str | None = Field(None, description="host:port cards advertise for gRPC")
+    card_signing: CardSigningConfig | None = None
     tenants: dict[str, TenantConfig]
     default_tenant: str | None = None
     loss_policy: LossPolicy = LossPolicy.REPORT
@@ -90,6 +204,12 @@ class GatewayConfig(_Model):
         description="Client headers passed on to the backend (lowercase names)")
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
     demo_agent: DemoAgentConfig | None = None
+    shutdown_grace: float = Field(10.0, ge=0, description="Seconds unary calls get to finish "
+                                  "after SIGTERM; open streams are ended at once, cleanly")
+    reload_interval: float = Field(2.0, ge=0, description="Seconds between checks of the "
+                                   "config file for changes (0: reload on SIGHUP only)")
+    readiness_timeout: float = Field(2.0, gt=0, description="Seconds /readyz waits per backend")
+    push_relay: PushRelayConfig = Field(default_factory=PushRelayConfig)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
 
     @field_validator("versions", mode="before")

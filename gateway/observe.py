@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -9,6 +10,7 @@ import time
 import structlog
 
 from gateway.call import CallContext
+from gateway.metrics import record_call
 from translators.errors import A2AError
 
 _configured = False
@@ -41,12 +43,16 @@ log = structlog.get_logger("a2a_gateway.call")
 def outcome_of(error: BaseException | None) -> str:
     if error is None:
         return "ok"
+    if isinstance(error, asyncio.CancelledError):
+        return "CLIENT_CANCELLED"  # the client went away or gave up; not a failure of ours
     if isinstance(error, A2AError):
         return error.kind.reason
     return "INTERNAL_ERROR"
 
 
 def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
+    seconds = time.monotonic() - ctx.started
+    record_call(ctx, operation, outcome_of(error), seconds)
     fields = {
         "request_id": ctx.request_id,
         "tenant": ctx.tenant,
@@ -56,7 +62,7 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         "backend_version": ctx.backend_version,
         "backend_binding": ctx.backend_binding,
         "outcome": outcome_of(error),
-        "duration_ms": round((time.monotonic() - ctx.started) * 1000, 2),
+        "duration_ms": round(seconds * 1000, 2),
     }
     if ctx.events:
         fields["stream_events"] = ctx.events
@@ -64,7 +70,7 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         fields["dropped"] = ctx.loss.fields()
     if isinstance(error, A2AError):
         fields["error_message"] = error.message
-    if error is not None and not isinstance(error, A2AError):
+    if error is not None and not isinstance(error, A2AError | asyncio.CancelledError):
         log.error("call", **fields, exc_info=error)
     else:
         log.info("call", **fields)

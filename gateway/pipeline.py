@@ -7,6 +7,7 @@ nothing of any wire format.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,12 +16,17 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
+from gateway.cards import CardPublisher
 from gateway.config import BackendConfig, ConfigError, GatewayConfig
 from gateway.egress.base import Backend
+from gateway.egress.grpc import GrpcBackend
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
+from gateway.push_relay import PushRelay
+from gateway.tenants import TenantRoute
 from translators import operations as ops
-from translators.errors import a2a_error, invalid_params
+from translators.capabilities import precheck
+from translators.errors import A2AError, a2a_error, invalid_params
 from translators.loss import LossPolicy
 from translators.versions import V03, VersionRules
 
@@ -31,6 +37,8 @@ def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
         return JsonRpcBackend(config, session)
     if config.binding == "HTTP+JSON":
         return RestBackend(config, session, p03_options)
+    if config.binding == "GRPC":
+        return GrpcBackend(config, p03_options)
     raise ConfigError(f"backend binding {config.binding} is not supported by this gateway "
                       f"build yet (backend {config.url}); use JSONRPC")
 
@@ -43,24 +51,28 @@ class Gateway:
         self.version_rules = VersionRules(tuple(config.versions), config.strict_versions)
         # How v0.3 proto file bytes are read and written (the double-base64 quirk).
         self.p03_options: dict[str, Any] = {}
-        self.backends: dict[str, Backend] = {
-            name: make_backend(t.backend, session, self.p03_options)
+        self.cards = CardPublisher(config)
+        self.tenants: dict[str, TenantRoute] = {
+            name: TenantRoute(name, t.backend, session,
+                              lambda c: make_backend(c, session, self.p03_options))
             for name, t in config.tenants.items()}
+        self.relay = PushRelay(config, self)  # webhooks across versions (push_relay.py)
 
-    def backend_for(self, call: Call) -> Backend:
-        tenant = call.ctx.tenant or self.config.default_tenant
+    def tenant_for(self, name: str | None) -> TenantRoute:
+        tenant = name or self.config.default_tenant
         if tenant is None:
             raise invalid_params("no tenant given and no default_tenant configured")
-        backend = self.backends.get(tenant)
-        if backend is None:
+        route = self.tenants.get(tenant)
+        if route is None:
             raise invalid_params(f"unknown tenant {tenant!r}", tenant=tenant)
-        call.ctx.tenant = tenant
+        return route
+
+    async def _admit(self, call: Call) -> Backend:
+        route = self.tenant_for(call.ctx.tenant)
+        call.ctx.tenant = route.name
+        backend = await route.backend()
         call.ctx.backend_version = backend.config.version
         call.ctx.backend_binding = backend.config.binding
-        return backend
-
-    def _admit(self, call: Call) -> Backend:
-        backend = self.backend_for(call)
         loss = call.ctx.loss
         loss.policy = self.config.loss_policy
         if loss.request and loss.policy is LossPolicy.REJECT:
@@ -68,25 +80,50 @@ class Gateway:
                 f"the request carries fields the other protocol version cannot express: "
                 f"{', '.join(loss.request)} (loss_policy: reject)",
                 fields=",".join(loss.request))
+        if route.config.precheck:
+            refused = precheck(call.op.name, call.request, await route.card_json(),
+                               call.ctx.extensions)
+            if refused is not None:
+                raise refused
         return backend
 
     async def unary(self, call: Call) -> ProtoMessage | None:
-        backend = self._admit(call)
-        return await backend.unary(call)
+        backend = await self._admit(call)
+        await self.relay.rewrite_request(call)
+        started = time.monotonic()
+        try:
+            result = await backend.unary(call)
+        except A2AError as err:
+            call.ctx.backend_error = err.kind.reason
+            raise
+        finally:
+            call.ctx.backend_seconds = time.monotonic() - started
+        result = self.relay.restore_response(call, result)
+        if isinstance(result, pb.AgentCard):
+            # Never hand out the backend's own addresses: the extended card lists ours.
+            result = self.cards.rewrite_extended(result, call.ctx)
+        return result
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
-        backend = self._admit(call)
+        backend = await self._admit(call)
+        await self.relay.rewrite_request(call)
         first = True
+        started = time.monotonic()
         source = backend.stream(call)
         try:
             async for item in source:
-                if first and call.op.name == ops.SUBSCRIBE and backend.config.version == V03 \
-                        and not item.HasField("task"):
-                    # v1.0 promises the Task first on subscribe; v0.3 made no promise (§3.8).
-                    yield await self._current_task(backend, call)
+                if first:
+                    call.ctx.backend_seconds = time.monotonic() - started
+                    if call.op.name == ops.SUBSCRIBE and backend.config.version == V03 \
+                            and not item.HasField("task"):
+                        # v1.0 promises the Task first on subscribe; v0.3 did not (§3.8).
+                        yield await self._current_task(backend, call)
                 first = False
                 call.ctx.events += 1
                 yield item
+        except A2AError as err:
+            call.ctx.backend_error = err.kind.reason
+            raise
         finally:
             await source.aclose()  # type: ignore[attr-defined]
 

@@ -28,7 +28,7 @@ class TenantRoute:
                  make_backend: BackendFactory) -> None:
         self.name = name
         self.config = config
-        self.card = BackendCard(default_card_url(config), config.card_ttl, session)
+        self.card = BackendCard(default_card_url(config), config.card_ttl, session, name)
         self._make = make_backend
         self._backend: Backend | None = make_backend(config) if config.url else None
         self._picked: JSON | None = None

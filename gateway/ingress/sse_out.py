@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
 from gateway.call import Call
-from gateway.ingress.common import dialect_headers, gateway_of
+from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.observe import log_call
 from gateway.sse import SSE_HEADERS
 from gateway.streams import with_final_flags, without_final_flags
@@ -41,11 +42,18 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         raise
     response = web.StreamResponse(headers={**SSE_HEADERS, **dialect_headers(ctx)})
     await response.prepare(request)
+    streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     error: BaseException | None = None
     try:
-        while pending is not None:
-            await response.write(frame_item(*pending))
-            pending = await anext(items, None)
+        with streams.track(ctx.client_binding):
+            while pending is not None:
+                await response.write(frame_item(*pending))
+                pending = await anext(items, None)
+    except asyncio.CancelledError:
+        if not streams.draining:
+            raise  # the client went away
+        # The gateway is shutting down: end the stream properly, not by a reset.
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
     except Exception as exc:
         error = exc
         if isinstance(exc, ConnectionError):

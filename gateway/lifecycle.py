@@ -1,0 +1,131 @@
+"""Running in production: readiness, config reload, draining open streams on shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import structlog
+
+from gateway.config import ConfigError, GatewayConfig, load_config
+from gateway.metrics import OPEN_STREAMS, RELOADS
+from gateway.tenants import TenantRoute
+
+log = structlog.get_logger("a2a_gateway.lifecycle")
+
+
+class Streams:
+    """The streams open now, so that shutdown can end them cleanly: each stream's task is
+    cancelled with `draining` set, and the SSE writer then closes the response properly
+    instead of dropping the connection."""
+
+    def __init__(self) -> None:
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.draining = False
+
+    @contextlib.contextmanager
+    def track(self, binding: str) -> Iterator[None]:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        OPEN_STREAMS.labels(binding).inc()
+        try:
+            yield
+        finally:
+            self._tasks.discard(task)
+            OPEN_STREAMS.labels(binding).dec()
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self, timeout: float) -> None:
+        self.draining = True
+        for task in list(self._tasks):
+            task.cancel()
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self._tasks and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+
+
+async def _tcp_probe(target: str, timeout: float) -> str | None:
+    parts = urlsplit(target if "://" in target else f"tcp://{target}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        _, writer = await asyncio.wait_for(
+            asyncio.open_connection(parts.hostname, port), timeout)
+    except (OSError, TimeoutError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+    return None
+
+
+async def tenant_readiness(route: TenantRoute, timeout: float) -> dict[str, Any]:
+    """Ready when the backend's card can be read, or else when its address accepts a
+    connection (a backend with no card is still a backend)."""
+    if route.card.url is not None:
+        try:
+            parsed = await asyncio.wait_for(route.card.get(), timeout)
+        except TimeoutError:
+            parsed = None
+        if parsed is not None:
+            return {"ready": True, "card": "ok"}
+        if route.discovered:
+            return {"ready": False, "card": route.card.last_error or "timeout"}
+    assert route.config.url is not None
+    error = await _tcp_probe(route.config.url, timeout)
+    return {"ready": error is None, "probe": error or "ok"}
+
+
+async def readiness(tenants: dict[str, TenantRoute], timeout: float) -> dict[str, Any]:
+    names = list(tenants)
+    results = await asyncio.gather(*(tenant_readiness(tenants[n], timeout) for n in names))
+    detail = dict(zip(names, results, strict=True))
+    ready = all(r["ready"] for r in results)
+    return {"status": "ready" if ready else "not ready", "tenants": detail}
+
+
+class ConfigWatcher:
+    """Reloads the config on SIGHUP and when the file changes (polled: no extra
+    dependency, and it works on ConfigMap mounts, whose symlink swaps inotify misses)."""
+
+    def __init__(self, path: Path, apply: Callable[[GatewayConfig], Awaitable[None]],
+                 interval: float) -> None:
+        self.path = path
+        self._apply = apply
+        self._interval = interval
+        self._stamp = self._read_stamp()
+        self._lock = asyncio.Lock()
+
+    def _read_stamp(self) -> tuple[float, int] | None:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return stat.st_mtime, stat.st_size
+
+    async def reload(self, reason: str) -> bool:
+        async with self._lock:
+            self._stamp = self._read_stamp()
+            try:
+                config = load_config(self.path)
+            except ConfigError as exc:
+                RELOADS.labels("refused").inc()
+                log.error("config reload refused; the previous config keeps serving",
+                          reason=reason, error=str(exc))
+                return False
+            await self._apply(config)
+            RELOADS.labels("ok").inc()
+            log.info("config reloaded", reason=reason, tenants=sorted(config.tenants))
+            return True
+
+    async def watch(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            if self._read_stamp() != self._stamp:
+                await self.reload("file changed")

@@ -1,0 +1,68 @@
+"""Prometheus metrics (prometheus-client), exported at `/metrics`.
+
+Every call is counted once, at the same place it is logged (observe.log_call), so the
+log line and the counters cannot disagree. Label values are bounded: operations,
+dialects and outcomes come from fixed tables; loss field paths lose their indices.
+"""
+
+from __future__ import annotations
+
+import re
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+
+from gateway.call import CallContext
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+
+CALLS = Counter("a2a_gateway_calls_total", "Calls handled, by dialects and outcome",
+                ["operation", "client_version", "client_binding", "backend_version",
+                 "backend_binding", "outcome"])
+CALL_SECONDS = Histogram("a2a_gateway_call_duration_seconds", "Whole call, as the client sees it",
+                         ["operation", "client_binding", "backend_binding"],
+                         buckets=_LATENCY_BUCKETS)
+GATEWAY_SECONDS = Histogram("a2a_gateway_added_seconds",
+                            "Time spent in the gateway itself (call minus backend time)",
+                            ["operation"], buckets=_LATENCY_BUCKETS)
+BACKEND_SECONDS = Histogram("a2a_gateway_backend_duration_seconds",
+                            "Backend time: the answer, or a stream's first event",
+                            ["backend_binding", "operation"], buckets=_LATENCY_BUCKETS)
+OPEN_STREAMS = Gauge("a2a_gateway_open_streams", "Streams open now", ["client_binding"])
+STREAM_EVENTS = Counter("a2a_gateway_stream_events_total", "Stream events relayed to clients",
+                        ["operation", "client_binding"])
+LOSSES = Counter("a2a_gateway_translation_losses_total",
+                 "Fields one side could not carry", ["field", "direction"])
+BACKEND_ERRORS = Counter("a2a_gateway_backend_errors_total", "Errors that came from backends",
+                         ["tenant", "kind"])
+CARD_HITS = Counter("a2a_gateway_card_cache_hits_total", "Backend cards served from cache",
+                    ["tenant"])
+CARD_REFRESHES = Counter("a2a_gateway_card_refreshes_total", "Backend card fetches",
+                         ["tenant", "outcome"])
+PUSH_DELIVERIES = Counter("a2a_gateway_push_deliveries_total", "Relayed webhook deliveries",
+                          ["outcome"])
+RELOADS = Counter("a2a_gateway_config_reloads_total", "Config reloads", ["outcome"])
+
+_INDEX = re.compile(r"\[\d+(?::\d*)?\]")
+
+
+def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) -> None:
+    backend_version = ctx.backend_version or "none"
+    backend_binding = ctx.backend_binding or "none"
+    CALLS.labels(operation, ctx.client_version, ctx.client_binding, backend_version,
+                 backend_binding, outcome).inc()
+    CALL_SECONDS.labels(operation, ctx.client_binding, backend_binding).observe(seconds)
+    if ctx.backend_seconds is not None:
+        BACKEND_SECONDS.labels(backend_binding, operation).observe(ctx.backend_seconds)
+        GATEWAY_SECONDS.labels(operation).observe(max(0.0, seconds - ctx.backend_seconds))
+    if ctx.events:
+        STREAM_EVENTS.labels(operation, ctx.client_binding).inc(ctx.events)
+    for path in ctx.loss.request:
+        LOSSES.labels(_INDEX.sub("[]", path), "request").inc()
+    for path in ctx.loss.response:
+        LOSSES.labels(_INDEX.sub("[]", path), "response").inc()
+    if ctx.backend_error is not None:
+        BACKEND_ERRORS.labels(ctx.tenant or "none", ctx.backend_error).inc()
+
+
+def exposition() -> tuple[bytes, str]:
+    return generate_latest(), CONTENT_TYPE_LATEST
