@@ -25,6 +25,7 @@ from gateway.egress.rest import RestBackend
 from gateway.push_relay import PushRelay
 from gateway.tenants import TenantRoute
 from translators import operations as ops
+from translators.answers import enforce_answer_rules
 from translators.capabilities import precheck
 from translators.errors import A2AError, a2a_error, invalid_params
 from translators.loss import LossPolicy
@@ -99,6 +100,7 @@ class Gateway:
         finally:
             call.ctx.backend_seconds = time.monotonic() - started
         result = self.relay.restore_response(call, result)
+        enforce_answer_rules(call.request, result)
         if isinstance(result, pb.AgentCard):
             # Never hand out the backend's own addresses: the extended card lists ours.
             result = self.cards.rewrite_extended(result, call.ctx)

@@ -16,9 +16,14 @@ from translators.errors import A2AError, a2a_error
 
 M = TypeVar("M", bound=ProtoMessage)
 
-# Fields ProtoJSON would omit at their default but the spec wants present (§3.0:
-# ListTasksResponse.nextPageToken MUST be present even when empty).
-_ALWAYS_PRINTED = {"lf.a2a.v1.ListTasksResponse"}
+# Fields ProtoJSON would omit at their default but the spec wants present: ListTasksResponse
+# fields are all REQUIRED and nextPageToken MUST be present even when empty (§3.0). Only
+# the top level: the tasks inside keep default omission (absent artifacts mean "not
+# included", §3.1.4).
+_ALWAYS_PRESENT: dict[str, dict[str, Any]] = {
+    "lf.a2a.v1.ListTasksResponse": {"tasks": [], "nextPageToken": "", "pageSize": 0,
+                                    "totalSize": 0},
+}
 
 
 def parse_p10(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> M:
@@ -36,10 +41,9 @@ def parse_p10(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> 
 
 
 def dump_p10(msg: ProtoMessage) -> dict[str, Any]:
-    out: dict[str, Any] = json_format.MessageToDict(
-        msg,
-        always_print_fields_with_no_presence=msg.DESCRIPTOR.full_name in _ALWAYS_PRINTED,
-    )
+    out: dict[str, Any] = json_format.MessageToDict(msg)
+    for key, default in _ALWAYS_PRESENT.get(msg.DESCRIPTOR.full_name, {}).items():
+        out.setdefault(key, list(default) if isinstance(default, list) else default)
     _restore_ints(out)
     return out
 

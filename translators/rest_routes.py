@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from translators import operations as ops
-from translators.errors import invalid_params
+from translators.errors import a2a_error, invalid_params
 from translators.versions import V03, V10
 
 
@@ -148,7 +148,8 @@ def route_for(op: str, version: str, verb: str | None = None) -> Route:
     for route in V10_ROUTES if version == V10 else V03_ROUTES:
         if route.op == op and (verb is None or route.verb == verb):
             return route
-    raise KeyError((op, version, verb))
+    raise a2a_error("UnsupportedOperationError",
+                    f"{op} has no HTTP+JSON route in A2A {version}; the backend speaks {version}")
 
 
 def query_values(route: Route, query: dict[str, list[str]]) -> dict[str, Any]:

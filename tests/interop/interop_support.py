@@ -30,9 +30,15 @@ class Deployment:
     gateway_http: int
     logs: Path
     cache: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    gateway_grpc: int = 0
 
     def url(self, tenant: str) -> str:
         return f"http://127.0.0.1:{self.gateway_http}/{tenant}"
+
+    def grpc_target(self) -> str:
+        """Both gRPC services, every tenant: v1.0 clients name it in the request's
+        `tenant` field, v0.3 clients in `x-a2a-tenant` metadata."""
+        return f"127.0.0.1:{self.gateway_grpc}"
 
 
 def _start_agent(stack: ExitStack, version: str, logs: Path) -> Agent:
@@ -45,6 +51,10 @@ def _start_agent(stack: ExitStack, version: str, logs: Path) -> Agent:
     return agent
 
 
+def card_url(agent: Agent) -> str:
+    return f"http://127.0.0.1:{agent.jsonrpc}/.well-known/agent-card.json"
+
+
 # Tenants: one per backend dialect the gateway can reach.
 def tenants_for(agents: dict[str, Agent]) -> dict[str, Any]:
     return {
@@ -54,6 +64,15 @@ def tenants_for(agents: dict[str, Agent]) -> dict[str, Any]:
                             "version": "1.0", "binding": "JSONRPC"}},
         "r10": {"backend": {"url": f"http://127.0.0.1:{agents['1.0'].rest}",
                             "version": "1.0", "binding": "HTTP+JSON"}},
+        "r03": {"backend": {"url": f"http://127.0.0.1:{agents['0.3'].rest}",
+                            "version": "0.3", "binding": "HTTP+JSON"}},
+        # Discovered from the agents' own cards (no url/version/binding configured).
+        "d03": {"backend": {"card": card_url(agents["0.3"])}},
+        "d10": {"backend": {"card": card_url(agents["1.0"])}},
+        "g03": {"backend": {"url": f"127.0.0.1:{agents['0.3'].grpc}",
+                            "version": "0.3", "binding": "GRPC"}},
+        "g10": {"backend": {"url": f"127.0.0.1:{agents['1.0'].grpc}",
+                            "version": "1.0", "binding": "GRPC"}},
     }
 
 
@@ -65,27 +84,33 @@ def deployment_running(logs: Path) -> Iterator[Deployment]:
             raise RuntimeError(f"missing SDK venv for {version}: run `make venvs`")
     with ExitStack() as stack:
         agents = {v: _start_agent(stack, v, logs) for v in ("0.3", "1.0")}
-        port, demo_port = free_port(), free_port()
+        port, demo_port, grpc_port = free_port(), free_port(), free_port()
         tenants = tenants_for(agents)
         tenants["demo"] = {"backend": {"url": f"http://127.0.0.1:{demo_port}/",
                                        "version": "0.3"}}
         config = write_config(logs / "gateway.yaml", {
-            "listen": {"http": f"127.0.0.1:{port}"},
+            "listen": {"http": f"127.0.0.1:{port}", "grpc": f"127.0.0.1:{grpc_port}"},
             "demo_agent": {"listen": f"127.0.0.1:{demo_port}"},
             "tenants": tenants,
             "default_tenant": "a03",
+            # The webhook receivers are on 127.0.0.1, which the relay's SSRF guard refuses
+            # unless allow-listed.
+            "push_relay": {"webhook_allowlist": ["127.0.0.1"]},
         })
         stack.enter_context(running(gateway_cmd(config), port, log=logs / "gateway.log"))
-        yield Deployment(agents, port, logs)
+        yield Deployment(agents, port, logs, gateway_grpc=grpc_port)
 
 
 def run_client(version: str, url: str, transport: str, scenario: str = "all",
-               webhook: str | None = None, timeout: float = 180) -> Any:
+               webhook: str | None = None, timeout: float = 180,
+               tenant: str | None = None) -> Any:
     script = PEERS / ("client_v03.py" if version == "0.3" else "client_v10.py")
     cmd = [str(SDK_PYTHON[version]), str(script), "--url", url, "--transport", transport,
            "--scenario", scenario]
     if webhook:
         cmd += ["--webhook", webhook]
+    if tenant:
+        cmd += ["--tenant", tenant]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise AssertionError(f"client failed ({proc.returncode}):\n{proc.stderr[-4000:]}")
@@ -96,6 +121,9 @@ def client_results(deployment: Deployment, version: str, tenant: str,
                    transport: str = "JSONRPC") -> dict[str, Any]:
     """Every scenario of one client against one tenant, run once per session."""
     key = (version, tenant, transport)
+    if key not in deployment.cache and transport == "GRPC":
+        deployment.cache[key] = run_client(version, deployment.grpc_target(), transport,
+                                           tenant=tenant)
     if key not in deployment.cache:
         deployment.cache[key] = run_client(version, deployment.url(tenant), transport)
     return deployment.cache[key]  # type: ignore[no-any-return]
