@@ -25,9 +25,16 @@ async def make_gateway() -> AsyncIterator[MakeGateway]:
     """Start real gateways on loopback ports; returns their base URL."""
     servers: list[Server] = []
 
-    async def make(tenants: dict[str, Any], **extra: Any) -> str:
+    async def make(tenants: dict[str, Any], *, grpc_port: int | None = None,
+                   **extra: Any) -> str:
         port = free_port()
-        config = parse_config({"listen": {"http": f"127.0.0.1:{port}"}, "tenants": tenants,
+        listen = {"http": f"127.0.0.1:{port}"}
+        if grpc_port is not None:
+            listen["grpc"] = f"127.0.0.1:{grpc_port}"
+        # Every peer here is on 127.0.0.1, which the push relay's SSRF guard refuses
+        # unless allow-listed (a test of the guard passes its own push_relay).
+        relay = {"webhook_allowlist": ["127.0.0.1"]}
+        config = parse_config({"listen": listen, "tenants": tenants, "push_relay": relay,
                                **extra})
         server = Server(config)
         await server.start()

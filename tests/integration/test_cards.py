@@ -1,4 +1,4 @@
-"""Agent cards, discovery, negotiation and extensions (issue 5; seeds I3–I7, I9, I10)."""
+"""Agent cards, discovery, negotiation and extensions (issue 5; seeds I3-I7, I9, I10)."""
 
 from __future__ import annotations
 

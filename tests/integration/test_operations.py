@@ -76,9 +76,9 @@ def j03(text: str) -> dict[str, Any]:
 def metric(text: str, name: str, **labels: str) -> float:
     total = 0.0
     for line in text.splitlines():
-        if line.startswith(name + "{") or line.startswith(name + " "):
-            if all(f'{k}="{v}"' in line for k, v in labels.items()):
-                total += float(line.rsplit(" ", 1)[1])
+        named = line.startswith((name + "{", name + " "))
+        if named and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
     return total
 
 

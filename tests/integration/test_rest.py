@@ -37,7 +37,7 @@ async def via_rest(make_gateway: MakeGateway, gw: str) -> str:
 
 
 async def test_v10_send_task_and_get(http: aiohttp.ClientSession, gw: str) -> None:
-    status, body, headers = await call(http, "POST", gw + "/message:send", msg("task: r"), V10)
+    status, body, _ = await call(http, "POST", gw + "/message:send", msg("task: r"), V10)
     assert status == 200
     task = body["task"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"

@@ -48,6 +48,9 @@ def client_args(description: str) -> argparse.Namespace:
     parser.add_argument("--transport", required=True, choices=TRANSPORTS)
     parser.add_argument("--scenario", required=True, choices=(*SCENARIOS, "all"))
     parser.add_argument("--webhook", default=DEFAULT_WEBHOOK)
+    parser.add_argument("--tenant", default=None,
+                        help="tenant to name: the v1.0 interface's `tenant`; over GRPC the "
+                        "v0.3 client sends it as `x-a2a-tenant` metadata")
     return parser.parse_args()
 
 

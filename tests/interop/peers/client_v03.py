@@ -156,12 +156,32 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
     return error_dict(exc, None, str(exc))
 
 
+class _TenantMetadata(grpc.aio.UnaryUnaryClientInterceptor,
+                      grpc.aio.UnaryStreamClientInterceptor):
+    """Adds `x-a2a-tenant` to every call (the 0.3.26 client has no per-call metadata)."""
+
+    def __init__(self, tenant: str) -> None:
+        self._tenant = tenant
+
+    def _details(self, details: Any) -> Any:
+        metadata = grpc.aio.Metadata(*(details.metadata or ()))
+        metadata.add("x-a2a-tenant", self._tenant)
+        return details._replace(metadata=metadata)
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details), request)
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details), request)
+
+
 class V03Peer:
     """PeerClient implemented with the a2a-sdk 0.3.26 Client."""
 
-    def __init__(self, url: str, transport: str) -> None:
+    def __init__(self, url: str, transport: str, tenant: str | None = None) -> None:
         self.url = url
         self.transport = transport
+        self.tenant = tenant
         self.push_list_delete_via = "raw" if transport == "JSONRPC" else None
         self._unary = self._client(streaming=False)
         self._streaming = self._client(streaming=True)
@@ -183,11 +203,16 @@ class V03Peer:
             streaming=streaming,
             supported_transports=[self.transport],
             httpx_client=httpx.AsyncClient(timeout=30),
-            grpc_channel_factory=grpc.aio.insecure_channel,
+            grpc_channel_factory=self._channel,
         )
         # create() is typed as the abstract Client, which lacks close() and the
         # per-call `configuration` argument that BaseClient (what it returns) has.
         return cast("BaseClient", ClientFactory(config).create(card))
+
+    def _channel(self, target: str) -> grpc.aio.Channel:
+        # v0.3 requests have no tenant field: name it in metadata (no effect without one).
+        interceptors = [_TenantMetadata(self.tenant)] if self.tenant else None
+        return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
     async def __aenter__(self) -> V03Peer:
         return self
@@ -299,7 +324,7 @@ class V03Peer:
 
 async def main() -> None:
     args = client_args("a2a-sdk 0.3.26 interop client")
-    async with V03Peer(args.url, args.transport) as peer:
+    async with V03Peer(args.url, args.transport, args.tenant) as peer:
         await run_client(args.scenario, peer, args.webhook, describe_error)
 
 

@@ -156,9 +156,10 @@ class V10Peer:
 
     push_list_delete_via: str | None = None
 
-    def __init__(self, url: str, transport: str) -> None:
+    def __init__(self, url: str, transport: str, tenant: str | None = None) -> None:
         self.url = url
         self.transport = transport
+        self.tenant = tenant
         self._unary = self._client(streaming=False)
         self._streaming = self._client(streaming=True)
 
@@ -172,6 +173,7 @@ class V10Peer:
                     url=self.url,
                     protocol_binding=self.transport,
                     protocol_version=PROTOCOL_VERSION_1_0,
+                    tenant=self.tenant or "",  # the SDK copies it into every request
                 )
             ],
             capabilities=AgentCapabilities(
@@ -278,7 +280,7 @@ class V10Peer:
 
 async def main() -> None:
     args = client_args("a2a-sdk 1.3.0 interop client")
-    async with V10Peer(args.url, args.transport) as peer:
+    async with V10Peer(args.url, args.transport, args.tenant) as peer:
         await run_client(args.scenario, peer, args.webhook, describe_error)
 
 

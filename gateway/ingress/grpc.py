@@ -1,0 +1,215 @@
+"""gRPC ingress: `lf.a2a.v1.A2AService` (v1.0) and `a2a.v1.A2AService` (v0.3) on one port.
+
+Both services are generic handlers built from the method table (translators/grpc_wire):
+the package in the method path says the version (reference §6.1). Each handler decodes
+the bytes itself, so a request that does not parse is answered in the client's dialect.
+
+decode (bytes → canonical call; metadata → context) · pipeline · encode (bytes, or a
+status with the v1.0 ErrorInfo details / the v0.3 "<ErrorName>: " message).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, NoReturn
+
+import grpc
+from grpc_reflection.v1alpha import reflection
+
+from gateway.call import Call, CallContext
+from gateway.ingress.common import dialect_headers, split_extensions, valid_request_id
+from gateway.ingress.sse_out import FINAL_LOOKAHEAD_SECONDS
+from gateway.lifecycle import Streams
+from gateway.observe import log_call
+from gateway.pipeline import Gateway
+from gateway.streams import with_final_flags, without_final_flags
+from translators import grpc_wire as wire
+from translators.errors import A2AError, a2a_error
+from translators.grpc_errors import STATUS_DETAILS_KEY, error_to_grpc
+from translators.versions import V03, V10, negotiate, normalize_version
+
+Metadata = dict[str, list[str]]
+Current = Callable[[], Gateway]
+
+
+def _metadata(context: grpc.aio.ServicerContext) -> Metadata:
+    """Text metadata by key; gRPC keys arrive lowercase."""
+    out: Metadata = {}
+    for key, value in context.invocation_metadata() or ():
+        if isinstance(value, str):
+            out.setdefault(key.lower(), []).append(value)
+    return out
+
+
+def _first(md: Metadata, key: str) -> str | None:
+    values = md.get(key)
+    return values[0] if values else None
+
+
+def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
+             context: grpc.aio.ServicerContext) -> CallContext:
+    ctx = CallContext(client_version=method.version, client_binding=wire.GRPC)
+    rid = _first(md, "x-request-id")
+    if valid_request_id(rid):
+        ctx.request_id = rid  # type: ignore[assignment]
+    ctx.forward_headers = {h: md[h][0] for h in gateway.config.forward_headers if h in md}
+    ctx.extensions = split_extensions([*md.get("a2a-extensions", []),
+                                       *md.get("x-a2a-extensions", [])])
+    remaining = context.time_remaining()
+    if remaining is not None:
+        ctx.deadline = time.monotonic() + remaining
+    return ctx
+
+
+def rc_refusal(header: str) -> A2AError:
+    return a2a_error(
+        "VersionNotSupportedError",
+        f"a2a.v1.A2AService called with a2a-version {header}: that is the A2A v1.0.0-rc "
+        f"protocol (package a2a.v1 with v1.0 messages), which this gateway does not serve. "
+        f"v1.0 clients call lf.a2a.v1.A2AService; v0.3 clients send a2a-version 0.3 or none",
+        requested=header)
+
+
+def _decode(gateway: Gateway, method: wire.WireMethod, md: Metadata, ctx: CallContext,
+            raw: bytes) -> Call:
+    header = _first(md, "a2a-version")
+    declared = normalize_version(header)
+    if method.version == V03 and declared.startswith("1."):
+        # An `a2a.v1` caller that speaks 1.x is a v1.0.0-rc peer: its bytes have yet
+        # another numbering (reference §6.5). Refuse in the dialect it expects.
+        ctx.client_version = declared
+        raise rc_refusal(header or declared)
+    ctx.client_version = negotiate(header, method.version, gateway.version_rules)
+    request = wire.request_to_canonical(method, raw, ctx.loss, **gateway.p03_options)
+    ctx.tenant = getattr(request, "tenant", "") or _first(md, wire.TENANT_KEY) or None
+    return Call(method.op, request, ctx)
+
+
+def _trailers(ctx: CallContext) -> list[tuple[str, str | bytes]]:
+    """Request id, activated extensions and dropped fields, as trailing metadata."""
+    return [(k.lower(), v) for k, v in dialect_headers(ctx).items()
+            if v.isascii() and v.isprintable()]
+
+
+async def _abort(context: grpc.aio.ServicerContext, ctx: CallContext,
+                 exc: BaseException) -> NoReturn:
+    err = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
+    status = error_to_grpc(err, V03 if ctx.client_version == V03 else V10)
+    trailers = _trailers(ctx)
+    if status.details is not None:
+        trailers.append((STATUS_DETAILS_KEY, status.details))
+    await context.abort(grpc.StatusCode[status.code], status.message, tuple(trailers))
+    raise AssertionError("unreachable: abort raises")  # pragma: no cover
+
+
+def _unary_handler(current: Current, method: wire.WireMethod,
+                   ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[bytes]]:
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        gateway = current()
+        md = _metadata(context)
+        ctx = _context(gateway, method, md, context)
+        try:
+            call = _decode(gateway, method, md, ctx, raw)
+            result = await gateway.unary(call)
+            out = wire.response_from_canonical(method, result, ctx.loss, **gateway.p03_options)
+        except Exception as exc:  # A2AError, or a bug of ours: answer, keep serving
+            log_call(ctx, method.op.name, exc)
+            await _abort(context, ctx, exc)
+        except BaseException as exc:  # cancelled by the client or the server's stop
+            log_call(ctx, method.op.name, exc)
+            raise
+        log_call(ctx, method.op.name, None)
+        context.set_trailing_metadata(tuple(_trailers(ctx)))
+        return out
+
+    return handle
+
+
+def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams | None,
+                    ) -> Callable[[bytes, grpc.aio.ServicerContext], Awaitable[None]]:
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> None:
+        gateway = current()
+        md = _metadata(context)
+        ctx = _context(gateway, method, md, context)
+        try:
+            call = _decode(gateway, method, md, ctx, raw)
+        except Exception as exc:
+            log_call(ctx, method.op.name, exc)
+            await _abort(context, ctx, exc)
+        source = gateway.stream(call)
+        # v1.0 has no `final`; v0.3 clients need it on the last status (reference §3.6).
+        items = (with_final_flags(source, FINAL_LOOKAHEAD_SECONDS) if ctx.client_version == V03
+                 else without_final_flags(source))
+        error: BaseException | None = None
+        tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
+        try:
+            with tracked:
+                async for item, final in items:
+                    await context.write(wire.stream_item_from_canonical(
+                        ctx.client_version, item, final, ctx.loss, **gateway.p03_options))
+        except asyncio.CancelledError as exc:
+            if streams is None or not streams.draining:
+                # The client cancelled: closing `items` below closes the backend stream,
+                # then the cancellation goes on.
+                error = exc
+                raise
+            # The gateway is shutting down: end the stream with a status, not a reset.
+            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        except Exception as exc:
+            error = exc
+        finally:
+            await _close(items)
+            log_call(ctx, method.op.name, error)
+        if error is not None:
+            await _abort(context, ctx, error)
+        context.set_trailing_metadata(tuple(_trailers(ctx)))
+
+    return handle
+
+
+async def _close(items: AsyncIterator[Any]) -> None:
+    await items.aclose()  # type: ignore[attr-defined]
+
+
+def generic_handlers(current: Current, streams: Streams | None = None,
+                     ) -> list[grpc.GenericRpcHandler]:
+    """One generic handler per service, both driven by the operation table."""
+    handlers: list[grpc.GenericRpcHandler] = []
+    for version in (V10, V03):
+        table: dict[str, grpc.RpcMethodHandler] = {}
+        for name, method in wire.wire_methods(version).items():
+            # No (de)serializers: handlers get and give bytes, and decode errors are ours.
+            if method.streaming:
+                table[name] = grpc.unary_stream_rpc_method_handler(
+                    _stream_handler(current, method, streams))
+            else:
+                table[name] = grpc.unary_unary_rpc_method_handler(
+                    _unary_handler(current, method))
+        handlers.append(grpc.method_handlers_generic_handler(wire.SERVICES[version], table))
+    return handlers
+
+
+async def start_grpc_server(current: Current, listen: str, streams: Streams | None = None,
+                            ) -> grpc.aio.Server:
+    """Serve both services and server reflection on ``listen`` (host:port). Open streams
+    are tracked in ``streams``, so that shutdown can end them cleanly."""
+    max_bytes = current().config.max_body_bytes
+    server = grpc.aio.server(options=[
+        ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared listener
+        ("grpc.max_receive_message_length", max_bytes),
+        ("grpc.max_send_message_length", max(max_bytes, 64 * 1024 * 1024)),
+    ])
+    server.add_generic_rpc_handlers(generic_handlers(current, streams))
+    reflection.enable_server_reflection(
+        (*wire.SERVICES.values(), reflection.SERVICE_NAME), server)
+    try:
+        port = server.add_insecure_port(listen)
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen for gRPC on {listen}: {exc}") from None
+    if port == 0:
+        raise OSError(f"cannot listen for gRPC on {listen}")
+    await server.start()
+    return server
