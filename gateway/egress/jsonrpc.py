@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiohttp
@@ -15,15 +15,14 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers, backend_timeout, backend_unavailable, bad_response
+from gateway.egress.base import backend_headers, bad_response
+from gateway.egress.http import backend_request
 from gateway.sse import read_sse
 from translators import jsonrpc as rpc
 from translators.errors import error_from_jsonrpc
 
 log = structlog.get_logger("a2a_gateway.egress")
 
-# Headers a backend may answer with that mean something to the client.
-_ECHOED = ("a2a-extensions", "x-a2a-extensions")
 
 
 class JsonRpcBackend:
@@ -46,30 +45,14 @@ class JsonRpcBackend:
             body["params"] = params
         return body
 
-    @asynccontextmanager
-    async def _post(self, call: Call, body: dict[str, Any], *, stream: bool,
-                    ) -> AsyncIterator[aiohttp.ClientResponse]:
+    def _post(self, call: Call, body: dict[str, Any], *, stream: bool,
+              ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         headers = backend_headers(call, self.config)
         headers["content-type"] = "application/json"
         headers["accept"] = "text/event-stream" if stream else "application/json"
-        if stream:
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout,
-                                            sock_read=self.config.stream_idle_timeout)
-        else:
-            timeout = aiohttp.ClientTimeout(total=call.ctx.remaining(self.config.timeout),
-                                            sock_connect=self.config.connect_timeout)
-        try:
-            async with self._session.post(self.config.url, data=json.dumps(body),
-                                          headers=headers, timeout=timeout) as resp:
-                call.ctx.response_headers.update(
-                    {h: resp.headers[h] for h in _ECHOED if h in resp.headers})
-                yield resp
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            if isinstance(exc, aiohttp.ServerTimeoutError):
-                raise backend_timeout(self.config, timeout.sock_read or timeout.total or 0) from None
-            raise backend_unavailable(self.config, str(exc) or type(exc).__name__) from None
-        except TimeoutError:
-            raise backend_timeout(self.config, timeout.total or 0) from None
+        assert self.config.url is not None
+        return backend_request(self._session, self.config, call, "POST", self.config.url,
+                               stream=stream, data=json.dumps(body), headers=headers)
 
     async def _json(self, resp: aiohttp.ClientResponse) -> Any:
         raw = await resp.read()

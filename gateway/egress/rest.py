@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiohttp
@@ -17,15 +17,14 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers, backend_timeout, backend_unavailable, bad_response
+from gateway.egress.base import backend_headers, bad_response
+from gateway.egress.http import backend_request
 from gateway.sse import read_sse
 from translators import operations as ops
 from translators import rest
 from translators.rest_errors import error_from_rest
 from translators.rest_routes import Route, route_for
 from translators.versions import V10
-
-_ECHOED = ("a2a-extensions", "x-a2a-extensions")
 
 
 class RestBackend:
@@ -48,36 +47,20 @@ class RestBackend:
             self.config.tenant else ""
         return self._base + prefix + route.path_for(variables), query, body
 
-    @asynccontextmanager
-    async def _send(self, call: Call, route: Route, *, stream: bool,
-                    ) -> AsyncIterator[aiohttp.ClientResponse]:
+    def _send(self, call: Call, route: Route, *, stream: bool,
+              ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         url, query, body = self._request(call, route)
         headers = backend_headers(call, self.config)
         headers["accept"] = "text/event-stream" if stream else "application/json"
         if stream:
             query["alt"] = "sse"  # gRPC-transcoding front ends answer arrays without it
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.config.connect_timeout,
-                                            sock_read=self.config.stream_idle_timeout)
-        else:
-            timeout = aiohttp.ClientTimeout(total=call.ctx.remaining(self.config.timeout),
-                                            sock_connect=self.config.connect_timeout)
         data = None
         if body is not None or route.verb == "POST":
             # `{}` rather than no body: some peers refuse an empty or null one (§2).
             data = json.dumps(body if body is not None else {})
             headers["content-type"] = "application/json"
-        try:
-            async with self._session.request(route.verb, url, params=query, data=data,
-                                             headers=headers, timeout=timeout) as resp:
-                call.ctx.response_headers.update(
-                    {h: resp.headers[h] for h in _ECHOED if h in resp.headers})
-                yield resp
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
-            if isinstance(exc, aiohttp.ServerTimeoutError):
-                raise backend_timeout(self.config, timeout.sock_read or 0) from None
-            raise backend_unavailable(self.config, str(exc) or type(exc).__name__) from None
-        except TimeoutError:
-            raise backend_timeout(self.config, timeout.total or 0) from None
+        return backend_request(self._session, self.config, call, route.verb, url,
+                               stream=stream, params=query, data=data, headers=headers)
 
     async def _json(self, resp: aiohttp.ClientResponse) -> Any:
         raw = await resp.read()
