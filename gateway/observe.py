@@ -6,6 +6,7 @@ import asyncio
 import logging
 import sys
 import time
+from typing import Any
 
 import structlog
 
@@ -53,7 +54,7 @@ def outcome_of(error: BaseException | None) -> str:
 def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
     seconds = time.monotonic() - ctx.started
     record_call(ctx, operation, outcome_of(error), seconds)
-    fields = {
+    fields: dict[str, Any] = {
         "request_id": ctx.request_id,
         "tenant": ctx.tenant,
         "operation": operation,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 
 from a2a.types import a2a_pb2 as pb
 
@@ -18,7 +18,7 @@ def ends_v03_stream(item: pb.StreamResponse) -> bool:
 
 
 async def with_final_flags(source: AsyncIterator[pb.StreamResponse], lookahead: float,
-                           ) -> AsyncIterator[tuple[pb.StreamResponse, bool]]:
+                           ) -> AsyncGenerator[tuple[pb.StreamResponse, bool], None]:
     """Pair each event with the `final` flag a v0.3 client expects (reference §3.6).
 
     A status update is final when its state ends a stream, or when it is the last event
@@ -52,6 +52,6 @@ async def with_final_flags(source: AsyncIterator[pb.StreamResponse], lookahead: 
 
 
 async def without_final_flags(source: AsyncIterator[pb.StreamResponse],
-                              ) -> AsyncIterator[tuple[pb.StreamResponse, bool]]:
+                              ) -> AsyncGenerator[tuple[pb.StreamResponse, bool], None]:
     async for item in source:
         yield item, False

@@ -39,6 +39,10 @@ def _usable(key: str, value: str) -> bool:
 class GrpcBackend:
     def __init__(self, config: BackendConfig, p03_options: dict[str, Any]) -> None:
         self.config = config
+        # A backend is built from a resolved config: discovery filled these in.
+        assert config.url is not None and config.version is not None
+        self.url: str = config.url
+        self.version: str = config.version
         self._options = p03_options
         self._channel: grpc.aio.Channel | None = None
 
@@ -46,7 +50,7 @@ class GrpcBackend:
         # Made on first use, inside the running loop, and kept until close().
         if self._channel is None:
             backoff_ms = int(self.config.connect_timeout * 1000)
-            self._channel = grpc.aio.insecure_channel(self.config.url, options=[
+            self._channel = grpc.aio.insecure_channel(self.url, options=[
                 # A backend that was down is retried soon, not after minutes of backoff.
                 ("grpc.initial_reconnect_backoff_ms", min(200, backoff_ms)),
                 ("grpc.max_reconnect_backoff_ms", backoff_ms),
@@ -56,15 +60,15 @@ class GrpcBackend:
 
     def _metadata(self, call: Call) -> tuple[tuple[str, str], ...]:
         headers = backend_headers(call, self.config)
-        if self.config.tenant and self.config.version != V10:
+        if self.config.tenant and self.version != V10:
             # v0.3 messages have no tenant; a gateway behind us reads this key instead.
             headers[wire.TENANT_KEY] = self.config.tenant
         return tuple((k.lower(), v) for k, v in headers.items() if _usable(k.lower(), v))
 
     def _payload(self, call: Call) -> tuple[wire.WireMethod, bytes]:
-        method = wire.wire_method(call.op, self.config.version)
+        method = wire.wire_method(call.op, self.version)
         request = call.request
-        if self.config.version == V10 and hasattr(request, "tenant"):
+        if self.version == V10 and hasattr(request, "tenant"):
             # The client's tenant picked this backend; the backend gets its own, if any.
             request = type(request)()
             request.CopyFrom(call.request)
@@ -123,7 +127,7 @@ class GrpcBackend:
                 if first:
                     self._echo(call, await pending.initial_metadata())
                     first = False
-                yield wire.stream_item_to_canonical(self.config.version, raw, call.ctx.loss, call.request,
+                yield wire.stream_item_to_canonical(self.version, raw, call.ctx.loss, call.request,
                                                     **self._options)
         finally:
             # The client went away (or we failed): the backend call ends with us.

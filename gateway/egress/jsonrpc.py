@@ -28,19 +28,23 @@ log = structlog.get_logger("a2a_gateway.egress")
 class JsonRpcBackend:
     def __init__(self, config: BackendConfig, session: aiohttp.ClientSession) -> None:
         self.config = config
+        # A backend is built from a resolved config: discovery filled these in.
+        assert config.url is not None and config.version is not None
+        self.url: str = config.url
+        self.version: str = config.version
         self._session = session
         self._ids = itertools.count(1)
 
     def _envelope(self, call: Call) -> dict[str, Any]:
         request = call.request
-        if self.config.version == "1.0" and hasattr(request, "tenant"):
+        if self.version == "1.0" and hasattr(request, "tenant"):
             # The client's tenant picked this backend; the backend gets its own, if any.
             request = type(request)()
             request.CopyFrom(call.request)
             request.tenant = self.config.tenant or ""  # type: ignore[attr-defined]
-        params = rpc.params_from_canonical(call.op, self.config.version, request, call.ctx.loss)
+        params = rpc.params_from_canonical(call.op, self.version, request, call.ctx.loss)
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids),
-                                "method": rpc.method_name(call.op, self.config.version)}
+                                "method": rpc.method_name(call.op, self.version)}
         if params is not None:
             body["params"] = params
         return body
@@ -50,8 +54,8 @@ class JsonRpcBackend:
         headers = backend_headers(call, self.config)
         headers["content-type"] = "application/json"
         headers["accept"] = "text/event-stream" if stream else "application/json"
-        assert self.config.url is not None
-        return backend_request(self._session, self.config, call, "POST", self.config.url,
+        assert self.url is not None
+        return backend_request(self._session, self.config, call, "POST", self.url,
                                stream=stream, data=json.dumps(body), headers=headers)
 
     async def _json(self, resp: aiohttp.ClientResponse) -> Any:
@@ -77,7 +81,7 @@ class JsonRpcBackend:
         async with self._post(call, body, stream=False) as resp:
             data = await self._json(resp)
         result = self._result(data, empty_ok=call.op.response is None)
-        return rpc.result_to_canonical(call.op, self.config.version, result,
+        return rpc.result_to_canonical(call.op, self.version, result,
                                        call.ctx.loss, call.request)
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
@@ -93,7 +97,7 @@ class JsonRpcBackend:
                     data = json.loads(event.data)
                 except ValueError:
                     raise bad_response(self.config, "stream event is not JSON") from None
-                yield rpc.stream_item_to_canonical(self.config.version, self._result(data),
+                yield rpc.stream_item_to_canonical(self.version, self._result(data),
                                                    call.ctx.loss)
 
     async def close(self) -> None:

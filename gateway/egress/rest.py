@@ -31,19 +31,23 @@ class RestBackend:
     def __init__(self, config: BackendConfig, session: aiohttp.ClientSession,
                  p03_options: dict[str, Any]) -> None:
         self.config = config
+        # A backend is built from a resolved config: discovery filled these in.
+        assert config.url is not None and config.version is not None
+        self.url: str = config.url
+        self.version: str = config.version
         self._session = session
-        self._base = config.url.rstrip("/")
+        self._base = self.url.rstrip("/")
         self._options = p03_options
 
     def _request(self, call: Call, route: Route) -> tuple[str, dict[str, str], Any]:
         request = call.request
-        if self.config.version == V10 and hasattr(request, "tenant"):
+        if self.version == V10 and hasattr(request, "tenant"):
             request = type(request)()
             request.CopyFrom(call.request)
             request.tenant = ""  # type: ignore[attr-defined]  # carried by the path
         variables, query, body = rest.request_from_canonical(route, request, call.ctx.loss,
                                                              **self._options)
-        prefix = f"/{self.config.tenant}" if self.config.version == V10 and \
+        prefix = f"/{self.config.tenant}" if self.version == V10 and \
             self.config.tenant else ""
         return self._base + prefix + route.path_for(variables), query, body
 
@@ -77,17 +81,17 @@ class RestBackend:
     def _routes(self, op: str) -> list[Route]:
         """The routes to try: subscribe tries the configured verb, then the other (§2)."""
         if op != ops.SUBSCRIBE:
-            return [route_for(op, self.config.version)]
+            return [route_for(op, self.version)]
         first = self.config.subscribe_verb
         second = "GET" if first == "POST" else "POST"
-        return [route_for(op, self.config.version, first),
-                route_for(op, self.config.version, second)]
+        return [route_for(op, self.version, first),
+                route_for(op, self.version, second)]
 
     async def unary(self, call: Call) -> ProtoMessage | None:
         route = self._routes(call.op.name)[0]
         async with self._send(call, route, stream=False) as resp:
             data = await self._json(resp)
-        return rest.result_to_canonical(call.op, self.config.version, data, call.ctx.loss,
+        return rest.result_to_canonical(call.op, self.version, data, call.ctx.loss,
                                         call.request, **self._options)
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
@@ -106,7 +110,7 @@ class RestBackend:
                         raise bad_response(self.config, "stream event is not JSON") from None
                     if event.event == "error":
                         raise error_from_rest(500, data)
-                    yield rest.stream_item_to_canonical(self.config.version, data,
+                    yield rest.stream_item_to_canonical(self.version, data,
                                                         call.ctx.loss, **self._options)
                 return
 
