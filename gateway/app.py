@@ -115,7 +115,8 @@ class Server:
         await web.TCPSite(runner, host, port).start()
         self._runners.insert(0, runner)
         if config.listen.grpc:
-            self._grpc = await start_grpc_server(lambda: holder.current, config.listen.grpc)
+            self._grpc = await start_grpc_server(lambda: holder.current, config.listen.grpc,
+                                                 holder.streams)
         log.info("gateway listening", http=config.listen.http, grpc=config.listen.grpc,
                  tenants=sorted(config.tenants), default_tenant=config.default_tenant)
 

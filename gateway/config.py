@@ -136,23 +136,27 @@ class PushRelayConfig(_Model):
     """The webhook relay (README "Push notifications"): the gateway registers its own
     sealed URL with the backend and delivers to the client's webhook in its version."""
 
-    enabled: bool = Field(True, description="Relay webhooks when the client's and the "
-                          "backend's A2A versions differ")
-    always: bool = Field(False, description="Relay even when the versions match")
-    public_url: str | None = Field(None, description="Base URL the backends reach this "
-                                   "gateway at (default: public_url, else http://listen.http)")
+    enabled: bool = Field(default=True, description="Relay webhooks when the client's "
+                          "and the backend's A2A versions differ")
+    always: bool = Field(default=False, description="Relay even when the versions match")
+    public_url: str | None = Field(default=None, description="Base URL the backends reach "
+                                   "this gateway at (default: public_url, else "
+                                   "http://listen.http)")
     keys: list[str] = Field(default_factory=list, description="AES-GCM keys sealing relay "
                             "URLs, base64, newest first: seal with the first, open with any")
-    keys_env: str = Field("A2A_GATEWAY_RELAY_KEYS", description="Environment variable with "
-                          "comma-separated keys; when set it replaces `keys`")
-    seal_max_age: float = Field(30 * 24 * 3600, ge=0, description="Seconds a relay URL "
-                                "stays valid for delivery (0: forever)")
-    retries: int = Field(3, ge=0, le=20, description="Delivery retries after the first try")
-    backoff: float = Field(0.5, ge=0, description="Seconds before the first retry; doubles")
-    timeout: float = Field(10.0, gt=0, description="Seconds one delivery attempt may take")
-    allow_private_webhooks: bool = Field(False, description="Turn the SSRF guard off: allow "
-                                         "webhooks on loopback, private, link-local and "
-                                         "metadata addresses")
+    keys_env: str = Field(default="A2A_GATEWAY_RELAY_KEYS", description="Environment "
+                          "variable with comma-separated keys; when set it replaces `keys`")
+    seal_max_age: float = Field(default=30 * 24 * 3600, ge=0, description="Seconds a relay "
+                                "URL stays valid for delivery (0: forever)")
+    retries: int = Field(default=3, ge=0, le=20, description="Delivery retries after the "
+                         "first try")
+    backoff: float = Field(default=0.5, ge=0, description="Seconds before the first retry; "
+                           "doubles each time")
+    timeout: float = Field(default=10.0, gt=0, description="Seconds one delivery attempt "
+                           "may take")
+    allow_private_webhooks: bool = Field(default=False, description="Turn the SSRF guard "
+                                         "off: allow webhooks on loopback, private, "
+                                         "link-local and metadata addresses")
     webhook_allowlist: list[str] = Field(default_factory=list, description="Addresses, "
                                          "CIDR networks or host names allowed despite the "
                                          "SSRF guard")
