@@ -1,0 +1,233 @@
+"""`make bench`: the gateway against a direct call and a plain reverse proxy, in one run.
+
+Starts on 127.0.0.1, as real processes: the demo agent (v0.3 JSON-RPC, bench/backend.py),
+the official a2a-sdk 1.3.0 agent (v1.0, tests/interop/peers/agent_v10.py), the plain
+reverse proxy (bench/plain_proxy.py) and the gateway (`a2a-gateway serve` with a
+generated config). Then runs the scenarios of bench/scenarios.py, a load client process
+(bench/load.py) per group, reads the gateway's CPU time and memory from /proc,
+and reports per scenario requests/s, p50/p95/p99 and the ratios gateway ÷ direct and
+gateway ÷ plain proxy, then PASS/FAIL for every target of bench/targets.py.
+
+Writes bench/last-run.json (everything, git-ignored) and bench/RESULTS.md (the summary
+to commit). Exit status: 0, even when targets are missed; 1 with --strict and a missed
+target; 2 when the run itself broke (a process did not start or died, a load client
+crashed, a scenario got no answer right).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+
+from bench import report
+from bench.procs import (
+    ROOT,
+    BenchError,
+    Proc,
+    Processes,
+    demo_backend_cmd,
+    free_port,
+    gateway_cmd,
+    plain_proxy_cmd,
+    sdk_agent_cmd,
+)
+from bench.scenarios import GROUPS, Group, Scenario, group_spec, scenarios
+from bench.targets import evaluate
+
+HERE = Path(__file__).resolve().parent
+
+
+def gateway_config(ports: dict[str, int]) -> dict[str, Any]:
+    """Default settings; only the listener and the two tenants are set."""
+    return {
+        "listen": {"http": f"127.0.0.1:{ports['gw']}"},
+        "tenants": {
+            "d03": {"backend": {"url": f"http://127.0.0.1:{ports['d03']}/",
+                                "version": "0.3", "binding": "JSONRPC"}},
+            "s10": {"backend": {"url": f"http://127.0.0.1:{ports['s10']}/",
+                                "version": "1.0", "binding": "JSONRPC"}},
+        },
+        "default_tenant": "d03",
+    }
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.partition(":")[2].strip()
+            break
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit = ""
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "nproc": os.cpu_count(), "cpu": cpu, "python": platform.python_version(),
+        "platform": f"{platform.system()} {platform.release()} {platform.machine()}",
+        "aiohttp": aiohttp.__version__,
+        "loadavg": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "commit": commit or "unknown",
+    }
+
+
+# Each group's share of the time budget; what a group leaves unused goes to the next.
+BUDGET_SHARE = {"lat": 0.2, "tput": 0.5, "stream": 0.3}
+
+
+def run_group(group: Group, todo: list[Scenario], ports: dict[str, int],
+              watch: dict[str, int], deadline: float) -> dict[str, Any]:
+    spec = group_spec(group, todo, ports, watch, deadline)
+    hard_limit = deadline + group.time_cap + 10.0 + 2 * spec["request_timeout"] + 15.0
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bench.load", json.dumps(spec)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=hard_limit)
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"group {group.name}: load client still running after "
+                         f"{hard_limit:.0f}s") from None
+    if proc.returncode != 0:
+        raise BenchError(f"group {group.name}: load client exited {proc.returncode}:\n"
+                         f"{proc.stderr[-3000:]}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def run_groups(procs: dict[str, Proc], ports: dict[str, int], todo: list[Scenario],
+               budget: float, memory: dict[str, float]) -> tuple[list[dict[str, Any]],
+                                                               list[str]]:
+    results: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    watch = {name: p.pid for name, p in procs.items()}
+    spare = 0.0
+    for group in GROUPS:
+        mine = [s for s in todo if s.group is group]
+        if not mine:
+            continue
+        deadline = BUDGET_SHARE[group.name] * budget + spare
+        began = time.monotonic()
+        print(f"{group.name}: {len(mine)} scenarios x {group.rounds} rounds, "
+              f"{group.concurrency} in flight", flush=True)
+        out = run_group(group, mine, ports, watch, deadline)
+        spare = max(0.0, deadline - (time.monotonic() - began))
+        skipped += out["skipped"]
+        for name, proc in procs.items():
+            if not proc.alive():
+                raise BenchError(f"{name} died during group {group.name}:\n{proc.log_tail()}")
+        if "warm_mb" not in memory and any(s.route.hop == "gw" for s in mine):
+            memory["warm_mb"] = procs["gw"].memory_mb()["VmRSS"]
+        for scenario in mine:
+            load = out["jobs"].get(scenario.id)
+            if load is None:
+                continue
+            if load["ok"] == 0:
+                raise BenchError(f"{scenario.id}: no request answered right; first error: "
+                                 f"{load['error_sample']}")
+            results.append({"id": scenario.id, "group": group.name,
+                            "route": scenario.route.name, "concurrency": group.concurrency,
+                            "load": load, "cpu": load["cpu_s"]})
+            print(f"  {scenario.id:<22} {load['ok']:>5}/{load['sent']:<5} "
+                  f"{load['rps']:>8.0f} req/s  p50 {load['p50_ms']:>7.2f} ms  "
+                  f"p99 {load['p99_ms']:>7.2f} ms  rounds {load['rps_rounds']}", flush=True)
+    return results, skipped
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    machine = machine_info()
+    logs = Path(tempfile.mkdtemp(prefix="a2a-bench-"))
+    ports = {"d03": free_port(), "s10": free_port(), "plain": free_port(), "gw": free_port()}
+    todo = [s for s in scenarios(args.scale) if re.search(args.only, s.id)]
+    print(f"a2a-gateway bench: {len(todo)} scenarios, logs in {logs}", flush=True)
+    with Processes(logs) as processes:
+        procs = {
+            "s10": processes.start("sdk-agent-v10", sdk_agent_cmd(ports["s10"]),
+                                   ports["s10"], timeout=90),
+            "d03": processes.start("demo-agent", demo_backend_cmd(ports["d03"]), ports["d03"]),
+            "plain": processes.start("plain-proxy", plain_proxy_cmd(ports["plain"], {
+                "d03": f"http://127.0.0.1:{ports['d03']}/",
+                "s10": f"http://127.0.0.1:{ports['s10']}/"}), ports["plain"]),
+        }
+        config = logs / "gateway.yaml"
+        config.write_text(yaml.safe_dump(gateway_config(ports), sort_keys=False))
+        procs["gw"] = processes.start("gateway", gateway_cmd(config), ports["gw"])
+        time.sleep(1.0)  # let start-up allocations settle before the idle reading
+        memory: dict[str, float] = {"start_mb": procs["gw"].memory_mb()["VmRSS"]}
+        results, skipped = run_groups(procs, ports, todo, args.budget, memory)
+        final = procs["gw"].memory_mb()
+        memory["end_mb"], memory["peak_mb"] = final["VmRSS"], final["VmHWM"]
+        memory["growth_mb"] = memory["end_mb"] - memory["start_mb"]
+        if "warm_mb" in memory:
+            memory["growth_after_warm_mb"] = memory["end_mb"] - memory["warm_mb"]
+        code = processes.stop(procs["gw"])
+        if code != 0:
+            raise BenchError(f"the gateway exited {code} on SIGTERM:\n{procs['gw'].log_tail()}")
+    metrics = report.derive(results)
+    metrics.update({f"memory.{k}": v for k, v in memory.items()})
+    shutil.rmtree(logs, ignore_errors=True)
+    return {"machine": machine, "elapsed_s": time.monotonic() - started,
+            "groups": {g.name: {"concurrency": g.concurrency, "rounds": g.rounds}
+                       for g in GROUPS},
+            "scale": args.scale,
+            "loadavg_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "results": results, "skipped": skipped, "memory": memory, "metrics": metrics,
+            "targets": evaluate(metrics)}
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply every request count (0.1 for a smoke run)")
+    parser.add_argument("--budget", type=float, default=150.0,
+                        help="seconds for all scenarios; the rest are skipped")
+    parser.add_argument("--only", default="", help="regex: run matching scenario ids only")
+    parser.add_argument("--json", type=Path, default=HERE / "last-run.json")
+    parser.add_argument("--md", type=Path, default=HERE / "RESULTS.md",
+                        help="markdown summary ('-' to skip)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        data = run(args)
+    except BenchError as exc:
+        print(f"bench: the run broke: {exc}", file=sys.stderr)
+        return 2
+    rows = report.table_rows(data["results"], data["metrics"])
+    print()
+    print(report.text_table(report.COLUMNS, rows))
+    print("\ngateway RSS (MiB): " + ", ".join(
+        f"{label} {value}" for label, value in report.memory_rows(data["memory"])))
+    print()
+    print(report.text_table(report.TARGET_COLUMNS, report.target_rows(data["targets"]),
+                            left=3))
+    data["json_written"] = str(args.json)
+    args.json.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    if str(args.md) != "-":
+        args.md.write_text(report.markdown(data))
+    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
+    print(f"\n{len(missed)} target(s) missed; wrote {args.json}"
+          + ("" if str(args.md) == "-" else f" and {args.md}")
+          + f" in {data['elapsed_s']:.0f} s")
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

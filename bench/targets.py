@@ -1,0 +1,77 @@
+"""Speed and memory targets, as data, checked against one run's metrics.
+
+Every target is a ratio measured within the same run (gateway vs the plain reverse
+proxy in front of the same backend) or a memory figure of the gateway process, so it
+means the same on a fast and a slow machine. Metric names are `<group>:<route>.<metric>`
+(see bench/scenarios.py and bench/report.py), or `memory.*` and `all.*`.
+
+A missed target is reported, not fatal: `make bench` exits 0 unless the run broke;
+`python -m bench.run --strict` exits 1 on a miss.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Target:
+    metric: str
+    op: str  # "<=" or ">="
+    limit: float
+    why: str
+
+
+TARGETS: list[Target] = [
+    # Latency, one request at a time: what the gateway adds to a call must stay within
+    # twice what a bare extra hop adds (p50 through the gateway ≤ 2 x p50 through the
+    # plain proxy), translating or not.
+    Target("lat:gw-10-03.p50_vs_plain", "<=", 2.0,
+           "translated unary p50 (v1.0 client → v0.3 backend) ≤ 2x plain proxy"),
+    Target("lat:gw-03-10.p50_vs_plain", "<=", 2.0,
+           "translated unary p50 (v0.3 client → v1.0 SDK backend) ≤ 2x plain proxy"),
+    Target("lat:gw-03-03.p50_vs_plain", "<=", 2.0,
+           "same-dialect unary p50 (v0.3 → v0.3) ≤ 2x plain proxy"),
+    Target("lat:gw-rest10-03.p50_vs_plain", "<=", 2.0,
+           "REST v1.0 → JSON-RPC v0.3 unary p50 ≤ 2x plain proxy"),
+    # Throughput with 16 in flight on a saturated machine.
+    Target("tput:gw-10-03.rps_vs_plain", ">=", 0.5,
+           "translated unary throughput (→ v0.3 backend) ≥ 50% of plain proxy"),
+    Target("tput:gw-03-10.rps_vs_plain", ">=", 0.5,
+           "translated unary throughput (→ v1.0 SDK backend) ≥ 50% of plain proxy"),
+    # CPU: the A2A work (decode, translate, encode, log, metrics) per request.
+    Target("tput:gw-10-03.cpu_vs_plain", "<=", 3.0,
+           "gateway CPU per translated request ≤ 3x plain proxy CPU per request"),
+    # Streams: 8 events over ~250 ms; the gateway must not stretch them.
+    Target("stream:gw-10-03.p50_vs_plain", "<=", 1.15,
+           "translated stream p50 (v1.0 client → v0.3 backend) ≤ 1.15x plain proxy"),
+    Target("stream:gw-03-10.p50_vs_plain", "<=", 1.15,
+           "translated stream p50 (v0.3 client → v1.0 SDK backend) ≤ 1.15x plain proxy"),
+    # Memory of the gateway process over the whole run.
+    Target("memory.growth_mb", "<=", 20.0,
+           "gateway RSS growth from idle to the end of the run ≤ 20 MB"),
+    Target("memory.growth_after_warm_mb", "<=", 10.0,
+           "gateway RSS growth after the first group (leak check) ≤ 10 MB"),
+    Target("memory.peak_mb", "<=", 200.0, "gateway peak RSS (VmHWM) ≤ 200 MB"),
+    # Correctness under load: every answer was the expected one.
+    Target("all.errors", "<=", 0, "no failed or wrong answers in any scenario"),
+]
+
+
+def evaluate(metrics: dict[str, float], targets: list[Target] | None = None,
+             ) -> list[dict[str, Any]]:
+    """One row per target: the measured value and PASS, FAIL or N/A (not measured)."""
+    rows = []
+    for target in TARGETS if targets is None else targets:
+        value = metrics.get(target.metric)
+        if value is None or math.isnan(value):
+            status = "N/A"
+        elif target.op == "<=":
+            status = "PASS" if value <= target.limit else "FAIL"
+        else:
+            status = "PASS" if value >= target.limit else "FAIL"
+        rows.append({"metric": target.metric, "op": target.op, "limit": target.limit,
+                     "value": value, "status": status, "why": target.why})
+    return rows
