@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 CONFIG ?= config/gateway.yaml
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint typecheck unit interop bench clean
+.PHONY: run test setup venvs lint typecheck unit interop bench clean matrix
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,11 +40,19 @@ test: setup venvs lint
 unit: setup
 	$(BIN)/pytest -q tests/unit
 
+# The compatibility matrix: run tests/interop/test_matrix.py, which writes the results
+# (A2A_MATRIX_RESULTS), then render them into README.md between the matrix markers.
+MATRIX_RESULTS := .matrix/results.json
+matrix: setup venvs
+	rm -f $(MATRIX_RESULTS)
+	A2A_MATRIX_RESULTS=$(MATRIX_RESULTS) $(BIN)/pytest -q -p no:cacheprovider tests/interop/test_matrix.py
+	$(BIN)/python tests/interop/matrix_report.py $(MATRIX_RESULTS) --readme README.md
+
 bench: setup venvs
 	$(BIN)/python -m bench.run
 
 clean:
-	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis .matrix
 
 # Offline validators for deploy/ (tests/deploy): kubernetes-validate, helm-python-sdk (Helm's
 # Go SDK), hadolint and check-jsonschema, pinned in tests/deploy/requirements-tools.txt, in their

@@ -7,6 +7,7 @@ nothing of any wire format.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,6 +24,7 @@ from gateway.egress.grpc import GrpcBackend
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
 from gateway.push_relay import PushRelay
+from gateway.streams import ends_stream
 from gateway.tenants import TenantRoute
 from translators import operations as ops
 from translators.answers import enforce_answer_rules
@@ -30,6 +32,10 @@ from translators.capabilities import precheck
 from translators.errors import A2AError, a2a_error, invalid_params
 from translators.loss import LossPolicy
 from translators.versions import V03, VersionRules
+
+# How long a subscribe to a v0.3 backend waits for the backend's own first event before
+# the gateway fetches the Task to send first (v0.3 backends send only what happens next).
+TASK_FIRST_GRACE_SECONDS = 0.25
 
 
 def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
@@ -112,14 +118,15 @@ class Gateway:
         first = True
         started = time.monotonic()
         source = backend.stream(call)
+        items = source
+        if backend.config.version == V03:
+            if call.op.name == ops.SUBSCRIBE:
+                items = self._task_first(backend, call, source)
+            items = self._settled_end(backend, call, items)
         try:
-            async for item in source:
+            async for item in items:
                 if first:
                     call.ctx.backend_seconds = time.monotonic() - started
-                    if call.op.name == ops.SUBSCRIBE and backend.config.version == V03 \
-                            and not item.HasField("task"):
-                        # v1.0 promises the Task first on subscribe; v0.3 did not (§3.8).
-                        yield await self._current_task(backend, call)
                 first = False
                 call.ctx.events += 1
                 yield item
@@ -127,14 +134,85 @@ class Gateway:
             call.ctx.backend_error = err.kind.reason
             raise
         finally:
+            if items is not source:
+                await items.aclose()  # type: ignore[attr-defined]
             await source.aclose()  # type: ignore[attr-defined]
 
-    async def _current_task(self, backend: Backend, call: Call) -> pb.StreamResponse:
-        request = pb.GetTaskRequest(id=call.request.id)  # type: ignore[attr-defined]
+    async def _settled_end(self, backend: Backend, call: Call,
+                           source: AsyncIterator[pb.StreamResponse],
+                           ) -> AsyncIterator[pb.StreamResponse]:
+        """A v1.0 stream ends with the status that ends the task (or interrupts it). A v0.3
+        backend may close first (a2a-sdk 0.3.26's gRPC TaskSubscription usually drops that
+        last event): then the gateway reads the task, and if it has ended, sends its status."""
+        task_id = context_id = ""
+        ended = False
+        try:
+            async for item in source:
+                kind = item.WhichOneof("payload")
+                if kind == "task":
+                    task_id, context_id = item.task.id, item.task.context_id
+                    ended = ends_stream(item.task.status.state)
+                elif kind == "status_update":
+                    task_id, context_id = item.status_update.task_id, item.status_update.context_id
+                    ended = ends_stream(item.status_update.status.state)
+                elif kind == "artifact_update":
+                    task_id = item.artifact_update.task_id
+                    context_id = item.artifact_update.context_id
+                else:
+                    ended = True  # a Message: no task
+                yield item
+        finally:
+            await source.aclose()  # type: ignore[attr-defined]
+        if ended or not task_id:
+            return
+        try:
+            task = (await self._current_task(backend, call, task_id)).task
+        except A2AError:
+            return  # what the backend sent has been delivered; its close stands
+        if ends_stream(task.status.state):
+            yield pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+                task_id=task_id, context_id=context_id or task.context_id,
+                status=task.status))
+
+    async def _task_first(self, backend: Backend, call: Call,
+                          source: AsyncIterator[pb.StreamResponse],
+                          ) -> AsyncIterator[pb.StreamResponse]:
+        """v1.0 promises the Task first on subscribe; a v0.3 backend sends only what
+        happens next (§3.8), possibly nothing for a long time. Unless the backend's first
+        event is a Task and comes at once, the gateway fetches the Task and sends it first."""
+
+        async def next_item() -> pb.StreamResponse | None:
+            try:
+                return await source.__anext__()
+            except StopAsyncIteration:
+                return None
+
+        pending = asyncio.ensure_future(next_item())  # opens the backend's stream
+        try:
+            done, _ = await asyncio.wait({pending}, timeout=TASK_FIRST_GRACE_SECONDS)
+            item = pending.result() if done else None
+            if item is None or not item.HasField("task"):
+                if done and item is None:
+                    return  # the backend ended the stream without an event
+                yield await self._current_task(backend, call,
+                                               call.request.id)  # type: ignore[attr-defined]
+                item = await pending
+                if item is None:
+                    return
+            yield item
+        finally:
+            if not pending.done():
+                pending.cancel()
+                await asyncio.wait({pending})  # the source must be idle before it closes
+        async for item in source:
+            yield item
+
+    async def _current_task(self, backend: Backend, call: Call,
+                            task_id: str) -> pb.StreamResponse:
+        request = pb.GetTaskRequest(id=task_id)
         get = Call(ops.BY_NAME[ops.GET_TASK], request, call.ctx)
         task = await backend.unary(get)
         if not isinstance(task, pb.Task):
             raise a2a_error("InvalidAgentResponseError", "backend returned no task to subscribe to")
-        call.ctx.events += 1
         return pb.StreamResponse(task=task)
 

@@ -17,6 +17,11 @@ def ends_v03_stream(item: pb.StreamResponse) -> bool:
     return item.HasField("status_update") and item.status_update.status.state in _ENDS_V03_STREAM
 
 
+def ends_stream(state: int) -> bool:
+    """A terminal or interrupted task state: the stream that reports it is over."""
+    return state in _ENDS_V03_STREAM
+
+
 async def with_final_flags(source: AsyncIterator[pb.StreamResponse], lookahead: float,
                            ) -> AsyncGenerator[tuple[pb.StreamResponse, bool], None]:
     """Pair each event with the `final` flag a v0.3 client expects (reference §3.6).

@@ -14,8 +14,10 @@ from translators.errors import A2A_DOMAIN, BY_NAME, BY_REASON, A2AError, a2a_err
 from translators.versions import V10
 
 # What an HTTP status means when a peer sends no ErrorInfo: v0.3 peers (§7.3) and v1.0.0
-# peers used 409/415/501/502/422 for A2A errors, so one table serves both versions.
-_BY_HTTP = {400: "InvalidRequestError", 404: "TaskNotFoundError",
+# peers used 409/415/501/502/422 for A2A errors, so one table serves both versions. A 405
+# on an A2A route means the peer does not serve that operation (a2a-sdk 0.3.26 has no
+# DELETE push-config route): UnsupportedOperation, not a fault of the client's request.
+_BY_HTTP = {400: "InvalidRequestError", 404: "TaskNotFoundError", 405: "UnsupportedOperationError",
             409: "TaskNotCancelableError", 415: "ContentTypeNotSupportedError",
             422: "InvalidParamsError", 500: "InternalError",
             501: "UnsupportedOperationError", 502: "InvalidAgentResponseError"}
@@ -69,8 +71,8 @@ def error_from_rest(status: int, body: Any) -> A2AError:
             metadata = {str(k): str(v) for k, v in md.items()} if isinstance(md, dict) else {}
             return A2AError(kind, message, metadata)
     name = _BY_HTTP.get(status)
-    if name is None:
-        name = "InternalError" if status >= 500 else "InvalidRequestError"
+    if name is None or status == 405:
+        name = name or ("InternalError" if status >= 500 else "InvalidRequestError")
         message = f"backend answered HTTP {status}: {message}".rstrip(": ")
     return a2a_error(name, message or BY_NAME[name].message, http_status=status)
 

@@ -125,6 +125,10 @@ def match_route(verb: str, path: str, header_version: str) -> Match | None:
         (V10_ROUTES, prefixed["rest"], prefixed["tenant"])]
     if header_version == V10:
         tries = [direct[1], *under_tenant[1:], direct[0], *under_tenant[:1]]
+    elif path.startswith("/v1/"):
+        # Without 1.x, `v1` is the v0.3 prefix, never a v1.0 tenant: `GET /v1/tasks` is a
+        # v0.3 path that v0.3 does not have, not ListTasks of a tenant named `v1`.
+        tries = [*direct, *under_tenant[:1]]
     else:
         tries = [*direct, *under_tenant]
     for routes, rest, tenant in tries:
@@ -133,14 +137,10 @@ def match_route(verb: str, path: str, header_version: str) -> Match | None:
     return None
 
 
-def allowed_verbs(path: str) -> set[str]:
-    """Verbs some route accepts at this path (for 405 answers)."""
-    verbs = set()
-    for route in (*V03_ROUTES, *V10_ROUTES):
-        rest = _TENANT_PREFIX.match(path)
-        if route.pattern.match(path) or (rest and route.pattern.match(rest["rest"])):
-            verbs.add(route.verb)
-    return verbs
+def allowed_verbs(path: str, header_version: str = "") -> set[str]:
+    """Verbs some route accepts at this path, read as match_route reads it (for 405)."""
+    verbs = {route.verb for route in (*V03_ROUTES, *V10_ROUTES)}
+    return {verb for verb in verbs if match_route(verb, path, header_version) is not None}
 
 
 def route_for(op: str, version: str, verb: str | None = None) -> Route:

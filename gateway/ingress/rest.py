@@ -8,6 +8,7 @@ SSE whose `data:` lines are bare StreamResponse objects).
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aiohttp import web
@@ -24,6 +25,8 @@ from translators.errors import A2AError, a2a_error
 from translators.rest_errors import error_to_rest
 from translators.rest_routes import allowed_verbs, match_route
 from translators.versions import V03, V10, negotiate, normalize_version
+
+_V03_PATH = re.compile(r"^(/[^/]+)?/v1/")
 
 
 def _content_type(request: web.Request) -> str:
@@ -62,13 +65,16 @@ async def handle(request: web.Request) -> web.StreamResponse:
                 and ":" not in request.path:
             # JSON-RPC with the tenant in the path: POST /{tenant}
             return await jsonrpc.handle(request, request.path.strip("/") or None)
-        fallback = V10 if declared == V10 or not request.path.startswith("/v1/") else V03
-        if allowed_verbs(request.path):
+        # `/v1/...` and `/{tenant}/v1/...` are v0.3 routes unless the client says 1.x.
+        v03_path = _V03_PATH.match(request.path) is not None
+        fallback = V03 if declared != V10 and v03_path else V10
+        allowed = allowed_verbs(request.path, declared)
+        if allowed:
             err = a2a_error("MethodNotFoundError",
                             f"{request.method} is not allowed on {request.path}")
             response = _error(request, err, fallback)
             response.set_status(405)
-            response.headers["Allow"] = ", ".join(sorted(allowed_verbs(request.path)))
+            response.headers["Allow"] = ", ".join(sorted(allowed))
             return response
         err = a2a_error("MethodNotFoundError", f"no A2A route for {request.method} "
                         f"{request.path}", path=request.path)

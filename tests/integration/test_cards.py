@@ -141,6 +141,12 @@ async def test_extended_card_lists_gateway_interfaces(http: aiohttp.ClientSessio
     assert reply["result"]["url"].startswith(gw)
     status, card, _ = await get_json(http, gw + "/v1/card")
     assert status == 200 and card["url"].startswith(gw)
+    # A v0.3 card cannot say which interface speaks which version: v0.3 clients get the
+    # v0.3 interfaces once each, like the public v0.3 card, not every entry of both.
+    _, public, _ = await get_json(http, gw + "/.well-known/agent-card.json",
+                                  {"A2A-Version": "0.3"})
+    for extended in (reply["result"], card):
+        assert extended["additionalInterfaces"] == public["additionalInterfaces"]
 
 
 async def test_capability_prechecks(http: aiohttp.ClientSession, make_gateway: MakeGateway,

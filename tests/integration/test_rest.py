@@ -105,6 +105,10 @@ async def test_errors_in_the_rest_dialect(http: aiohttp.ClientSession, gw: str) 
         assert (await resp.json())["error"]["details"][0]["reason"] == "PARSE_ERROR"
     status, body, _ = await call(http, "GET", gw + "/nowhere/at/all", None, V10)
     assert status == 404 and body["error"]["details"][0]["reason"] == "METHOD_NOT_FOUND"
+    # `/v1/...` and `/{tenant}/v1/...` without A2A-Version are v0.3 paths: v0.3 error body.
+    for path in ("/v1/tasks", "/demo/v1/tasks"):
+        status, body, _ = await call(http, "GET", gw + path)
+        assert status == 404 and set(body) == {"message"}, (path, body)
     status, body, headers = await call(http, "DELETE", gw + "/message:send", None, V10)
     assert status == 405 and "POST" in headers["Allow"]
     status, body, _ = await call(http, "GET", gw + "/tasks", None, V10)  # v0.3 backend

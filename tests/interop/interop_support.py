@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +33,9 @@ class Deployment:
     logs: Path
     cache: dict[tuple[str, ...], Any] = field(default_factory=dict)
     gateway_grpc: int = 0
+    # The session's webhook receiver (webhook_receiver.py): every POST, one JSON line.
+    webhook_base: str = ""
+    hooks: Path | None = None
 
     def url(self, tenant: str) -> str:
         return f"http://127.0.0.1:{self.gateway_http}/{tenant}"
@@ -98,7 +103,12 @@ def deployment_running(logs: Path) -> Iterator[Deployment]:
             "push_relay": {"webhook_allowlist": ["127.0.0.1"]},
         })
         stack.enter_context(running(gateway_cmd(config), port, log=logs / "gateway.log"))
-        yield Deployment(agents, port, logs, gateway_grpc=grpc_port)
+        hook_port = free_port()
+        stack.enter_context(running(
+            [sys.executable, str(PEERS / "webhook_receiver.py"), "--port", str(hook_port),
+             "--out", str(logs / "hooks.jsonl")], hook_port, log=logs / "receiver.log"))
+        yield Deployment(agents, port, logs, gateway_grpc=grpc_port,
+                         webhook_base=f"http://127.0.0.1:{hook_port}", hooks=logs / "hooks.jsonl")
 
 
 def run_client(version: str, url: str, transport: str, scenario: str = "all",
@@ -117,13 +127,69 @@ def run_client(version: str, url: str, transport: str, scenario: str = "all",
     return json.loads(proc.stdout)
 
 
+def webhook_path(version: str, tenant: str, transport: str) -> str:
+    """The receiver path one (client, binding, tenant) run registers its push configs at."""
+    return f"/hook/{version}-{transport}-{tenant}"
+
+
+def webhook_for(deployment: Deployment, version: str, tenant: str,
+                transport: str = "JSONRPC") -> str:
+    return deployment.webhook_base + webhook_path(version, tenant, transport)
+
+
+def _log_size(deployment: Deployment) -> int:
+    log = deployment.logs / "gateway.log"
+    return log.stat().st_size if log.exists() else 0
+
+
+def _settled_log_size(deployment: Deployment, quiet: float = 0.1, limit: float = 1.0) -> int:
+    """The gateway log's size once it has stopped growing for ``quiet`` seconds: a stream's
+    call line is written when the gateway has finished it, maybe after the client left."""
+    size, deadline = _log_size(deployment), time.monotonic() + limit
+    while time.monotonic() < deadline:
+        time.sleep(quiet)
+        now = _log_size(deployment)
+        if now == size:
+            break
+        size = now
+    return size
+
+
+def call_lines(deployment: Deployment, start: int, end: int, version: str,
+               transport: str) -> list[dict[str, Any]]:
+    """The gateway's per-call log records between two offsets, of one client dialect."""
+    with open(deployment.logs / "gateway.log", "rb") as log:
+        log.seek(start)
+        chunk = log.read(end - start).decode("utf-8", "replace")
+    records = []
+    for line in chunk.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("event") == "call" and \
+                record.get("client_version") == version and \
+                record.get("client_binding") == transport:
+            records.append(record)
+    return records
+
+
 def client_results(deployment: Deployment, version: str, tenant: str,
                    transport: str = "JSONRPC") -> dict[str, Any]:
-    """Every scenario of one client against one tenant, run once per session."""
+    """Every scenario of one client against one tenant, run once per session. Push
+    configs point at the session's webhook receiver (webhook_for); the gateway's log
+    lines for the run are kept under ("calls", version, tenant, transport)."""
     key = (version, tenant, transport)
-    if key not in deployment.cache and transport == "GRPC":
-        deployment.cache[key] = run_client(version, deployment.grpc_target(), transport,
-                                           tenant=tenant)
     if key not in deployment.cache:
-        deployment.cache[key] = run_client(version, deployment.url(tenant), transport)
+        webhook = webhook_for(deployment, version, tenant, transport)
+        start = _log_size(deployment)
+        if transport == "GRPC":
+            results = run_client(version, deployment.grpc_target(), transport,
+                                 webhook=webhook, tenant=tenant)
+        else:
+            results = run_client(version, deployment.url(tenant), transport, webhook=webhook)
+        end = _settled_log_size(deployment)
+        deployment.cache[("calls", *key)] = call_lines(deployment, start, end, version,
+                                                       transport)
+        deployment.cache[key] = results
     return deployment.cache[key]  # type: ignore[no-any-return]

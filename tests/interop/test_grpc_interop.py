@@ -21,7 +21,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as v03_grpc
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc as pb_grpc
 from google.rpc import error_details_pb2, status_pb2
-from interop_support import Deployment, client_results
+from interop_support import Deployment, client_results, webhook_for
 from test_sdk_interop import (  # noqa: F401  (collected here with this module's `pair`)
     _ok,
     test_cancel,
@@ -85,27 +85,29 @@ def test_task_not_found_error_type(case: tuple[str, str, str, dict[str, Any]]) -
         assert (err["type"], err["code"]) == ("A2AClientJSONRPCError", -32001)
 
 
-def test_push_config_crud(case: tuple[str, str, str, dict[str, Any]]) -> None:
+def test_push_config_crud(case: tuple[str, str, str, dict[str, Any]],
+                          deployment: Deployment) -> None:
     client, binding, tenant, results = case
-    got = results["push_crud"]
-    if tenant == "g03" and client == "1.0":
-        # a2a-sdk 0.3.26 serves no ListTaskPushNotificationConfig over gRPC (UNIMPLEMENTED),
-        # which reaches the v1.0 client as UnsupportedOperationError.
-        assert (got["error"]["type"], got["error"]["code"]) == (
-            "UnsupportedOperationError", -32004)
-        return
-    expected = {"id": "cfg1", "url": "http://127.0.0.1:9/hook", "token": "tok-1",
-                "scheme": "Bearer", "credentials": "sekret"}
+    got = _ok(results, "push_crud")
+    expected = {"id": "cfg1", "url": webhook_for(deployment, client, tenant, binding),
+                "token": "tok-1", "scheme": "Bearer", "credentials": "sekret"}
     for key in ("created", "got"):
-        assert {k: v for k, v in _ok(results, "push_crud")[key].items()
-                if k != "taskId"} == expected, key
+        assert {k: v for k, v in got[key].items() if k != "taskId"} == expected, key
         assert got[key]["taskId"]
-    if client == "0.3" and binding == G:
-        # The 0.3.26 client has no list/delete, and no raw fallback outside JSON-RPC.
-        assert "skipped" in got["listed"] and "skipped" in got["listedAfterDelete"]
+    if tenant == "g03":
+        # a2a-sdk 0.3.26 serves no List/DeleteTaskPushNotificationConfig over gRPC
+        # (UNIMPLEMENTED): the clients get UnsupportedOperationError in their dialect.
+        for step in ("listed", "deleted"):
+            err = got[step]["error"]
+            if client == "1.0":
+                assert (err["type"], err["code"]) == ("UnsupportedOperationError", -32004)
+            elif binding == G:
+                assert err["message"].startswith("UnsupportedOperationError: ")
+            else:
+                assert err["code"] == -32004
         return
     assert [c["id"] for c in got["listed"]] == ["cfg1"]
-    assert got["listedAfterDelete"] == []
+    assert got["deleted"] is None and got["listedAfterDelete"] == []
 
 
 # ---------------------------------------------------------------- seeds, raw stubs

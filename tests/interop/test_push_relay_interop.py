@@ -2,33 +2,32 @@
 
 Real processes on 127.0.0.1: the a2a-sdk 0.3.26 and 1.3.0 agents (their own push
 senders), the gateway, the SDK clients (scenario `push_delivery`: park a task, register
-the webhook with the push-config call, finish the task), and the stdlib webhook
-receiver (tests/interop/peers/webhook_receiver.py). Inline configs (SendMessage /
+the webhook with the push-config call, finish the task; the session's cached client runs,
+see interop_support.client_results), and the session's stdlib webhook receiver
+(tests/interop/peers/webhook_receiver.py). Inline configs (SendMessage /
 SendStreamingMessage `configuration`) are driven with raw JSON-RPC in each version's
-wire shape. Each case gets its own webhook path on the one receiver.
+wire shape. Each case has its own webhook path on the one receiver.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from helpers import PEERS, free_port, running
-from interop_support import Deployment, run_client
+from interop_support import Deployment, client_results, webhook_path
 
 PUSH_CFG = {"id": "cfg1", "token": "tok-1", "scheme": "Bearer", "credentials": "sekret"}
 
 
 class Receiver:
-    def __init__(self, port: int, out: Path) -> None:
-        self.base = f"http://127.0.0.1:{port}"
+    def __init__(self, base: str, out: Path) -> None:
+        self.base = base
         self.out = out
 
     def records(self, path: str) -> list[dict[str, Any]]:
@@ -50,14 +49,9 @@ class Receiver:
 
 
 @pytest.fixture(scope="module")
-def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
-    logs = tmp_path_factory.mktemp("webhooks")
-    port = free_port()
-    out = logs / "hooks.jsonl"
-    cmd = [sys.executable, str(PEERS / "webhook_receiver.py"), "--port", str(port),
-           "--out", str(out)]
-    with running(cmd, port, log=logs / "receiver.log"):
-        yield Receiver(port, out)
+def receiver(deployment: Deployment) -> Receiver:
+    assert deployment.hooks is not None
+    return Receiver(deployment.webhook_base, deployment.hooks)
 
 
 def hook_path(name: str) -> str:
@@ -103,9 +97,8 @@ def report(case: str, record: dict[str, Any]) -> None:
 @pytest.mark.parametrize(("binding", "tenant"), [("JSONRPC", "a03"), ("HTTP+JSON", "a03")])
 def test_v10_client_to_v03_agent_gets_stream_responses(
         deployment: Deployment, receiver: Receiver, binding: str, tenant: str) -> None:
-    path = hook_path(f"v10-{binding}-{tenant}")
-    got = run_client("1.0", deployment.url(tenant), binding, "push_delivery",
-                     webhook=receiver.base + path)
+    path = webhook_path("1.0", tenant, binding)
+    got = client_results(deployment, "1.0", tenant, binding)["push_delivery"]
     assert "error" not in got, got
     assert got["second"] == "completed" and got["answer"] == "push from hook"
     # The client sees its own config, not the relay.
@@ -129,9 +122,8 @@ def test_v10_client_to_v03_agent_gets_stream_responses(
 @pytest.mark.parametrize("tenant", ["a10", "r10"])
 def test_v03_client_to_v10_agent_gets_tasks(
         deployment: Deployment, receiver: Receiver, tenant: str) -> None:
-    path = hook_path(f"v03-{tenant}")
-    got = run_client("0.3", deployment.url(tenant), "JSONRPC", "push_delivery",
-                     webhook=receiver.base + path)
+    path = webhook_path("0.3", tenant, "JSONRPC")
+    got = client_results(deployment, "0.3", tenant, "JSONRPC")["push_delivery"]
     assert "error" not in got, got
     assert got["second"] == "completed" and got["answer"] == "push from hook"
     assert {k: got["created"][k] for k in PUSH_CFG} == PUSH_CFG

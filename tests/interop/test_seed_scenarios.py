@@ -1,7 +1,9 @@
 """Seed scenarios against the gateway with real SDK agents behind it (server side).
 
-I2 (same failure, every binding and backend dialect), I8, I11, I12, I13 over HTTP+JSON.
-Driven with raw HTTP, as the seed describes ("driven with curl").
+I1 (the same messages over every binding the gateway's card declares, with the official
+SDK clients), I2 (same failure, every binding and backend dialect), I8, I11, I12, I13 over
+HTTP+JSON, driven with raw HTTP as the seed describes ("driven with curl"), and I14 against
+the a2a-sdk 0.3.26 REST agent (index of all seeds: test_seeds_index.py).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
-from interop_support import Deployment
+from interop_support import Deployment, client_results
 
 V10 = {"A2A-Version": "1.0"}
 BACKENDS = ["a03", "a10", "r03", "r10", "g03", "g10"]
@@ -115,3 +117,71 @@ def test_i13_unknown_fields_ignored_and_not_forwarded(deployment: Deployment,
     reply = httpx.post(deployment.url(tenant) + "/message:send", json=body, headers=V10)
     assert reply.status_code == 200
     assert reply.json()["message"]["parts"] == [{"text": "echo: hi"}]
+
+
+# ---------------------------------------------------------------- I1
+
+
+# What legitimately differs per call: ids, and what depends on when a subscription or a
+# non-blocking send catches the task (which events it sees, the state it was in then).
+_PER_CALL = frozenset({"id", "contextId", "taskId", "events", "finalFlags", "afterSend"})
+
+
+def _same_everywhere(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _same_everywhere(v) for k, v in value.items() if k not in _PER_CALL}
+    if isinstance(value, list):
+        return [_same_everywhere(v) for v in value]
+    return value
+
+
+def _declared(deployment: Deployment, tenant: str, version: str) -> dict[str, str]:
+    """binding → URL of the interfaces of ``version`` on the tenant's card (as served)."""
+    card = httpx.get(deployment.url(tenant) + "/.well-known/agent-card.json",
+                     headers={"A2A-Version": version}, timeout=30).json()
+    if version == "1.0":
+        return {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]
+                if i["protocolVersion"] == version}
+    return {i["transport"]: i["url"] for i in card["additionalInterfaces"]}
+
+
+@pytest.mark.parametrize("tenant", BACKENDS)
+@pytest.mark.parametrize("version", ["0.3", "1.0"])
+def test_i1_same_message_over_every_declared_binding(deployment: Deployment, version: str,
+                                                     tenant: str) -> None:
+    """Seed I1: the official SDK client of ``version`` sends the same messages over each
+    binding the gateway's card declares for it; the results are the same but for ids.
+    (The clients' own runs, shared with the matrix; the task-not-found error is I2's.)"""
+    declared = _declared(deployment, tenant, version)
+    assert set(declared) == {"JSONRPC", "HTTP+JSON", "GRPC"}
+    # The clients were pointed at exactly what the card declares.
+    port = deployment.gateway_grpc
+    assert declared["GRPC"].endswith(f":{port}") and declared["JSONRPC"].rstrip("/") == \
+        declared["HTTP+JSON"] == deployment.url(tenant)
+    runs = {b: client_results(deployment, version, tenant, b) for b in declared}
+    scenarios = ("send_message", "send_task", "stream", "get_task", "cancel", "multi_turn",
+                 "extended_card", "subscribe", "list_tasks")
+    for scenario in scenarios:
+        seen = {b: _same_everywhere(run[scenario]) for b, run in runs.items()}
+        assert seen["HTTP+JSON"] == seen["JSONRPC"] == seen["GRPC"], (scenario, seen)
+    assert runs["JSONRPC"]["send_message"]["text"] == "echo: hello"
+
+
+# ---------------------------------------------------------------- I14
+
+
+def test_i14_subscribe_to_a_get_only_sdk_backend(deployment: Deployment) -> None:
+    """Seed I14 with a real peer: a2a-sdk 0.3.26's REST app serves subscribe on GET only
+    and answers POST with 405. Tenant r03 keeps the default `subscribe_verb: POST`, so a
+    subscription through the gateway works only because the egress retried with GET.
+    (Against stubs that accept one verb, with the order of verbs recorded:
+    tests/integration/test_seed_i14.py.)"""
+    agent = f"http://127.0.0.1:{deployment.agents['0.3'].rest}"
+    task = httpx.post(agent + "/v1/message:send", timeout=30, json={
+        "request": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER",
+                    "content": [{"text": "task: i14"}]}}).json()["task"]
+    refused = httpx.post(f"{agent}/v1/tasks/{task['id']}:subscribe", json={}, timeout=30)
+    assert refused.status_code == 405 and refused.headers["allow"] == "GET"
+    for version in ("0.3", "1.0"):
+        got = client_results(deployment, version, "r03", "JSONRPC")["subscribe"]
+        assert (got["firstType"], got["finalState"]) == ("task", "completed"), got

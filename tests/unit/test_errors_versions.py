@@ -262,3 +262,20 @@ def test_only_configured_versions_are_served() -> None:
     assert check_served(V10, only10) is None
     served = check_served(V03, only10)
     assert served is not None and served.name == "VersionNotSupportedError"
+
+
+@pytest.mark.parametrize(("status", "body", "name"), [
+    # a2a-sdk 0.3.26's REST app has no DELETE push-config route: the peer does not serve
+    # the operation, which is not a fault of the client's request.
+    (405, {"detail": "Method Not Allowed"}, "UnsupportedOperationError"),
+    (501, {"message": "x"}, "UnsupportedOperationError"),
+    (500, {"message": "unknown exception"}, "InternalError"),
+    (418, None, "InvalidRequestError"),
+])
+def test_rest_status_without_error_info(status: int, body: object, name: str) -> None:
+    from translators.rest_errors import error_from_rest
+
+    err = error_from_rest(status, body)
+    assert err.name == name
+    if status in (405, 418):
+        assert err.message.startswith(f"backend answered HTTP {status}")

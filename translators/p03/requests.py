@@ -43,6 +43,7 @@ from translators.p03.push import (
     task_push_config_to_p03,
     task_push_config_to_p10,
 )
+from translators.versions import V03
 
 M = TypeVar("M", bound=ProtoMessage)
 
@@ -340,7 +341,8 @@ P03_RULES: dict[str, P03Rules] = {
         lambda r, loss, bm: pb.GetExtendedAgentCardRequest(),
         lambda r, loss, bm: v03.GetAgentCardRequest(),
         lambda r, loss, bm: card_to_p10(r, loss),
-        lambda r, loss, bm: card_to_p03(r, loss)),
+        # Only the v0.3 interfaces: a v0.3 card cannot say which entries speak 1.0.
+        lambda r, loss, bm: card_to_p03(r, loss, versions=(V03,))),
 }
 
 

@@ -14,7 +14,8 @@ import contextlib
 import json
 import sys
 import traceback
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
 from _peer_common import ANSWER_ARTIFACT_ID, STREAM_ARTIFACT_ID
@@ -27,6 +28,7 @@ PUSH_SCHEME = "Bearer"
 PUSH_CREDENTIALS = "sekret"
 NOT_FOUND_TASK_ID = "no-such-task"
 HISTORY_LENGTH = 10
+SUBSCRIBE_CHUNKS = 10
 
 SCENARIOS = (
     "send_message",
@@ -39,6 +41,8 @@ SCENARIOS = (
     "multi_turn",
     "extended_card",
     "push_delivery",
+    "list_tasks",
+    "subscribe",
 )
 
 
@@ -119,6 +123,9 @@ def error_dict(exc: BaseException, code: int | None, message: str | None) -> dic
     return {"type": type(exc).__name__, "code": code, "message": message or str(exc)}
 
 
+ErrorDescriber = Callable[[BaseException], dict[str, Any]]
+
+
 class Unsupported(Exception):
     """The SDK under test cannot make this call here; reported as {"skipped": reason}."""
 
@@ -146,6 +153,10 @@ class PeerClient(Protocol):
 
     async def get_task(self, task_id: str, history_length: int | None = None) -> dict[str, Any]: ...
 
+    async def list_tasks(self, context_id: str) -> list[dict[str, Any]]: ...
+
+    def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]: ...
+
     async def cancel_task(self, task_id: str) -> dict[str, Any]: ...
 
     async def create_push(self, task_id: str, config_id: str, url: str) -> dict[str, Any]: ...
@@ -172,7 +183,21 @@ def _artifact_text(task: dict[str, Any], artifact_id: str) -> str | None:
     return None
 
 
-def build_scenarios(peer: PeerClient, webhook: str) -> dict[str, Callable[[], Awaitable[Any]]]:
+def build_scenarios(
+    peer: PeerClient, webhook: str, describe_error: ErrorDescriber | None = None
+) -> dict[str, Callable[[], Awaitable[Any]]]:
+    async def step(call: Callable[[], Awaitable[Any]]) -> Any:
+        """One push list/delete call: its result, {"skipped"} or {"error"} (not fatal)."""
+        try:
+            return await call()
+        except Unsupported as exc:
+            return {"skipped": str(exc)}
+        except Exception as exc:
+            if describe_error is None:
+                raise
+            traceback.print_exc(file=sys.stderr)
+            return {"error": describe_error(exc)}
+
     async def send_message() -> Any:
         return await peer.send("hello")
 
@@ -216,15 +241,14 @@ def build_scenarios(peer: PeerClient, webhook: str) -> dict[str, Callable[[], Aw
                 "created": await peer.create_push(task_id, PUSH_CONFIG_ID, webhook),
                 "got": await peer.get_push(task_id, PUSH_CONFIG_ID),
             }
-            try:
-                result["listed"] = await peer.list_push(task_id)
-                await peer.delete_push(task_id, PUSH_CONFIG_ID)
-                result["listedAfterDelete"] = await peer.list_push(task_id)
-                if peer.push_list_delete_via:
-                    via = peer.push_list_delete_via
-                    result["via"] = {"list": via, "delete": via}
-            except Unsupported as exc:
-                result["listed"] = result["listedAfterDelete"] = {"skipped": str(exc)}
+            # List and delete are recorded step by step: a peer may serve one and not
+            # the other. `deleted` is null on success.
+            result["listed"] = await step(lambda: peer.list_push(task_id))
+            result["deleted"] = await step(lambda: peer.delete_push(task_id, PUSH_CONFIG_ID))
+            result["listedAfterDelete"] = await step(lambda: peer.list_push(task_id))
+            if peer.push_list_delete_via:
+                via = peer.push_list_delete_via
+                result["via"] = {"list": via, "delete": via}
             return result
         finally:
             with contextlib.suppress(Exception):
@@ -259,6 +283,37 @@ def build_scenarios(peer: PeerClient, webhook: str) -> dict[str, Callable[[], Aw
             "answer": _artifact_text(second, ANSWER_ARTIFACT_ID),
         }
 
+    async def list_tasks() -> Any:
+        # Two finished tasks in a fresh context, then ListTasks filtered by that context.
+        context_id = uuid.uuid4().hex
+        sent = [
+            _require_task(await peer.send("task: list", context_id=context_id))["id"]
+            for _ in range(2)
+        ]
+        try:
+            listed = await peer.list_tasks(context_id)
+        except Unsupported as exc:
+            return {"skipped": str(exc)}
+        return {
+            "sameTasks": sorted(t["id"] for t in listed) == sorted(sent),
+            "states": [t["state"] for t in listed],
+        }
+
+    async def subscribe() -> Any:
+        # A task that works for about half a second (SUBSCRIBE_CHUNKS artifact chunks, 50 ms
+        # apart), started without waiting; subscribe to it and read until it completes.
+        sent = _require_task(await peer.send(f"stream: {SUBSCRIBE_CHUNKS}", blocking=False))
+        events = [event async for event in peer.subscribe(sent["id"])]
+        artifacts = [e for e in events if e["type"] == "artifact"]
+        statuses = [e for e in events if e["type"] == "status"]
+        return {
+            "events": events,
+            "firstType": events[0]["type"] if events else None,
+            "finalState": summarize_stream(events)["finalState"],
+            "lastChunk": artifacts[-1]["lastChunk"] if artifacts else None,
+            "finalFlags": [s["final"] for s in statuses],
+        }
+
     return {
         "send_message": send_message,
         "send_task": send_task,
@@ -270,6 +325,8 @@ def build_scenarios(peer: PeerClient, webhook: str) -> dict[str, Callable[[], Aw
         "multi_turn": multi_turn,
         "extended_card": extended_card,
         "push_delivery": push_delivery,
+        "list_tasks": list_tasks,
+        "subscribe": subscribe,
     }
 
 
@@ -280,7 +337,7 @@ async def run_client(
     describe_error: Callable[[BaseException], dict[str, Any]],
 ) -> None:
     """Run one scenario (or all) and print exactly one JSON object on stdout."""
-    scenarios = build_scenarios(peer, webhook)
+    scenarios = build_scenarios(peer, webhook, describe_error)
 
     async def one(name: str) -> Any:
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, cast
 from uuid import uuid4
@@ -35,6 +36,7 @@ from _client_common import (
 from a2a.client import ClientConfig, ClientFactory
 from a2a.client.base_client import BaseClient
 from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
+from a2a.grpc import a2a_pb2, a2a_pb2_grpc
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -61,11 +63,10 @@ from a2a.types import (
     TaskStatusUpdateEvent,
     TextPart,
 )
+from a2a.utils.proto_utils import FromProto
+from google.protobuf import json_format
 
-_SKIP_REASON = (
-    "a2a-sdk 0.3.26 Client has no list/delete push-config methods; "
-    "the raw JSON-RPC fallback only covers the JSONRPC transport"
-)
+_NO_LIST_TASKS = "v0.3 has no ListTasks (no such method in the v0.3 JSON schema or proto)"
 
 
 def _texts(parts: list[Part]) -> list[str]:
@@ -156,8 +157,7 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
     return error_dict(exc, None, str(exc))
 
 
-class _TenantMetadata(grpc.aio.UnaryUnaryClientInterceptor,
-                      grpc.aio.UnaryStreamClientInterceptor):
+class _TenantMetadata:
     """Adds `x-a2a-tenant` to every call (the 0.3.26 client has no per-call metadata)."""
 
     def __init__(self, tenant: str) -> None:
@@ -168,9 +168,15 @@ class _TenantMetadata(grpc.aio.UnaryUnaryClientInterceptor,
         metadata.add("x-a2a-tenant", self._tenant)
         return details._replace(metadata=metadata)
 
+
+# grpc.aio files an interceptor under the FIRST interceptor kind it is an instance of,
+# so one class serving both kinds would never see the streaming calls: one per kind.
+class _TenantUnary(_TenantMetadata, grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details), request)
 
+
+class _TenantStream(_TenantMetadata, grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details), request)
 
@@ -182,7 +188,7 @@ class V03Peer:
         self.url = url
         self.transport = transport
         self.tenant = tenant
-        self.push_list_delete_via = "raw" if transport == "JSONRPC" else None
+        self.push_list_delete_via = "raw"
         self._unary = self._client(streaming=False)
         self._streaming = self._client(streaming=True)
 
@@ -211,7 +217,9 @@ class V03Peer:
 
     def _channel(self, target: str) -> grpc.aio.Channel:
         # v0.3 requests have no tenant field: name it in metadata (no effect without one).
-        interceptors = [_TenantMetadata(self.tenant)] if self.tenant else None
+        interceptors: list[Any] | None = None
+        if self.tenant:
+            interceptors = [_TenantUnary(self.tenant), _TenantStream(self.tenant)]
         return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
     async def __aenter__(self) -> V03Peer:
@@ -284,6 +292,9 @@ class V03Peer:
         )
         return _push(await self._unary.get_task_callback(params))
 
+    # The 0.3.26 Client has no push-config list/delete: they are sent raw, in the v0.3
+    # wire shape of the transport under test (JSON-RPC, REST `/v1/...`, gRPC a2a.v1).
+
     async def _raw_jsonrpc(self, request: Any) -> Any:
         """POST a v0.3 JSON-RPC request the 0.3.26 Client cannot send; return its result.
 
@@ -291,8 +302,6 @@ class V03Peer:
         0.3.26 server answers a successful delete with ``{"id", "jsonrpc"}`` and no
         ``result`` member, which DeleteTaskPushNotificationConfigResponse rejects.
         """
-        if self.transport != "JSONRPC":
-            raise Unsupported(_SKIP_REASON)
         payload = request.model_dump(mode="json", exclude_none=True)
         async with httpx.AsyncClient(timeout=30) as http:
             response = await http.post(self.url, json=payload)
@@ -302,20 +311,64 @@ class V03Peer:
             raise A2AClientJSONRPCError(JSONRPCErrorResponse.model_validate(body))
         return body.get("result")
 
+    async def _raw_rest(self, method: str, path: str) -> Any:
+        """A v0.3 REST call (`/v1/...`, P03 JSON); raises A2AClientHTTPError like the SDK."""
+        async with httpx.AsyncClient(timeout=30) as http:
+            response = await http.request(method, f"{self.url.rstrip('/')}/v1{path}")
+        if response.status_code >= 400:
+            raise A2AClientHTTPError(
+                response.status_code, f"HTTP {response.status_code}: {response.text}"
+            )
+        return response.json() if response.content.strip() else None
+
+    async def _raw_grpc(self, method: str, request: Any) -> Any:
+        async with self._channel(self.url) as channel:
+            return await getattr(a2a_pb2_grpc.A2AServiceStub(channel), method)(request)
+
     async def list_push(self, task_id: str) -> list[dict[str, Any]]:
-        params = ListTaskPushNotificationConfigParams(id=task_id)
-        result = await self._raw_jsonrpc(
-            ListTaskPushNotificationConfigRequest(id=uuid4().hex, params=params)
-        )
-        return [_push(TaskPushNotificationConfig.model_validate(c)) for c in result or []]
+        if self.transport == "JSONRPC":
+            params = ListTaskPushNotificationConfigParams(id=task_id)
+            result = await self._raw_jsonrpc(
+                ListTaskPushNotificationConfigRequest(id=uuid4().hex, params=params)
+            )
+            return [_push(TaskPushNotificationConfig.model_validate(c)) for c in result or []]
+        if self.transport == "GRPC":
+            reply = await self._raw_grpc(
+                "ListTaskPushNotificationConfig",
+                a2a_pb2.ListTaskPushNotificationConfigRequest(parent=f"tasks/{task_id}"),
+            )
+            configs = list(reply.configs)
+        else:
+            body = await self._raw_rest("GET", f"/tasks/{task_id}/pushNotificationConfigs")
+            items = body.get("configs", []) if isinstance(body, dict) else body or []
+            configs = [
+                json_format.ParseDict(c, a2a_pb2.TaskPushNotificationConfig()) for c in items
+            ]
+        return [_push(FromProto.task_push_notification_config(c)) for c in configs]
 
     async def delete_push(self, task_id: str, config_id: str) -> None:
-        params = DeleteTaskPushNotificationConfigParams(
-            id=task_id, push_notification_config_id=config_id
-        )
-        await self._raw_jsonrpc(
-            DeleteTaskPushNotificationConfigRequest(id=uuid4().hex, params=params)
-        )
+        if self.transport == "JSONRPC":
+            params = DeleteTaskPushNotificationConfigParams(
+                id=task_id, push_notification_config_id=config_id
+            )
+            await self._raw_jsonrpc(
+                DeleteTaskPushNotificationConfigRequest(id=uuid4().hex, params=params)
+            )
+        elif self.transport == "GRPC":
+            name = f"tasks/{task_id}/pushNotificationConfigs/{config_id}"
+            await self._raw_grpc(
+                "DeleteTaskPushNotificationConfig",
+                a2a_pb2.DeleteTaskPushNotificationConfigRequest(name=name),
+            )
+        else:
+            await self._raw_rest("DELETE", f"/tasks/{task_id}/pushNotificationConfigs/{config_id}")
+
+    async def list_tasks(self, context_id: str) -> list[dict[str, Any]]:
+        raise Unsupported(_NO_LIST_TASKS)
+
+    async def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]:
+        async for item in self._streaming.resubscribe(TaskIdParams(id=task_id)):
+            yield _event(item)
 
     async def extended_card(self) -> dict[str, Any]:
         card = await self._unary.get_card()

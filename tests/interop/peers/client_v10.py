@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
 from uuid import uuid4
@@ -44,12 +45,14 @@ from a2a.types import (
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
     ListTaskPushNotificationConfigsRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
     SendMessageConfiguration,
     SendMessageRequest,
     StreamResponse,
+    SubscribeToTaskRequest,
     Task,
     TaskPushNotificationConfig,
     TaskState,
@@ -249,6 +252,14 @@ class V10Peer:
 
     async def cancel_task(self, task_id: str) -> dict[str, Any]:
         return _task(await self._unary.cancel_task(CancelTaskRequest(id=task_id)))
+
+    async def list_tasks(self, context_id: str) -> list[dict[str, Any]]:
+        response = await self._unary.list_tasks(ListTasksRequest(context_id=context_id))
+        return [_task(t) for t in response.tasks]
+
+    async def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]:
+        async for response in self._streaming.subscribe(SubscribeToTaskRequest(id=task_id)):
+            yield _event(response)
 
     async def create_push(self, task_id: str, config_id: str, url: str) -> dict[str, Any]:
         config = TaskPushNotificationConfig(

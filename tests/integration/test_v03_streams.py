@@ -1,0 +1,99 @@
+"""What the gateway adds to streams from v0.3 backends (found by the compatibility matrix).
+
+A stub v0.3 JSON-RPC backend behaves like a2a-sdk 0.3.26: its `tasks/resubscribe` sends
+nothing until the task next changes (here: 1 s of silence, then an artifact), and then
+closes without the terminal status (as 0.3.26's gRPC TaskSubscription usually does). The
+gateway sends the Task first at once (v1.0 promises it) and, when the stream closes
+early, the task's terminal status read with tasks/get.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from helpers import MakeGateway, free_port, v03
+
+QUIET = 1.0
+
+
+class QuietBackend:
+    def __init__(self) -> None:
+        self.stream_over = False
+        self.url = ""
+
+    def task(self) -> dict[str, Any]:
+        state = "completed" if self.stream_over else "working"
+        return {"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": state}}
+
+    async def rpc(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if body["method"] == "tasks/get":
+            return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": self.task()})
+        assert body["method"] == "tasks/resubscribe", body
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await asyncio.sleep(QUIET)
+        update = {"kind": "artifact-update", "taskId": "t1", "contextId": "c1",
+                  "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "x"}]}}
+        self.stream_over = True
+        frame = {"jsonrpc": "2.0", "id": body["id"], "result": update}
+        await response.write(f"data: {json.dumps(frame)}\n\n".encode())
+        await response.write_eof()
+        return response
+
+
+@pytest.fixture
+async def quiet_backend() -> AsyncIterator[QuietBackend]:
+    backend = QuietBackend()
+    app = web.Application()
+    app.router.add_post("/", backend.rpc)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    backend.url = f"http://127.0.0.1:{port}/"
+    yield backend
+    await runner.cleanup()
+
+
+async def _events(http: aiohttp.ClientSession, url: str, body: dict[str, Any],
+                  headers: dict[str, str]) -> list[tuple[float, Any]]:
+    started, out = time.monotonic(), []
+    async with http.post(url, json=body, headers=headers) as resp:
+        async for line in resp.content:
+            if line.startswith(b"data:"):
+                out.append((time.monotonic() - started, json.loads(line[5:])["result"]))
+    return out
+
+
+async def test_v10_subscribe_gets_the_task_first_and_the_end(
+        http: aiohttp.ClientSession, make_gateway: MakeGateway,
+        quiet_backend: QuietBackend) -> None:
+    gw = await make_gateway({"q": v03(quiet_backend.url)})
+    events = await _events(http, gw + "/", {"jsonrpc": "2.0", "id": 1, "method":
+                                            "SubscribeToTask", "params": {"id": "t1"}},
+                           {"A2A-Version": "1.0"})
+    (first_at, first), *rest = events
+    assert first["task"]["status"]["state"] == "TASK_STATE_WORKING"
+    assert first_at < QUIET / 2  # not held back until the backend's first event
+    assert [next(iter(e)) for _, e in rest] == ["artifactUpdate", "statusUpdate"]
+    assert rest[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_v03_resubscribe_ends_with_a_final_status(
+        http: aiohttp.ClientSession, make_gateway: MakeGateway,
+        quiet_backend: QuietBackend) -> None:
+    gw = await make_gateway({"q": v03(quiet_backend.url)})
+    events = await _events(http, gw + "/", {"jsonrpc": "2.0", "id": 1, "method":
+                                            "tasks/resubscribe", "params": {"id": "t1"}}, {})
+    kinds = [e["kind"] for _, e in events]
+    assert kinds == ["task", "artifact-update", "status-update"]
+    last = events[-1][1]
+    assert (last["status"]["state"], last["final"]) == ("completed", True)
