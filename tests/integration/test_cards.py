@@ -33,8 +33,11 @@ class StubAgent:
     async def rpc(self, request: web.Request) -> web.Response:
         self.seen.append({k.lower(): v for k, v in request.headers.items()})
         body = await request.json()
-        reply = {"kind": "message", "messageId": "r", "role": "agent",
-                 "parts": [{"kind": "text", "text": "stub"}]}
+        reply: dict[str, Any] = {"kind": "message", "messageId": "r", "role": "agent",
+                                 "parts": [{"kind": "text", "text": "stub"}]}
+        if body["method"] == "agent/getAuthenticatedExtendedCard":
+            reply = {**self.card, "skills": [{"id": "private", "name": "p", "description": "d",
+                                             "tags": []}]}
         return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": reply},
                                  headers={"X-A2A-Extensions": "urn:a"})
 
@@ -232,3 +235,23 @@ async def test_i9_i10_interface_choice(http: aiohttp.ClientSession, make_gateway
     reply = await rpc(http, prefer03 + "/", "SendMessage", HELLO_V10, V10)
     assert reply["error"]["data"][0]["reason"] == "BACKEND_UNAVAILABLE"
     assert dead in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC-1.0", "JSONRPC-0.3", "REST-1.0", "REST-0.3"])
+async def test_extended_card_forwards_the_callers_credentials(
+        http: aiohttp.ClientSession, make_gateway: MakeGateway, stub: StubAgent,
+        binding: str) -> None:
+    stub.card["supportsAuthenticatedExtendedCard"] = True
+    gw = await make_gateway({"s": v03(stub.url)})
+    auth = {"Authorization": "Bearer caller-token"}
+    if binding == "JSONRPC-1.0":
+        card = (await rpc(http, gw + "/", "GetExtendedAgentCard", {}, {**V10, **auth}))["result"]
+    elif binding == "JSONRPC-0.3":
+        card = (await rpc(http, gw + "/", "agent/getAuthenticatedExtendedCard", {}, auth))["result"]
+    elif binding == "REST-1.0":
+        _, card, _ = await get_json(http, gw + "/extendedAgentCard", {**V10, **auth})
+    else:
+        _, card, _ = await get_json(http, gw + "/v1/card", auth)
+    assert [s["id"] for s in card["skills"]] == ["private"]
+    assert stub.seen[-1]["authorization"] == "Bearer caller-token"
+    assert stub.url.rstrip("/") not in json.dumps(card)
