@@ -129,6 +129,7 @@ class Gateway:
                     call.ctx.backend_seconds = time.monotonic() - started
                 first = False
                 call.ctx.events += 1
+                enforce_answer_rules(call.request, item)
                 yield item
         except A2AError as err:
             call.ctx.backend_error = err.kind.reason

@@ -294,3 +294,15 @@ async def test_backend_garbage_and_timeout(http: aiohttp.ClientSession,
         assert reply["error"]["data"][0]["reason"] == "BACKEND_TIMEOUT"
     finally:
         await runner.cleanup()
+
+
+async def test_history_length_zero_applies_to_streamed_tasks(http: aiohttp.ClientSession,
+                                                              gw: str) -> None:
+    events = await sse(http, gw, "SendStreamingMessage",
+                       {"message": p10_message("stream: 1"), "configuration": {"historyLength": 0}},
+                       V10_HEADERS)
+    tasks = [e["result"]["task"] for e in events if "task" in e["result"]]
+    assert tasks and all("history" not in t for t in tasks)
+    events = await sse(http, gw, "SendStreamingMessage", {"message": p10_message("stream: 1")},
+                       V10_HEADERS)
+    assert events[0]["result"]["task"]["history"]  # without the limit the history is there
