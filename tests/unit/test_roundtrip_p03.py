@@ -12,8 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-import string
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03
@@ -21,6 +20,22 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from p10_strategies import (
+    IMPLIED_MEDIA_TYPE,
+    JSON,
+    ids,
+    labels,
+    media_types,
+    messages_p10,
+    meta_keys,
+    metadata,
+    optional,
+    parts_p10,
+    stream_responses_p10,
+    tasks_p10,
+    texts,
+    urls,
+)
 
 from translators import operations as ops
 from translators.errors import A2AError
@@ -30,40 +45,15 @@ from translators.p03.common import BytesMode, file_bytes_to_p03, file_bytes_to_p
 from translators.p03.json import dump_p03, parse_p03
 from translators.protojson import dump_p10, parse_p10
 
-JSON = dict[str, Any]
 M = TypeVar("M", bound=ProtoMessage)
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
-IMPLIED_MEDIA_TYPE = {"text": "text/plain", "data": "application/json"}
-
-# ====================================================================== strategies: leaves
-
-ids = st.text(alphabet=string.ascii_letters + string.digits + "-_.", min_size=1, max_size=8)
-texts = st.text(max_size=12)
-labels = st.text(min_size=1, max_size=12)
-# Letters only: cannot collide with `data_part_compat` or the carry key.
-meta_keys = st.text(alphabet=string.ascii_lowercase, min_size=1, max_size=6)
-json_scalars = (st.none() | st.booleans() | st.integers(-(2**53), 2**53)
-                | st.floats(allow_nan=False, allow_infinity=False) | texts)
-json_values = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(meta_keys, inner, max_size=3),
-    max_leaves=6)
-metadata = st.dictionaries(meta_keys, json_values, min_size=1, max_size=3)
-media_types = st.sampled_from(["text/plain", "application/json", "image/png", "application/pdf"])
-b64 = st.binary(max_size=12).map(lambda b: base64.b64encode(b).decode())
-urls = ids.map(lambda s: f"https://x.example/{s}")
 states = st.sampled_from(list(pb.TaskState.keys()))
 timestamps = st.integers(-62135596800, 253402300799).map(
     lambda s: pb.Task(status=pb.TaskStatus(timestamp={"seconds": s})).status.timestamp)
 encodings = st.sampled_from(["message", "json", "bytes"])
-
-
-def optional(draw: st.DrawFn, out: JSON, key: str, strategy: st.SearchStrategy[Any]) -> None:
-    if draw(st.booleans()):
-        out[key] = draw(strategy)
 
 
 def over_the_wire(msg: M, encoding: str) -> M:
@@ -81,74 +71,6 @@ def p10(data: JSON, cls: type[M]) -> M:
 
 
 # ====================================================================== strategies: P10
-
-
-@st.composite
-def parts_p10(draw: st.DrawFn) -> JSON:
-    kind = draw(st.sampled_from(["text", "raw", "url", "data"]))
-    part: JSON = {kind: draw({"text": texts, "raw": b64, "url": urls, "data": json_values}[kind])}
-    optional(draw, part, "mediaType", media_types)
-    optional(draw, part, "filename", ids)
-    optional(draw, part, "metadata", metadata)
-    return part
-
-
-@st.composite
-def messages_p10(draw: st.DrawFn) -> JSON:
-    msg: JSON = {"messageId": draw(ids), "role": draw(st.sampled_from(["ROLE_USER", "ROLE_AGENT"])),
-                 "parts": draw(st.lists(parts_p10(), min_size=1, max_size=2))}
-    optional(draw, msg, "contextId", ids)
-    optional(draw, msg, "taskId", ids)
-    optional(draw, msg, "metadata", metadata)
-    optional(draw, msg, "extensions", st.lists(urls, min_size=1, max_size=2))
-    optional(draw, msg, "referenceTaskIds", st.lists(ids, min_size=1, max_size=2))
-    return msg
-
-
-@st.composite
-def statuses_p10(draw: st.DrawFn) -> JSON:
-    status: JSON = {"state": draw(states)}
-    optional(draw, status, "message", messages_p10())
-    optional(draw, status, "timestamp", timestamps.map(lambda t: t.ToJsonString()))
-    return status
-
-
-@st.composite
-def artifacts_p10(draw: st.DrawFn) -> JSON:
-    art: JSON = {"artifactId": draw(ids),
-                 "parts": draw(st.lists(parts_p10(), min_size=1, max_size=2))}
-    optional(draw, art, "name", texts)
-    optional(draw, art, "description", texts)
-    optional(draw, art, "metadata", metadata)
-    optional(draw, art, "extensions", st.lists(urls, min_size=1, max_size=2))
-    return art
-
-
-@st.composite
-def tasks_p10(draw: st.DrawFn) -> JSON:
-    task: JSON = {"id": draw(ids), "status": draw(statuses_p10())}
-    optional(draw, task, "contextId", ids)
-    optional(draw, task, "artifacts", st.lists(artifacts_p10(), min_size=1, max_size=2))
-    optional(draw, task, "history", st.lists(messages_p10(), min_size=1, max_size=2))
-    optional(draw, task, "metadata", metadata)
-    return task
-
-
-@st.composite
-def stream_responses_p10(draw: st.DrawFn) -> JSON:
-    kind = draw(st.sampled_from(["task", "message", "statusUpdate", "artifactUpdate"]))
-    if kind == "task":
-        return {"task": draw(tasks_p10())}
-    if kind == "message":
-        return {"message": draw(messages_p10())}
-    ev: JSON = {"taskId": draw(ids), "contextId": draw(ids)}
-    if kind == "statusUpdate":
-        ev["status"] = draw(statuses_p10())
-    else:
-        ev.update(artifact=draw(artifacts_p10()), append=draw(st.booleans()),
-                  lastChunk=draw(st.booleans()))
-    optional(draw, ev, "metadata", metadata)
-    return {kind: ev}
 
 
 @st.composite
@@ -276,7 +198,7 @@ def test_task_roundtrip_through_get_task(task: JSON, encoding: str) -> None:
 
 
 @SETTINGS
-@given(stream_responses_p10(), st.booleans(), encodings)
+@given(stream_responses_p10, st.booleans(), encodings)
 def test_stream_response_roundtrip(item: JSON, final: bool, encoding: str) -> None:
     loss = LossReport()
     sent = objects.stream_response_to_p03(p10(item, pb.StreamResponse), final, "", loss)
