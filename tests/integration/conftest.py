@@ -5,11 +5,13 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
 from helpers import MakeGateway, free_port
 
 from gateway.app import Server
 from gateway.config import parse_config
-from gateway.demo_agent import start_demo_agent
+from gateway.demo_agent import build_app, start_demo_agent
 
 
 @pytest.fixture
@@ -50,3 +52,12 @@ async def make_gateway() -> AsyncIterator[MakeGateway]:
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession() as session:
         yield session
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[TestClient[web.Request, web.Application]]:
+    """An in-process demo agent (tests/integration/test_demo_agent*.py)."""
+    # Short chunk interval keeps the suite fast; `slow` keeps its real 30 s so a
+    # cancel that did not work could not pass by the task finishing on its own.
+    async with TestClient(TestServer(build_app(chunk_interval=0.01))) as test_client:
+        yield test_client

@@ -5,93 +5,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import time
-import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
-import aiohttp
 import pytest
-from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
-
-from gateway.demo_agent import build_app, start_demo_agent
-
-JSON = dict[str, Any]
-
-
-@pytest.fixture
-async def client() -> AsyncIterator[TestClient[web.Request, web.Application]]:
-    # Short chunk interval keeps the suite fast; `slow` keeps its real 30 s so a
-    # cancel that did not work could not pass by the task finishing on its own.
-    async with TestClient(TestServer(build_app(chunk_interval=0.01))) as test_client:
-        yield test_client
-
-
-def user_message(text: str, **extra: Any) -> JSON:
-    return {
-        "kind": "message",
-        "messageId": str(uuid.uuid4()),
-        "role": "user",
-        "parts": [{"kind": "text", "text": text}],
-        **extra,
-    }
-
-
-async def rpc(client: TestClient[Any, Any], method: str, params: Any = None, rid: Any = 1) -> JSON:
-    body: JSON = {"jsonrpc": "2.0", "id": rid, "method": method}
-    if params is not None:
-        body["params"] = params
-    response = await client.post("/", json=body)
-    assert response.status == 200
-    reply: JSON = await response.json()
-    assert reply["jsonrpc"] == "2.0"
-    assert reply["id"] == rid
-    return reply
-
-
-async def result(client: TestClient[Any, Any], method: str, params: Any = None) -> Any:
-    reply = await rpc(client, method, params)
-    assert "error" not in reply, reply
-    return reply["result"]
-
-
-async def send(client: TestClient[Any, Any], text: str, **config: Any) -> JSON:
-    params: JSON = {"message": user_message(text)}
-    if config:
-        params["configuration"] = config
-    reply: JSON = await result(client, "message/send", params)
-    return reply
-
-
-def parse_sse(raw: str) -> list[JSON]:
-    events = []
-    for frame in raw.split("\n\n"):
-        data = [line[len("data: ") :] for line in frame.splitlines() if line.startswith("data: ")]
-        if data:
-            events.append(json.loads("\n".join(data)))
-    return events
-
-
-async def stream(
-    client: TestClient[Any, Any], method: str, params: JSON, rid: Any = 7
-) -> list[JSON]:
-    response = await client.post(
-        "/", json={"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
-    )
-    assert response.status == 200
-    assert response.headers["Content-Type"].startswith("text/event-stream")
-    frames = parse_sse(await response.text())
-    for frame in frames:
-        assert frame["jsonrpc"] == "2.0"
-        assert frame["id"] == rid
-    return frames
-
-
-def results(frames: list[JSON]) -> list[JSON]:
-    assert all("result" in frame for frame in frames), frames
-    return [frame["result"] for frame in frames]
-
+from aiohttp.test_utils import TestClient
+from demo_support import (
+    parse_sse,
+    result,
+    results,
+    rpc,
+    send,
+    send_follow_up,
+    stream,
+    user_message,
+)
 
 # --- card ----------------------------------------------------------------------
 
@@ -276,13 +203,6 @@ async def test_get_honours_history_length(client: TestClient[Any, Any]) -> None:
     assert bad["error"]["code"] == -32602
 
 
-async def send_follow_up(client: TestClient[Any, Any], task: JSON, text: str) -> JSON:
-    reply: JSON = await result(
-        client, "message/send", {"message": user_message(text, taskId=task["id"])}
-    )
-    return reply
-
-
 # --- cancel and resubscribe -----------------------------------------------------
 
 
@@ -409,156 +329,3 @@ async def test_invalid_request(client: TestClient[Any, Any], body: Any) -> None:
 async def test_invalid_params(client: TestClient[Any, Any], method: str, params: Any) -> None:
     reply = await rpc(client, method, params)
     assert reply["error"]["code"] == -32602, reply
-
-
-# --- push notifications ---------------------------------------------------------
-
-
-async def test_push_config_set_get_list_delete(client: TestClient[Any, Any]) -> None:
-    task = await send(client, "task: x")
-    tid = task["id"]
-    default = await result(
-        client,
-        "tasks/pushNotificationConfig/set",
-        {"taskId": tid, "pushNotificationConfig": {"url": "http://127.0.0.1:9/a", "token": "t1"}},
-    )
-    assert default == {
-        "taskId": tid,
-        "pushNotificationConfig": {"url": "http://127.0.0.1:9/a", "token": "t1", "id": tid},
-    }
-    named = await result(
-        client,
-        "tasks/pushNotificationConfig/set",
-        {"taskId": tid, "pushNotificationConfig": {"id": "b", "url": "http://127.0.0.1:9/b"}},
-    )
-    assert named["pushNotificationConfig"]["id"] == "b"
-
-    got_default = await result(client, "tasks/pushNotificationConfig/get", {"id": tid})
-    assert got_default["pushNotificationConfig"]["url"] == "http://127.0.0.1:9/a"
-    got_named = await result(
-        client, "tasks/pushNotificationConfig/get", {"id": tid, "pushNotificationConfigId": "b"}
-    )
-    assert got_named["pushNotificationConfig"]["url"] == "http://127.0.0.1:9/b"
-
-    listed = await result(client, "tasks/pushNotificationConfig/list", {"id": tid})
-    assert isinstance(listed, list)
-    assert sorted(c["pushNotificationConfig"]["id"] for c in listed) == sorted([tid, "b"])
-    assert all(c["taskId"] == tid for c in listed)
-
-    deleted = await rpc(
-        client, "tasks/pushNotificationConfig/delete", {"id": tid, "pushNotificationConfigId": "b"}
-    )
-    assert "result" in deleted
-    assert deleted["result"] is None
-    listed = await result(client, "tasks/pushNotificationConfig/list", {"id": tid})
-    assert [c["pushNotificationConfig"]["id"] for c in listed] == [tid]
-    missing = await rpc(
-        client, "tasks/pushNotificationConfig/get", {"id": tid, "pushNotificationConfigId": "b"}
-    )
-    assert missing["error"]["code"] == -32602
-    unknown = await rpc(
-        client,
-        "tasks/pushNotificationConfig/set",
-        {"taskId": "nope", "pushNotificationConfig": {"url": "http://x/"}},
-    )
-    assert unknown["error"]["code"] == -32001
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[tuple[str, asyncio.Queue[tuple[dict[str, str], JSON]]]]:
-    """A local webhook that records every POST it gets."""
-    received: asyncio.Queue[tuple[dict[str, str], JSON]] = asyncio.Queue()
-
-    async def hook(request: web.Request) -> web.Response:
-        await received.put((dict(request.headers), await request.json()))
-        return web.Response(status=204)
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    async with TestServer(app) as server:
-        yield str(server.make_url("/hook")), received
-
-
-async def next_push(
-    received: asyncio.Queue[tuple[dict[str, str], JSON]], state: str
-) -> tuple[dict[str, str], JSON]:
-    while True:
-        headers, task = await asyncio.wait_for(received.get(), 5)
-        if task["status"]["state"] == state:
-            return headers, task
-
-
-async def test_push_delivery_with_inline_config(
-    client: TestClient[Any, Any],
-    receiver: tuple[str, asyncio.Queue[tuple[dict[str, str], JSON]]],
-) -> None:
-    url, received = receiver
-    task = await send(
-        client, "task: pushed", pushNotificationConfig={"url": url, "token": "secret-token"}
-    )
-    headers, pushed = await next_push(received, "completed")
-    assert headers["X-A2A-Notification-Token"] == "secret-token"
-    assert headers["Content-Type"].startswith("application/json")
-    assert pushed["kind"] == "task"
-    assert pushed["id"] == task["id"]
-    assert pushed["artifacts"][0]["parts"][0]["text"] == "built pushed"
-
-
-async def test_push_delivery_with_set_config_follows_state_changes(
-    client: TestClient[Any, Any],
-    receiver: tuple[str, asyncio.Queue[tuple[dict[str, str], JSON]]],
-) -> None:
-    url, received = receiver
-    task = await send(client, "input: honey")
-    await result(
-        client,
-        "tasks/pushNotificationConfig/set",
-        {"taskId": task["id"], "pushNotificationConfig": {"url": url}},
-    )
-    await send_follow_up(client, task, "the hive")
-    states = []
-    for _ in range(2):
-        headers, pushed = await asyncio.wait_for(received.get(), 5)
-        assert "X-A2A-Notification-Token" not in headers
-        states.append(pushed["status"]["state"])
-    assert states == ["working", "completed"]
-    assert pushed["artifacts"][0]["parts"][0]["text"] == "honey from the hive"
-
-
-async def test_failing_push_does_not_break_the_task(client: TestClient[Any, Any]) -> None:
-    task = await send(client, "task: y", pushNotificationConfig={"url": "http://127.0.0.1:1/x"})
-    assert task["status"]["state"] == "completed"
-    bad_scheme = await send(client, "task: z", pushNotificationConfig={"url": "ftp://nowhere"})
-    assert bad_scheme["status"]["state"] == "completed"
-    assert (await send(client, "still alive"))["parts"][0]["text"] == "echo: still alive"
-
-
-# --- real port and lifecycle ------------------------------------------------------
-
-
-async def test_start_demo_agent_serves_and_cleans_up_promptly() -> None:
-    runner = await start_demo_agent("127.0.0.1", 0)
-    try:
-        port = runner.addresses[0][1]
-        base = f"http://127.0.0.1:{port}"
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"{base}/.well-known/agent-card.json") as response:
-                assert (await response.json())["url"] == f"{base}/"
-            body = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "message/send",
-                "params": {"message": user_message("slow")},
-            }
-            # A blocking `slow` send is in flight while we shut down: cleanup must
-            # end it (and the 30 s worker) instead of waiting for it.
-            blocked = asyncio.create_task(session.post(f"{base}/", json=body))
-            await asyncio.sleep(0.2)
-            started = time.monotonic()
-            await runner.cleanup()
-            assert time.monotonic() - started < 2
-            response = await asyncio.wait_for(blocked, 5)
-            reply = await response.json()
-            assert reply["result"]["status"]["state"] == "working"
-    finally:
-        await runner.cleanup()
