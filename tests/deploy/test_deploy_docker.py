@@ -1,0 +1,154 @@
+"""The container side of deploy/, validated offline: the Dockerfile (hadolint and its
+essentials), config/docker.yaml, and the compose file (compose-spec schema)."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from deploy_support import (
+    CONFIG_PATH,
+    DEPLOY,
+    GRPC_PORT,
+    HTTP_PORT,
+    INSTALL_HINT,
+    ROOT,
+    TOOLS,
+    _skip_or_fail,
+    load_file,
+)
+
+from gateway.config import parse_config
+
+# --- Dockerfile, config/docker.yaml -----------------------------------------------------------
+
+def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        instruction, _, args = (pending + line).partition(" ")
+        out.append((instruction.upper(), args.strip()))
+        pending = ""
+    return out
+
+
+def final_stage(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    starts = [i for i, (ins, _) in enumerate(instructions) if ins == "FROM"]
+    return instructions[starts[-1]:]
+
+
+def test_dockerfile_essentials() -> None:
+    instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text(encoding="utf-8"))
+    froms = [args for ins, args in instructions if ins == "FROM"]
+    assert len(froms) >= 2, "multi-stage: build the wheel apart from the runtime"
+    assert all(re.match(r"python:3\.11-slim\b", f) for f in froms), froms
+    assert re.search(r"\bAS build$", froms[0], re.IGNORECASE)
+    final = final_stage(instructions)
+    args_of = {ins: [a for i, a in final if i == ins] for ins, _ in final}
+
+    assert any(a.startswith("--from=build ") for a in args_of["COPY"])
+    assert f"config/docker.yaml {CONFIG_PATH}" in args_of["COPY"]
+    for ins, args in instructions:
+        if ins == "COPY" and not args.startswith("--from="):
+            for source in args.split()[:-1]:
+                assert (ROOT / source).exists(), f"COPY source {source} is missing"
+
+    users = args_of["USER"]
+    assert users and users[-1].isdigit() and int(users[-1]) > 0, "numeric non-root USER"
+    assert users[-1] == "10001", "the uid the Kubernetes manifests run as"
+    last_user = max(i for i, (ins, _) in enumerate(final) if ins == "USER")
+    assert all(ins != "RUN" for ins, _ in final[last_user:]), "nothing runs as root after USER"
+
+    (healthcheck,) = args_of["HEALTHCHECK"]
+    assert f"127.0.0.1:{HTTP_PORT}/healthz" in healthcheck
+    assert set(args_of["EXPOSE"][-1].split()) >= {str(HTTP_PORT), str(GRPC_PORT)}
+    assert json.loads(args_of["ENTRYPOINT"][-1]) == ["a2a-gateway"]
+    assert json.loads(args_of["CMD"][-1]) == ["serve", "--config", CONFIG_PATH]
+
+    ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
+    assert {".venv", ".venvs", ".git"} <= set(ignored), "keep the virtualenvs out of the context"
+
+
+def test_hadolint(found: dict[str, Any]) -> None:
+    if not found.get("hadolint"):
+        _skip_or_fail(f"hadolint is not installed in {TOOLS} (test_dockerfile_essentials still "
+                      f"ran); {INSTALL_HINT}")
+    proc = subprocess.run([found["hadolint"], "--no-color", "--failure-threshold", "style",
+                           "Dockerfile"], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def check_config_cli(path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "OK" in proc.stdout
+
+
+def test_docker_config() -> None:
+    path = ROOT / "config" / "docker.yaml"
+    check_config_cli(path)
+    config = parse_config(load_file(path), str(path))
+    assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
+    assert config.demo_agent is None, "the image runs no in-process demo agent"
+
+
+# --- deploy/compose.yaml ----------------------------------------------------------------------
+
+def test_compose_file() -> None:
+    compose = load_file(DEPLOY / "compose.yaml")
+    services = compose["services"]
+    assert set(services) == {"demo-agent", "gateway"}
+    for name, service in services.items():
+        build = service["build"]
+        context = (DEPLOY / build["context"]).resolve()
+        assert context == ROOT, f"{name}: build context {context}"
+        assert (context / build.get("dockerfile", "Dockerfile")) == ROOT / "Dockerfile"
+
+    demo = services["demo-agent"]
+    assert demo["command"] == ["demo-agent", "--host", "0.0.0.0", "--port", "9009"]
+    healthcheck = demo["healthcheck"]["test"]
+    assert healthcheck[0] == "CMD" and "127.0.0.1:9009/.well-known/agent-card.json" in healthcheck[-1]
+
+    gateway = services["gateway"]
+    assert gateway["command"] == ["serve", "--config", CONFIG_PATH]
+    mounts = [v.split(":") for v in gateway["volumes"]]
+    (source,) = [m[0] for m in mounts if m[1] == CONFIG_PATH]
+    config_path = (DEPLOY / source).resolve()
+    assert config_path == DEPLOY / "compose-gateway.yaml"
+    assert gateway["depends_on"]["demo-agent"]["condition"] == "service_healthy"
+    published = {p.rsplit(":", 1)[-1] for p in gateway["ports"]}
+    assert published == {str(HTTP_PORT), str(GRPC_PORT)}
+
+    check_config_cli(config_path)
+    config = parse_config(load_file(config_path), str(config_path))
+    assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
+    backend = config.tenants[str(config.default_tenant)].backend
+    url = urlsplit(backend.url)
+    assert (url.hostname, url.port, backend.version) == ("demo-agent", 9009, "0.3")
+
+
+def test_compose_commands_exist() -> None:
+    for command in (["demo-agent", "--help"], ["serve", "--help"]):
+        proc = subprocess.run([sys.executable, "-m", "gateway.cli", *command],
+                              capture_output=True, text=True, cwd=ROOT, check=False)
+        assert proc.returncode == 0, proc.stderr
+
+
+def test_compose_matches_compose_spec(tools: dict[str, Any]) -> None:
+    proc = subprocess.run([str(TOOLS / "bin" / "check-jsonschema"), "--builtin-schema",
+                           "vendor.compose-spec", str(DEPLOY / "compose.yaml")],
+                          capture_output=True, text=True, cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
