@@ -190,3 +190,12 @@ def query_string_values(route: Route, request: dict[str, Any]) -> dict[str, str]
             value = request[param.name]
             out[param.name] = str(value).lower() if isinstance(value, bool) else str(value)
     return out
+
+
+_V03_PATH = re.compile(r"^(/[^/:]+)?/v1/")
+
+
+def dialect_of_path(path: str, header_version: str) -> str:
+    """The version a path speaks when no route matched (for the error's shape):
+    `/v1/...` and `/{tenant}/v1/...` are v0.3 unless the client declares 1.x."""
+    return V03 if header_version != V10 and _V03_PATH.match(path) else V10

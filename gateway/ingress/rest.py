@@ -8,7 +8,6 @@ SSE whose `data:` lines are bare StreamResponse objects).
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from aiohttp import web
@@ -23,10 +22,8 @@ from translators import operations as ops
 from translators import rest
 from translators.errors import A2AError, a2a_error
 from translators.rest_errors import error_to_rest
-from translators.rest_routes import allowed_verbs, match_route
-from translators.versions import V03, V10, negotiate, normalize_version
-
-_V03_PATH = re.compile(r"^(/[^/]+)?/v1/")
+from translators.rest_routes import allowed_verbs, dialect_of_path, match_route
+from translators.versions import negotiate, normalize_version
 
 
 def _content_type(request: web.Request) -> str:
@@ -66,8 +63,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
             # JSON-RPC with the tenant in the path: POST /{tenant}
             return await jsonrpc.handle(request, request.path.strip("/") or None)
         # `/v1/...` and `/{tenant}/v1/...` are v0.3 routes unless the client says 1.x.
-        v03_path = _V03_PATH.match(request.path) is not None
-        fallback = V03 if declared != V10 and v03_path else V10
+        fallback = dialect_of_path(request.path, declared)
         allowed = allowed_verbs(request.path, declared)
         if allowed:
             err = a2a_error("MethodNotFoundError",
