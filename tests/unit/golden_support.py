@@ -6,8 +6,21 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from translators import operations as ops
 from translators.p03.json import dump_p03, parse_p03
 from translators.protojson import dump_p10, parse_p10
+
+# The operations, by their canonical names, as the golden tests call them.
+SEND = ops.BY_NAME[ops.SEND]
+STREAM = ops.BY_NAME[ops.STREAM]
+GET_TASK = ops.BY_NAME[ops.GET_TASK]
+CANCEL = ops.BY_NAME[ops.CANCEL]
+SUBSCRIBE = ops.BY_NAME[ops.SUBSCRIBE]
+PUSH_CREATE = ops.BY_NAME[ops.PUSH_CREATE]
+PUSH_GET = ops.BY_NAME[ops.PUSH_GET]
+PUSH_LIST = ops.BY_NAME[ops.PUSH_LIST]
+PUSH_DELETE = ops.BY_NAME[ops.PUSH_DELETE]
+EXTENDED_CARD = ops.BY_NAME[ops.EXTENDED_CARD]
 
 JSON = dict[str, Any]
 

@@ -16,7 +16,6 @@ from p10_strategies import (
     json_values,
     labels,
     media_types,
-    messages_p10,
     metadata,
     optional,
     texts,
@@ -24,37 +23,6 @@ from p10_strategies import (
 )
 
 from translators.j03 import objects as o
-
-
-@st.composite
-def push_configs_p10(draw: st.DrawFn, with_task: bool = True) -> JSON:
-    cfg: JSON = {"url": draw(urls)}
-    if with_task:  # in SendMessage's configuration the task id stays empty (§3.7)
-        cfg["taskId"] = draw(ids)
-    optional(draw, cfg, "id", ids)
-    optional(draw, cfg, "token", ids)
-    if draw(st.booleans()):
-        auth: JSON = {}
-        optional(draw, auth, "scheme", st.sampled_from(["Bearer", "Basic", "ApiKey"]))
-        optional(draw, auth, "credentials", ids)
-        cfg["authentication"] = auth
-    return cfg
-
-
-@st.composite
-def send_requests_p10(draw: st.DrawFn) -> JSON:
-    req: JSON = {"message": draw(messages_p10())}
-    if draw(st.booleans()):
-        conf: JSON = {}
-        optional(draw, conf, "acceptedOutputModes", st.lists(media_types, min_size=1, max_size=2))
-        optional(draw, conf, "taskPushNotificationConfig", push_configs_p10(with_task=False))
-        optional(draw, conf, "historyLength", st.integers(0, 5))
-        optional(draw, conf, "returnImmediately", st.booleans())
-        req["configuration"] = conf
-    optional(draw, req, "metadata", metadata)
-    return req
-
-
 
 
 @st.composite

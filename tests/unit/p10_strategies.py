@@ -133,3 +133,42 @@ stream_responses_p10 = st.one_of(
     status_updates_p10().map(lambda e: {"statusUpdate": e}),
     artifact_updates_p10().map(lambda e: {"artifactUpdate": e}),
 )
+
+
+@st.composite
+def push_configs_p10(draw: st.DrawFn, with_task: bool = True, extras: bool = False) -> JSON:
+    """A flat v1.0 push config. In SendMessage's configuration (``with_task=False``) the
+    task id stays empty (§3.7); ``extras`` adds what v0.3 cannot carry (a tenant, a task
+    id there anyway)."""
+    cfg: JSON = {"url": draw(urls)}
+    if with_task:
+        cfg["taskId"] = draw(ids)
+    elif extras:
+        optional(draw, cfg, "taskId", ids)
+    optional(draw, cfg, "id", ids)
+    optional(draw, cfg, "token", ids)
+    if extras:
+        optional(draw, cfg, "tenant", ids)
+    if draw(st.booleans()):
+        auth: JSON = {}
+        optional(draw, auth, "scheme", st.sampled_from(["Bearer", "Basic", "ApiKey"]))
+        optional(draw, auth, "credentials", ids)
+        cfg["authentication"] = auth
+    return cfg
+
+
+@st.composite
+def send_requests_p10(draw: st.DrawFn, extras: bool = False) -> JSON:
+    req: JSON = {"message": draw(messages_p10())}
+    if extras:
+        optional(draw, req, "tenant", ids)
+    if draw(st.booleans()):
+        conf: JSON = {}
+        optional(draw, conf, "acceptedOutputModes", st.lists(media_types, min_size=1, max_size=2))
+        optional(draw, conf, "taskPushNotificationConfig",
+                 push_configs_p10(with_task=False, extras=extras))
+        optional(draw, conf, "historyLength", st.integers(0, 5))
+        optional(draw, conf, "returnImmediately", st.booleans())
+        req["configuration"] = conf
+    optional(draw, req, "metadata", metadata)
+    return req

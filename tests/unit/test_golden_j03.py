@@ -16,6 +16,13 @@ from typing import Any
 import pytest
 from a2a.types import a2a_pb2 as pb
 from golden_support import (
+    CANCEL,
+    GET_TASK,
+    JSON,
+    PUSH_LIST,
+    SEND,
+    STREAM,
+    SUBSCRIBE,
     through_proto,
     timestamps_as_instants,
 )
@@ -27,20 +34,6 @@ from translators.j03 import objects as o
 from translators.loss import CARRY_KEY, LossPolicy, LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.versions import V03, V10
-
-SEND = ops.BY_NAME[ops.SEND]
-STREAM = ops.BY_NAME[ops.STREAM]
-GET_TASK = ops.BY_NAME[ops.GET_TASK]
-CANCEL = ops.BY_NAME[ops.CANCEL]
-SUBSCRIBE = ops.BY_NAME[ops.SUBSCRIBE]
-PUSH_CREATE = ops.BY_NAME[ops.PUSH_CREATE]
-PUSH_GET = ops.BY_NAME[ops.PUSH_GET]
-PUSH_LIST = ops.BY_NAME[ops.PUSH_LIST]
-PUSH_DELETE = ops.BY_NAME[ops.PUSH_DELETE]
-EXTENDED_CARD = ops.BY_NAME[ops.EXTENDED_CARD]
-
-JSON = dict[str, Any]
-
 
 # ====================================================================== §3.2 Part
 

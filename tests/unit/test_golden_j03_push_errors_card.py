@@ -12,6 +12,12 @@ from a2a.types import a2a_pb2 as pb
 from golden_support import (
     CARD_J03,
     CARD_P10,
+    EXTENDED_CARD,
+    JSON,
+    PUSH_CREATE,
+    PUSH_DELETE,
+    PUSH_GET,
+    PUSH_LIST,
     through_proto,
 )
 
@@ -23,20 +29,6 @@ from translators.j03 import requests as r
 from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.versions import V03, V10
-
-SEND = ops.BY_NAME[ops.SEND]
-STREAM = ops.BY_NAME[ops.STREAM]
-GET_TASK = ops.BY_NAME[ops.GET_TASK]
-CANCEL = ops.BY_NAME[ops.CANCEL]
-SUBSCRIBE = ops.BY_NAME[ops.SUBSCRIBE]
-PUSH_CREATE = ops.BY_NAME[ops.PUSH_CREATE]
-PUSH_GET = ops.BY_NAME[ops.PUSH_GET]
-PUSH_LIST = ops.BY_NAME[ops.PUSH_LIST]
-PUSH_DELETE = ops.BY_NAME[ops.PUSH_DELETE]
-EXTENDED_CARD = ops.BY_NAME[ops.EXTENDED_CARD]
-
-JSON = dict[str, Any]
-
 
 # ====================================================================== §3.9 push configs
 

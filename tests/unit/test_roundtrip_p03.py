@@ -24,14 +24,13 @@ from p10_strategies import (
     IMPLIED_MEDIA_TYPE,
     JSON,
     ids,
-    media_types,
     messages_p10,
     metadata,
-    optional,
     parts_p10,
+    push_configs_p10,
+    send_requests_p10,
     stream_responses_p10,
     tasks_p10,
-    urls,
 )
 
 from translators import operations as ops
@@ -68,36 +67,6 @@ def p10(data: JSON, cls: type[M]) -> M:
 
 
 # ====================================================================== strategies: P10
-
-
-@st.composite
-def push_configs_p10(draw: st.DrawFn, with_task: bool = True) -> JSON:
-    cfg: JSON = {"url": draw(urls)}
-    optional(draw, cfg, "taskId", ids) if not with_task else cfg.update(taskId=draw(ids))
-    optional(draw, cfg, "id", ids)
-    optional(draw, cfg, "token", ids)
-    optional(draw, cfg, "tenant", ids)
-    if draw(st.booleans()):
-        auth: JSON = {}
-        optional(draw, auth, "scheme", st.sampled_from(["Bearer", "Basic"]))
-        optional(draw, auth, "credentials", ids)
-        cfg["authentication"] = auth
-    return cfg
-
-
-@st.composite
-def send_requests_p10(draw: st.DrawFn) -> JSON:
-    req: JSON = {"message": draw(messages_p10())}
-    optional(draw, req, "tenant", ids)
-    if draw(st.booleans()):
-        conf: JSON = {}
-        optional(draw, conf, "acceptedOutputModes", st.lists(media_types, min_size=1, max_size=2))
-        optional(draw, conf, "taskPushNotificationConfig", push_configs_p10(with_task=False))
-        optional(draw, conf, "historyLength", st.integers(0, 5))
-        optional(draw, conf, "returnImmediately", st.booleans())
-        req["configuration"] = conf
-    optional(draw, req, "metadata", metadata)
-    return req
 
 
 # ====================================================================== expectations
@@ -224,7 +193,7 @@ def test_stream_response_roundtrip(item: JSON, final: bool, encoding: str) -> No
 
 
 @SETTINGS
-@given(send_requests_p10(), encodings)
+@given(send_requests_p10(extras=True), encodings)
 def test_send_request_roundtrip(req: JSON, encoding: str) -> None:
     loss = LossReport()
     sent = requests.request_to_p03(ops.SEND, p10(req, pb.SendMessageRequest), loss)
@@ -251,7 +220,7 @@ def test_send_request_roundtrip(req: JSON, encoding: str) -> None:
 
 
 @SETTINGS
-@given(push_configs_p10(), encodings)
+@given(push_configs_p10(extras=True), encodings)
 def test_push_config_roundtrip_create_and_answer(cfg: JSON, encoding: str) -> None:
     expected = {k: v for k, v in cfg.items() if k != "tenant"}
     expected.setdefault("id", cfg["taskId"])  # the SDKs' default config id (§3.9)
