@@ -65,6 +65,20 @@ class BackendConfig(_Model):
     connect_timeout: float = Field(5.0, gt=0)
     stream_idle_timeout: float = Field(300.0, gt=0,
                                        description="Seconds a stream may stay silent")
+    first_event_timeout: float = Field(60.0, gt=0, description="Seconds a stream may take "
+                                       "to send its first event")
+    stream_max_duration: float = Field(3600.0, ge=0, description="Seconds a stream may last "
+                                       "in all (0: no limit)")
+    max_answer_bytes: int = Field(16 * 1024 * 1024, gt=0, description="Largest answer (or "
+                                  "single stream event) read from the backend")
+    max_calls: int = Field(256, gt=0, description="Unary calls in flight to this backend "
+                           "address; more wait up to limits.pool_wait, then are refused")
+    max_streams: int = Field(1000, gt=0, description="Streams open to this backend address; "
+                             "more are refused (ResourceExhausted)")
+    header_precedence: Literal["backend", "client"] = Field(
+        "backend", description="When a forwarded client header (forward_headers) and one of "
+        "`headers` have the same name: `backend` sends the configured one, `client` the "
+        "client's")
     tenant: str | None = Field(None, description="tenant to send to a v1.0 backend")
     headers: dict[str, str] = Field(default_factory=dict,
                                     description="Static headers added to every backend call")
@@ -92,6 +106,9 @@ class BackendConfig(_Model):
 
 class TenantConfig(_Model):
     backend: BackendConfig
+    max_streams: int | None = Field(None, gt=0, description="Streams open through this "
+                                    "tenant at once (null: only the backend's and the "
+                                    "gateway's limits)")
 
 
 class ListenConfig(_Model):
@@ -104,6 +121,26 @@ class ListenConfig(_Model):
     @classmethod
     def _grpc(cls, value: str | None) -> str | None:
         return None if value is None else _host_port(value)
+
+
+class LimitsConfig(_Model):
+    """Bounds on what clients may hold (README "Limits and timeouts")."""
+
+    max_connections: int | None = Field(None, gt=0, description="HTTP connections open at "
+                                        "once (null: derived from the open-files limit)")
+    header_timeout: float = Field(10.0, gt=0, description="Seconds from a request's first "
+                                  "byte to the end of its headers")
+    body_timeout: float = Field(30.0, gt=0, description="Seconds to read a request body")
+    idle_timeout: float = Field(75.0, gt=0, description="Seconds an idle keep-alive "
+                                "connection stays open")
+    write_timeout: float = Field(30.0, gt=0, description="Seconds one write to a client may "
+                                 "block (a client that stops reading a stream)")
+    max_streams: int = Field(10000, gt=0, description="Streams open through the gateway at "
+                             "once, all tenants")
+    pool_wait: float = Field(2.0, ge=0, description="Seconds a call waits for a free slot "
+                             "toward its backend (max_calls) before it is refused")
+    grpc_max_streams_per_connection: int = Field(1000, gt=0, description="Concurrent gRPC "
+                                                 "calls on one client connection")
 
 
 class DemoAgentConfig(_Model):
@@ -206,7 +243,9 @@ class GatewayConfig(_Model):
     forward_headers: list[str] = Field(
         default_factory=lambda: ["authorization"],
         description="Client headers passed on to the backend (lowercase names)")
-    max_body_bytes: int = Field(8 * 1024 * 1024, gt=0)
+    max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="Largest request body "
+                                "(HTTP) or message (gRPC) a client may send")
+    limits: LimitsConfig = Field(default_factory=LimitsConfig)
     demo_agent: DemoAgentConfig | None = None
     shutdown_grace: float = Field(10.0, ge=0, description="Seconds unary calls get to finish "
                                   "after SIGTERM; open streams are ended at once, cleanly")

@@ -80,6 +80,22 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
           domain=GATEWAY_DOMAIN, v03_http=502, v03_grpc="UNAVAILABLE"),
     _kind("BackendTimeoutError", -32603, "DEADLINE_EXCEEDED", 504, "Backend agent timed out",
           domain=GATEWAY_DOMAIN, v03_http=504, v03_grpc="DEADLINE_EXCEEDED"),
+    # A limit of the gateway's was reached (open streams, calls in flight toward a
+    # backend): the caller may retry later. 429 is google.rpc's HTTP for RESOURCE_EXHAUSTED.
+    _kind("ResourceExhaustedError", -32603, "RESOURCE_EXHAUSTED", 429,
+          "The gateway is at a limit; retry later", domain=GATEWAY_DOMAIN, v03_http=429,
+          v03_grpc="RESOURCE_EXHAUSTED"),
+    # The request itself was refused before it was read in full: JSON-RPC has no code for
+    # it but "invalid request"; HTTP says which.
+    _kind("PayloadTooLargeError", -32600, "RESOURCE_EXHAUSTED", 413, "Request body too large",
+          domain=GATEWAY_DOMAIN, v03_http=413, v03_grpc="RESOURCE_EXHAUSTED"),
+    _kind("RequestTimeoutError", -32600, "DEADLINE_EXCEEDED", 408,
+          "The request was not received in time", domain=GATEWAY_DOMAIN, v03_http=408,
+          v03_grpc="DEADLINE_EXCEEDED"),
+    # A tenant the gateway does not have. -32602 keeps JSON-RPC clients' handling of a bad
+    # parameter; HTTP and gRPC say "not found".
+    _kind("TenantNotFoundError", -32602, "NOT_FOUND", 404, "Unknown tenant",
+          domain=GATEWAY_DOMAIN, v03_http=404, v03_grpc="NOT_FOUND"),
 )
 
 BY_NAME: dict[str, ErrorKind] = {k.name: k for k in ERROR_KINDS}

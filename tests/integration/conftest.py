@@ -1,57 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
-import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from helpers import MakeGateway, free_port
 
-from gateway.app import Server
-from gateway.config import parse_config
-from gateway.demo_agent import build_app, start_demo_agent
-
-
-@pytest.fixture
-async def demo_agent() -> AsyncIterator[str]:
-    port = free_port()
-    runner = await start_demo_agent("127.0.0.1", port)
-    yield f"http://127.0.0.1:{port}/"
-    await runner.cleanup()
-
-
-@pytest.fixture
-async def make_gateway() -> AsyncIterator[MakeGateway]:
-    """Start real gateways on loopback ports; returns their base URL."""
-    servers: list[Server] = []
-
-    async def make(tenants: dict[str, Any], *, grpc_port: int | None = None,
-                   **extra: Any) -> str:
-        port = free_port()
-        listen = {"http": f"127.0.0.1:{port}"}
-        if grpc_port is not None:
-            listen["grpc"] = f"127.0.0.1:{grpc_port}"
-        # Every peer here is on 127.0.0.1, which the push relay's SSRF guard refuses
-        # unless allow-listed (a test of the guard passes its own push_relay).
-        relay = {"webhook_allowlist": ["127.0.0.1"]}
-        config = parse_config({"listen": listen, "tenants": tenants, "push_relay": relay,
-                               **extra})
-        server = Server(config)
-        await server.start()
-        servers.append(server)
-        return f"http://127.0.0.1:{port}"
-
-    yield make
-    for server in servers:
-        await server.stop()
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
+from gateway.demo_agent import build_app
 
 
 @pytest.fixture
