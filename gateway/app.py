@@ -15,6 +15,13 @@ from aiohttp import web
 from gateway.config import GatewayConfig
 from gateway.ingress import cards, jsonrpc, rest
 from gateway.ingress.common import GATEWAY_KEY, gateway_of
+from gateway.ingress.connections import (
+    ConnectionGuard,
+    GuardedSite,
+    raise_open_files_limit,
+    track_requests,
+)
+from gateway.ingress.errors import answer_in_dialect
 from gateway.ingress.grpc import start_grpc_server
 from gateway.lifecycle import ConfigWatcher, Streams, readiness
 from gateway.metrics import exposition
@@ -54,7 +61,8 @@ async def metrics(_: web.Request) -> web.Response:
 
 
 def build_http_app(holder: GatewayHolder) -> web.Application:
-    app = web.Application(client_max_size=holder.current.config.max_body_bytes)
+    # Bodies are read by the codecs, bounded by max_body_bytes (ingress/common.read_body).
+    app = web.Application(middlewares=[track_requests, answer_in_dialect])
     app[GATEWAY_KEY] = holder
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
@@ -66,9 +74,9 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
     # Backends POST push notifications for relayed webhooks here (push_relay.py).
     app.router.add_post("/_relay/{sealed}", push_relay_handle)
     # Everything else goes through the REST router, which also hands `POST /{tenant}`
-    # (JSON-RPC with the tenant in the path) back to the JSON-RPC codec.
-    for verb in ("GET", "POST", "DELETE"):
-        app.router.add_route(verb, "/{path:.+}", rest.handle)
+    # (JSON-RPC with the tenant in the path) back to the JSON-RPC codec. Any verb and any
+    # path (newlines included): what no route serves is refused in the path's dialect.
+    app.router.add_route("*", r"/{path:[\s\S]*}", rest.handle)
     return app
 
 
@@ -88,7 +96,7 @@ class Server:
         self._session: aiohttp.ClientSession | None = None
         self._grpc: grpc.aio.Server | None = None
         self._holder: GatewayHolder | None = None
-        self._retired: list[Gateway] = []
+        self._retiring: dict[asyncio.Task[None], Gateway] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
@@ -109,10 +117,12 @@ class Server:
         self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.
         runner = web.AppRunner(build_http_app(holder), handler_cancellation=True,
-                               access_log=None, shutdown_timeout=config.shutdown_grace)
+                               access_log=None, shutdown_timeout=config.shutdown_grace,
+                               keepalive_timeout=config.limits.idle_timeout)
         await runner.setup()
         host, port = split_host_port(config.listen.http)
-        await web.TCPSite(runner, host, port).start()
+        self.connections = ConnectionGuard(config.limits)
+        await GuardedSite(runner, host, port, self.connections).start()
         self._runners.insert(0, runner)
         if config.listen.grpc:
             self._grpc = await start_grpc_server(lambda: holder.current, config.listen.grpc,
@@ -130,7 +140,10 @@ class Server:
         old = self.holder.current
         self.holder.current = Gateway(config, self._session)
         self.config = config
-        self._retired.append(old)
+        # The replaced gateway's backends and relay close when its last call ends.
+        retiring = asyncio.create_task(old.close_when_idle())
+        self._retiring[retiring] = old
+        retiring.add_done_callback(self._retiring.pop)
 
     def watch_config(self) -> ConfigWatcher | None:
         if self.config_path is None:
@@ -158,17 +171,18 @@ class Server:
             await runner.cleanup()
         self._runners.clear()
         if self._holder is not None:
-            for gateway in [*self._retired, self._holder.current]:
-                await gateway.relay.close()  # deliveries in flight: finish or log
-                for route in gateway.tenants.values():
-                    await route.close()
+            await self._holder.current.close()
             self._holder = None
+        for retiring, gateway in list(self._retiring.items()):
+            retiring.cancel()
+            await gateway.close()
         if self._session is not None:
             await self._session.close()
 
 
 async def serve(config: GatewayConfig, config_path: Path | None = None) -> int:
     configure_logging(config.log_level)
+    raise_open_files_limit()
     server = Server(config, config_path)
     await server.start()
     stop = asyncio.Event()

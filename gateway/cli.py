@@ -9,17 +9,20 @@ import sys
 from pathlib import Path
 
 from gateway.config import ConfigError, json_schema, load_config
+from gateway.preflight import preflight
 
 
 def _serve(args: argparse.Namespace) -> int:
     from gateway.app import serve
 
     config = load_config(args.config)
+    preflight(config)
     return asyncio.run(serve(config, Path(args.config)))
 
 
 def _check(args: argparse.Namespace) -> int:
     config = load_config(args.file)
+    preflight(config)
     print(f"{args.file}: OK — {len(config.tenants)} tenant(s), default "
           f"{config.default_tenant!r}, loss_policy {config.loss_policy.value}")
     for name, tenant in config.tenants.items():

@@ -13,6 +13,7 @@ import structlog
 
 from gateway.config import ConfigError, GatewayConfig, load_config
 from gateway.metrics import OPEN_STREAMS, RELOADS
+from gateway.preflight import preflight
 from gateway.tenants import TenantRoute
 
 log = structlog.get_logger("a2a_gateway.lifecycle")
@@ -110,16 +111,21 @@ class ConfigWatcher:
         return stat.st_mtime, stat.st_size
 
     async def reload(self, reason: str) -> bool:
+        """Load the file and apply it; on any failure the previous config keeps serving
+        (and this watcher keeps watching)."""
         async with self._lock:
             self._stamp = self._read_stamp()
             try:
                 config = load_config(self.path)
-            except ConfigError as exc:
+                preflight(config)
+                await self._apply(config)
+            except Exception as exc:  # ConfigError, or building the new gateway failed
                 RELOADS.labels("refused").inc()
+                error = str(exc) if isinstance(exc, ConfigError) else \
+                    f"{type(exc).__name__}: {exc}"
                 log.error("config reload refused; the previous config keeps serving",
-                          reason=reason, error=str(exc))
+                          reason=reason, error=error)
                 return False
-            await self._apply(config)
             RELOADS.labels("ok").inc()
             log.info("config reloaded", reason=reason, tenants=sorted(config.tenants))
             return True

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import (
+    AbstractAsyncContextManager,
+    AsyncExitStack,
+    asynccontextmanager,
+    contextmanager,
+)
 from typing import Any
 
 import aiohttp
@@ -23,8 +29,9 @@ from gateway.egress.base import Backend
 from gateway.egress.grpc import GrpcBackend
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
+from gateway.limits import Slots
 from gateway.push_relay import PushRelay
-from gateway.streams import ends_stream
+from gateway.streams import bounded_stream, ends_stream
 from gateway.tenants import TenantRoute
 from translators import operations as ops
 from translators.answers import enforce_answer_rules
@@ -36,6 +43,45 @@ from translators.versions import V03, VersionRules
 # How long a subscribe to a v0.3 backend waits for the backend's own first event before
 # the gateway fetches the Task to send first (v0.3 backends send only what happens next).
 TASK_FIRST_GRACE_SECONDS = 0.25
+
+
+class CallLimits:
+    """The slots of one config: open streams gateway-wide and per tenant, and per backend
+    address the unary calls in flight and the open streams (tenants that share a backend
+    address share its slots, with the smallest size any of them configures)."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.wait = config.limits.pool_wait
+        self._streams = Slots("max_streams", "gateway", config.limits.max_streams)
+        self._tenant_streams = {
+            name: Slots("tenant.max_streams", name, t.max_streams)
+            for name, t in config.tenants.items() if t.max_streams is not None}
+        by_address: dict[str, list[BackendConfig]] = {}
+        for t in config.tenants.values():
+            by_address.setdefault(_address(t.backend), []).append(t.backend)
+        self._calls = {a: Slots("backend.max_calls", a, min(b.max_calls for b in bs))
+                       for a, bs in by_address.items()}
+        self._backend_streams = {a: Slots("backend.max_streams", a,
+                                          min(b.max_streams for b in bs))
+                                 for a, bs in by_address.items()}
+
+    def call(self, route: TenantRoute) -> AbstractAsyncContextManager[None]:
+        return self._calls[_address(route.config)].hold(self.wait)
+
+    @asynccontextmanager
+    async def stream(self, route: TenantRoute) -> AsyncIterator[None]:
+        async with AsyncExitStack() as held:
+            await held.enter_async_context(self._streams.hold(self.wait))
+            tenant = self._tenant_streams.get(route.name)
+            if tenant is not None:
+                await held.enter_async_context(tenant.hold(self.wait))
+            await held.enter_async_context(
+                self._backend_streams[_address(route.config)].hold(self.wait))
+            yield
+
+
+def _address(config: BackendConfig) -> str:
+    return str(config.url or config.card)
 
 
 def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
@@ -63,21 +109,50 @@ class Gateway:
             name: TenantRoute(name, t.backend, session,
                               lambda c: make_backend(c, session, self.p03_options))
             for name, t in config.tenants.items()}
+        self.limits = CallLimits(config)
         self.relay = PushRelay(config, self)  # webhooks across versions (push_relay.py)
+        self._in_flight = 0
+        self._idle: asyncio.Event | None = None
+
+    @contextmanager
+    def _tracked(self) -> Iterator[None]:
+        """Count a call in flight, so a config this one replaced is closed only when its
+        last call has ended (see :meth:`close_when_idle`)."""
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            if self._in_flight == 0 and self._idle is not None:
+                self._idle.set()
+
+    async def close_when_idle(self) -> None:
+        """Close the backends and the relay once no call uses this gateway any more."""
+        if self._in_flight:
+            self._idle = asyncio.Event()
+            await self._idle.wait()
+        await self.close()
+
+    async def close(self) -> None:
+        await self.relay.close()  # deliveries in flight: finish or log
+        for route in self.tenants.values():
+            await route.close()
 
     def tenant_for(self, name: str | None) -> TenantRoute:
         tenant = name or self.config.default_tenant
         if tenant is None:
-            raise invalid_params("no tenant given and no default_tenant configured")
+            raise a2a_error("TenantNotFoundError",
+                            "no tenant given and no default_tenant configured")
         route = self.tenants.get(tenant)
         if route is None:
-            raise invalid_params(f"unknown tenant {tenant!r}", tenant=tenant)
+            raise a2a_error("TenantNotFoundError", f"unknown tenant {tenant[:64]!r}",
+                            tenant=tenant[:64])
         return route
 
-    async def _admit(self, call: Call) -> Backend:
+    async def _admit(self, call: Call) -> tuple[TenantRoute, Backend]:
         route = self.tenant_for(call.ctx.tenant)
         call.ctx.tenant = route.name
-        backend = await route.backend()
+        backend = await route.backend(call)
         call.ctx.backend_version = backend.config.version
         call.ctx.backend_binding = backend.config.binding
         loss = call.ctx.loss
@@ -92,19 +167,24 @@ class Gateway:
                                call.ctx.extensions)
             if refused is not None:
                 raise refused
-        return backend
+        return route, backend
 
     async def unary(self, call: Call) -> ProtoMessage | None:
-        backend = await self._admit(call)
+        with self._tracked():
+            return await self._unary(call)
+
+    async def _unary(self, call: Call) -> ProtoMessage | None:
+        route, backend = await self._admit(call)
         await self.relay.rewrite_request(call)
-        started = time.monotonic()
-        try:
-            result = await backend.unary(call)
-        except A2AError as err:
-            call.ctx.backend_error = err.kind.reason
-            raise
-        finally:
-            call.ctx.backend_seconds = time.monotonic() - started
+        async with self.limits.call(route):
+            started = time.monotonic()
+            try:
+                result = await backend.unary(call)
+            except A2AError as err:
+                call.ctx.backend_error = err.kind.reason
+                raise
+            finally:
+                call.ctx.backend_seconds = time.monotonic() - started
         result = self.relay.restore_response(call, result)
         enforce_answer_rules(call.request, result)
         if isinstance(result, pb.AgentCard):
@@ -113,31 +193,35 @@ class Gateway:
         return result
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
-        backend = await self._admit(call)
-        await self.relay.rewrite_request(call)
-        first = True
-        started = time.monotonic()
-        source = backend.stream(call)
-        items = source
-        if backend.config.version == V03:
-            if call.op.name == ops.SUBSCRIBE:
-                items = self._task_first(backend, call, source)
-            items = self._settled_end(backend, call, items)
-        try:
-            async for item in items:
-                if first:
-                    call.ctx.backend_seconds = time.monotonic() - started
-                first = False
-                call.ctx.events += 1
-                enforce_answer_rules(call.request, item)
+        with self._tracked():
+            async for item in self._stream(call):
                 yield item
-        except A2AError as err:
-            call.ctx.backend_error = err.kind.reason
-            raise
-        finally:
-            if items is not source:
+
+    async def _stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
+        route, backend = await self._admit(call)
+        await self.relay.rewrite_request(call)
+        async with self.limits.stream(route):
+            first = True
+            started = time.monotonic()
+            items = backend.stream(call)
+            if backend.config.version == V03:
+                if call.op.name == ops.SUBSCRIBE:
+                    items = self._task_first(backend, call, items)
+                items = self._settled_end(backend, call, items)
+            items = bounded_stream(items, call, backend.config)
+            try:
+                async for item in items:
+                    if first:
+                        call.ctx.backend_seconds = time.monotonic() - started
+                    first = False
+                    call.ctx.events += 1
+                    enforce_answer_rules(call.request, item)
+                    yield item
+            except A2AError as err:
+                call.ctx.backend_error = err.kind.reason
+                raise
+            finally:
                 await items.aclose()  # type: ignore[attr-defined]
-            await source.aclose()  # type: ignore[attr-defined]
 
     async def _settled_end(self, backend: Backend, call: Call,
                            source: AsyncIterator[pb.StreamResponse],

@@ -1,4 +1,4 @@
-"""Stream helpers shared by the ingress codecs: peeking and v0.3 `final` marking."""
+"""Stream helpers: time bounds on a backend's events, and v0.3 `final` marking."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ from collections.abc import AsyncGenerator, AsyncIterator
 
 from a2a.types import a2a_pb2 as pb
 
+from gateway.call import Call
+from gateway.config import BackendConfig
+from gateway.egress.base import backend_timeout
 from translators.j03.objects import INTERRUPTED_STATES, TERMINAL_STATES
 
 _ENDS_V03_STREAM = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES | INTERRUPTED_STATES)
@@ -60,3 +63,31 @@ async def without_final_flags(source: AsyncIterator[pb.StreamResponse],
                               ) -> AsyncGenerator[tuple[pb.StreamResponse, bool], None]:
     async for item in source:
         yield item, False
+
+
+async def bounded_stream(source: AsyncIterator[pb.StreamResponse], call: Call,
+                         config: BackendConfig) -> AsyncGenerator[pb.StreamResponse, None]:
+    """``source``, bounded in time: its first event within `first_event_timeout`, each
+    next one within `stream_idle_timeout`, and all of it within `stream_max_duration`
+    (0: no total bound). Past a bound the stream ends with BackendTimeoutError, and the
+    backend's stream is closed."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + config.stream_max_duration if config.stream_max_duration else None
+    wait, what = config.first_event_timeout, "the first event"
+    try:
+        while True:
+            seconds, shown, waiting_for = wait, wait, what
+            if end is not None and end - loop.time() < wait:
+                seconds = max(0.0, end - loop.time())
+                shown, waiting_for = config.stream_max_duration, "stream_max_duration reached"
+            try:
+                async with asyncio.timeout(seconds):
+                    item = await anext(source)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise backend_timeout(call, config, shown, waiting_for) from None
+            wait, what = config.stream_idle_timeout, "the next event"
+            yield item
+    finally:
+        await source.aclose()  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ from collections.abc import Callable
 import aiohttp
 import structlog
 
+from gateway.call import Call
 from gateway.cards import BackendCard, default_card_url
 from gateway.config import BackendConfig
 from gateway.egress.base import Backend, backend_unavailable
@@ -38,7 +39,7 @@ class TenantRoute:
     def discovered(self) -> bool:
         return self.config.url is None
 
-    async def backend(self) -> Backend:
+    async def backend(self, call: Call) -> Backend:
         if not self.discovered:
             assert self._backend is not None
             return self._backend
@@ -46,14 +47,14 @@ class TenantRoute:
         if parsed is None:
             if self._backend is not None:
                 return self._backend  # the card is gone for now; keep what worked
-            raise backend_unavailable(self.config, f"its card {self.card.url} could not be "
-                                      f"fetched ({self.card.last_error})")
+            raise backend_unavailable(call, self.config, f"its card {self.card.url} could "
+                                      f"not be fetched ({self.card.last_error})")
         d = self.config.discovery
         picked = pick_interface(parsed.p10, prefer_version=d.prefer_version,
                                 bindings=tuple(d.bindings))
         if picked is None:
-            raise backend_unavailable(self.config, "its card lists no interface this gateway "
-                                      f"can call with bindings {d.bindings}")
+            raise backend_unavailable(call, self.config, "its card lists no interface this "
+                                      f"gateway can call with bindings {d.bindings}")
         if self._backend is None or picked != self._picked:
             effective = self.config.model_copy(update={
                 "url": picked["url"], "version": picked["protocolVersion"],

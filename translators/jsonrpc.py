@@ -8,6 +8,7 @@ rules table.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -17,6 +18,7 @@ from translators import operations as ops
 from translators.errors import (
     A2AError,
     a2a_error,
+    error_from_jsonrpc,
     error_to_jsonrpc_v03,
     error_to_jsonrpc_v10,
     invalid_params,
@@ -28,6 +30,71 @@ from translators.protojson import dump_p10, parse_p10, reclassify
 from translators.versions import V03, V10
 
 JSONRPC = "JSONRPC"
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A JSON-RPC 2.0 request as far as the envelope goes: id, method, params."""
+
+    request_id: str | int | None
+    method: str
+    params: Any
+
+
+class EnvelopeError(Exception):
+    """A request the JSON-RPC layer refuses; ``request_id`` is its id when that was valid."""
+
+    def __init__(self, error: A2AError, request_id: str | int | None = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.request_id = request_id
+
+
+def _valid_id(value: Any) -> bool:
+    # JSON-RPC 2.0: a string, a number (without fraction), or null. bool is not a number.
+    return value is None or isinstance(value, str) or (
+        isinstance(value, int) and not isinstance(value, bool))
+
+
+def read_envelope(body: Any) -> Envelope:
+    """The envelope of a client's request; EnvelopeError (InvalidRequest) for anything that
+    is not one JSON-RPC 2.0 request. An id that is not a string, integer or null is refused
+    before anything runs, and the answer's id is then null."""
+    if not isinstance(body, dict):
+        message = "batch requests are not supported" if isinstance(body, list) else \
+            "a JSON-RPC request is a JSON object"
+        raise EnvelopeError(a2a_error("InvalidRequestError", message))
+    rid = body.get("id")
+    if not _valid_id(rid):
+        raise EnvelopeError(a2a_error("InvalidRequestError",
+                                      "the id must be a string, an integer or null"))
+    method = body.get("method")
+    if body.get("jsonrpc") != "2.0" or not isinstance(method, str):
+        raise EnvelopeError(a2a_error("InvalidRequestError",
+                                      "expected jsonrpc '2.0' and a string method"), rid)
+    return Envelope(rid, method, body.get("params"))
+
+
+def read_answer(body: Any, sent_id: str | int, *, empty_ok: bool = False) -> Any:
+    """A backend's JSON-RPC response to the request sent with ``sent_id``: its ``result``
+    (None when a successful answer has none, as a2a-sdk 0.3.26's push-config delete does),
+    or the A2AError its ``error`` names. Anything else — not a 2.0 response, another id —
+    is InvalidAgentResponseError."""
+    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
+        raise a2a_error("InvalidAgentResponseError", "not a JSON-RPC 2.0 response")
+    if "error" in body:
+        # An error may carry a null id (the backend could not read ours); still its error.
+        if body.get("id") not in (sent_id, None):
+            raise a2a_error("InvalidAgentResponseError",
+                            "a JSON-RPC error answering another request id")
+        raise error_from_jsonrpc(body["error"])
+    if body.get("id") != sent_id or isinstance(body.get("id"), bool):
+        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response to another request "
+                        "id than the one sent")
+    if "result" not in body and not empty_ok:
+        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response without result or "
+                        "error")
+    return body.get("result")
 
 
 def operation_for_method(method: str) -> tuple[ops.Operation, str] | None:

@@ -18,6 +18,7 @@ from translators.j03.common import iso_to_p10
 from translators.j03.objects import STATE_J03_TO_P10
 from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10, reclassify
+from translators.rest_errors import error_from_rest
 from translators.rest_routes import Route, query_string_values, query_values
 from translators.versions import V10
 
@@ -111,3 +112,12 @@ def stream_item_from_canonical(version: str, item: pb.StreamResponse, final: boo
     from translators.p03 import rest as p03_rest
 
     return p03_rest.stream_item_from_canonical(item, final, loss, **p03_options)
+
+
+def stream_error(body: Any) -> A2AError:
+    """The error an SSE `error` event of a REST stream carries. The event has no HTTP
+    status of its own: a v1.0 body's google.rpc.Status says it, else the body's shape."""
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    return error_from_rest(status, body)

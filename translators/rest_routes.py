@@ -199,3 +199,12 @@ def dialect_of_path(path: str, header_version: str) -> str:
     """The version a path speaks when no route matched (for the error's shape):
     `/v1/...` and `/{tenant}/v1/...` are v0.3 unless the client declares 1.x."""
     return V03 if header_version != V10 and _V03_PATH.match(path) else V10
+
+
+_JSONRPC_TENANT_PATH = re.compile(r"^/[^/:]+/?$")
+
+
+def is_jsonrpc_path(path: str) -> bool:
+    """`POST /{tenant}` (no route of either version looks like it) is JSON-RPC with the
+    tenant in the path: every served card lists `<base>/{tenant}/` for JSONRPC."""
+    return _JSONRPC_TENANT_PATH.match(path) is not None

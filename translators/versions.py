@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from translators.errors import A2AError, a2a_error
@@ -20,10 +21,18 @@ def normalize_version(raw: str | None) -> str:
     value = (raw or "").strip()
     if not value:
         return V03
-    parts = value.split(".")
-    if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-        return f"{int(parts[0])}.{int(parts[1])}"
-    return value
+    match = _MAJOR_MINOR.match(value)
+    if match is not None:
+        return f"{int(match[1])}.{int(match[2])}"
+    # Echoed in the refusal: keep it short and printable.
+    shown = "".join(c if c.isprintable() else "?" for c in value[:_SHOWN])
+    return shown + ("..." if len(value) > _SHOWN else "")
+
+
+# Major.Minor, then anything after a dot (a patch number, which takes no part). Bounded:
+# a version is a few digits, and int() of thousands of them is refused by Python.
+_MAJOR_MINOR = re.compile(r"(\d{1,6})\.(\d{1,6})(?:\.|$)")
+_SHOWN = 32
 
 
 def version_not_supported(requested: str, supported: tuple[str, ...]) -> A2AError:

@@ -1,10 +1,17 @@
-"""What every backend client offers the pipeline, and the headers all of them send."""
+"""What every backend client offers the pipeline, the headers all of them send, and the
+gateway's own errors about a backend.
+
+A backend's address never reaches a caller: an error about the backend names the tenant
+and the request id, and the address and the transport's detail go to the log, where the
+request id finds them (non-negotiable "nothing secret reaches a caller").
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Protocol
 
+import structlog
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
@@ -12,6 +19,11 @@ from gateway.call import Call
 from gateway.config import BackendConfig
 from translators.errors import A2AError, a2a_error
 from translators.versions import V10
+
+log = structlog.get_logger("a2a_gateway.egress")
+
+# Headers (gRPC: metadata) a backend may answer with that mean something to the client.
+ECHOED_HEADERS = ("a2a-extensions", "x-a2a-extensions")
 
 
 class Backend(Protocol):
@@ -25,9 +37,12 @@ class Backend(Protocol):
 
 
 def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
-    """Headers for one backend call: configured ones, forwarded ones, version, extensions."""
-    headers = dict(config.headers)
-    headers.update(call.ctx.forward_headers)
+    """Headers for one backend call: configured ones and forwarded ones (which of the two
+    wins a name both have is `header_precedence`), the request id, version, extensions."""
+    if config.header_precedence == "backend":
+        headers = {**call.ctx.forward_headers, **config.headers}
+    else:
+        headers = {**config.headers, **call.ctx.forward_headers}
     headers["x-request-id"] = call.ctx.request_id
     if config.version == V10:
         # py@HEAD reads a missing header as 0.3 and refuses v1.0 methods (reference §1).
@@ -40,19 +55,32 @@ def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
     return headers
 
 
-def backend_unavailable(config: BackendConfig, detail: str) -> A2AError:
-    where = config.url or config.card
-    return a2a_error("BackendUnavailableError", f"backend {where} unavailable: {detail}",
-                     backend=where)
+def _where(call: Call) -> str:
+    return f"tenant {call.ctx.tenant or '(default)'}, request {call.ctx.request_id}"
 
 
-def backend_timeout(config: BackendConfig, seconds: float) -> A2AError:
-    return a2a_error("BackendTimeoutError",
-                     f"backend {config.url} did not answer within {seconds:g}s",
-                     backend=config.url)
+def backend_unavailable(call: Call, config: BackendConfig, detail: str) -> A2AError:
+    log.warning("backend unavailable", tenant=call.ctx.tenant, request_id=call.ctx.request_id,
+                backend=config.url or config.card, detail=detail)
+    return a2a_error("BackendUnavailableError", f"the backend is unavailable ({_where(call)})",
+                     tenant=call.ctx.tenant or "")
 
 
-def bad_response(config: BackendConfig, detail: str) -> A2AError:
-    return a2a_error("InvalidAgentResponseError",
-                     f"backend {config.url} sent an invalid response: {detail}",
-                     backend=config.url)
+def backend_timeout(call: Call, config: BackendConfig, seconds: float, what: str) -> A2AError:
+    log.warning("backend timeout", tenant=call.ctx.tenant, request_id=call.ctx.request_id,
+                backend=config.url or config.card, waited=what, seconds=seconds)
+    return a2a_error("BackendTimeoutError", f"the backend did not answer in time: {what} "
+                     f"({seconds:g} s; {_where(call)})", tenant=call.ctx.tenant or "")
+
+
+def bad_response(call: Call, config: BackendConfig, detail: str) -> A2AError:
+    log.warning("backend answer refused", tenant=call.ctx.tenant,
+                request_id=call.ctx.request_id, backend=config.url or config.card,
+                detail=detail)
+    return a2a_error("InvalidAgentResponseError", f"the backend sent an invalid response: "
+                     f"{detail} ({_where(call)})", tenant=call.ctx.tenant or "")
+
+
+def too_large(call: Call, config: BackendConfig) -> A2AError:
+    return bad_response(call, config, f"the answer is larger than {config.max_answer_bytes} "
+                        f"bytes (max_answer_bytes)")

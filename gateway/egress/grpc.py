@@ -1,13 +1,17 @@
-"""gRPC backends of either version, over one long-lived channel per backend.
+"""gRPC backends of either version, over long-lived channels.
 
 The configured `url` is `host:port` (config validation strips `grpc://` / `http://`).
-Requests and answers travel as bytes made by translators/grpc_wire, so the channel
-needs no generated stubs; errors are classified by translators/grpc_errors.
+Requests and answers travel as bytes made by translators/grpc_wire, so the channels need
+no generated stubs; errors are classified by translators/grpc_errors.
+
+Unary calls and streams never share an HTTP/2 connection: a backend that caps concurrent
+streams per connection (100 is common) would otherwise queue unary calls behind open
+streams. Streams spread over as many connections as they need, STREAMS_PER_CONNECTION
+each.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,22 +22,49 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers, backend_timeout, backend_unavailable
+from gateway.egress.base import (
+    ECHOED_HEADERS,
+    backend_headers,
+    backend_timeout,
+    backend_unavailable,
+    too_large,
+)
 from translators import grpc_wire as wire
 from translators.errors import A2AError
 from translators.grpc_errors import STATUS_DETAILS_KEY, error_from_grpc
 from translators.versions import V10
 
-# Metadata a backend may answer with that means something to the client.
-_ECHOED = ("a2a-extensions", "x-a2a-extensions")
 # HTTP headers that are not metadata on gRPC (the transport owns them).
 _NOT_METADATA = frozenset({"content-type", "te", "user-agent", "host", "connection",
                            "content-length", "accept", "transfer-encoding"})
+STREAMS_PER_CONNECTION = 100
 
 
 def _usable(key: str, value: str) -> bool:
     return (bool(key) and not key.startswith((":", "grpc-")) and key not in _NOT_METADATA
             and not key.endswith("-bin") and value.isascii() and value.isprintable())
+
+
+class _StreamChannels:
+    """Channels for streams, each carrying up to STREAMS_PER_CONNECTION at once."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._open: list[tuple[grpc.aio.Channel, list[int]]] = []
+
+    def acquire(self) -> tuple[grpc.aio.Channel, list[int]]:
+        for channel, count in self._open:
+            if count[0] < STREAMS_PER_CONNECTION:
+                count[0] += 1
+                return channel, count
+        entry = (self._make(), [1])
+        self._open.append(entry)
+        return entry
+
+    async def close(self) -> None:
+        for channel, _ in self._open:
+            await channel.close()
+        self._open.clear()
 
 
 class GrpcBackend:
@@ -44,19 +75,25 @@ class GrpcBackend:
         self.url: str = config.url
         self.version: str = config.version
         self._options = p03_options
-        self._channel: grpc.aio.Channel | None = None
+        self._unary: grpc.aio.Channel | None = None
+        self._streams = _StreamChannels(self._new_channel)
+
+    def _new_channel(self) -> grpc.aio.Channel:
+        backoff_ms = int(self.config.connect_timeout * 1000)
+        return grpc.aio.insecure_channel(self.url, options=[
+            # A backend that was down is retried soon, not after minutes of backoff.
+            ("grpc.initial_reconnect_backoff_ms", min(200, backoff_ms)),
+            ("grpc.max_reconnect_backoff_ms", backoff_ms),
+            ("grpc.max_receive_message_length", self.config.max_answer_bytes),
+            # Channels with the same arguments would otherwise share one connection.
+            ("grpc.use_local_subchannel_pool", 1),
+        ])
 
     def channel(self) -> grpc.aio.Channel:
         # Made on first use, inside the running loop, and kept until close().
-        if self._channel is None:
-            backoff_ms = int(self.config.connect_timeout * 1000)
-            self._channel = grpc.aio.insecure_channel(self.url, options=[
-                # A backend that was down is retried soon, not after minutes of backoff.
-                ("grpc.initial_reconnect_backoff_ms", min(200, backoff_ms)),
-                ("grpc.max_reconnect_backoff_ms", backoff_ms),
-                ("grpc.max_receive_message_length", 64 * 1024 * 1024),
-            ])
-        return self._channel
+        if self._unary is None:
+            self._unary = self._new_channel()
+        return self._unary
 
     def _metadata(self, call: Call) -> tuple[tuple[str, str], ...]:
         headers = backend_headers(call, self.config)
@@ -76,20 +113,24 @@ class GrpcBackend:
         return method, wire.request_from_canonical(method, request, call.ctx.loss,
                                                    **self._options)
 
-    def _error(self, exc: grpc.aio.AioRpcError, seconds: float) -> A2AError:
+    def _error(self, call: Call, exc: grpc.aio.AioRpcError, seconds: float) -> A2AError:
         code = exc.code()
         message = exc.details() or ""
         details = next((v for k, v in exc.trailing_metadata() or ()
                         if k == STATUS_DETAILS_KEY and isinstance(v, bytes)), None)
-        if details is None and code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
-            return backend_unavailable(self.config, message or code.name)
-        if details is None and code is grpc.StatusCode.DEADLINE_EXCEEDED:
-            return backend_timeout(self.config, seconds)
+        if details is None:
+            # The transport's own statuses: what they say (addresses) stays in the log.
+            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                return backend_unavailable(call, self.config, message or code.name)
+            if code is grpc.StatusCode.DEADLINE_EXCEEDED:
+                return backend_timeout(call, self.config, seconds, "the answer")
+            if code is grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in message:
+                return too_large(call, self.config)
         return error_from_grpc(code.name, message, details)
 
     def _echo(self, call: Call, metadata: Any) -> None:
         for key, value in metadata or ():
-            if key in _ECHOED and isinstance(value, str):
+            if key in ECHOED_HEADERS and isinstance(value, str):
                 call.ctx.response_headers[key] = value
 
     async def unary(self, call: Call) -> ProtoMessage | None:
@@ -101,27 +142,26 @@ class GrpcBackend:
             raw = await pending
             self._echo(call, await pending.initial_metadata())
         except grpc.aio.AioRpcError as exc:
-            raise self._error(exc, timeout) from None
+            raise self._error(call, exc, timeout) from None
         return wire.response_to_canonical(method, raw, call.ctx.loss, call.request,
                                           **self._options)
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
         method, payload = self._payload(call)
-        # A stream has no total deadline of its own, only the caller's, if any.
+        # A stream has no total deadline of its own, only the caller's, if any; its events
+        # are bounded by the pipeline (first event, idle, total).
         deadline = (None if call.ctx.deadline is None
                     else max(0.001, call.ctx.deadline - time.monotonic()))
-        idle = self.config.stream_idle_timeout
-        pending = self.channel().unary_stream(method.path)(
+        channel, count = self._streams.acquire()
+        pending = channel.unary_stream(method.path)(
             payload, timeout=deadline, metadata=self._metadata(call))
         try:
             first = True
             while True:
                 try:
-                    raw = await asyncio.wait_for(pending.read(), idle)
-                except TimeoutError:
-                    raise backend_timeout(self.config, idle) from None
+                    raw = await pending.read()
                 except grpc.aio.AioRpcError as exc:
-                    raise self._error(exc, deadline or idle) from None
+                    raise self._error(call, exc, deadline or 0) from None
                 if raw is grpc.aio.EOF:
                     return
                 if first:
@@ -132,8 +172,10 @@ class GrpcBackend:
         finally:
             # The client went away (or we failed): the backend call ends with us.
             pending.cancel()
+            count[0] -= 1
 
     async def close(self) -> None:
-        if self._channel is not None:
-            await self._channel.close()
-            self._channel = None
+        if self._unary is not None:
+            await self._unary.close()
+            self._unary = None
+        await self._streams.close()

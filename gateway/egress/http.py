@@ -1,5 +1,6 @@
-"""One HTTP exchange with a backend (JSON-RPC and REST share it): timeouts, the headers
-the client should see, and transport failures turned into the gateway's own errors."""
+"""One HTTP exchange with a backend (JSON-RPC and REST share it): timeouts, bounded reads,
+the headers the client should see, and transport failures turned into the gateway's own
+errors."""
 
 from __future__ import annotations
 
@@ -11,16 +12,26 @@ import aiohttp
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_timeout, backend_unavailable
+from gateway.egress.base import (
+    ECHOED_HEADERS,
+    backend_timeout,
+    backend_unavailable,
+    bad_response,
+    too_large,
+)
+from gateway.sse import read_sse
+from translators.errors import A2AError
+from translators.json_text import number_refusal, parse_json
+from translators.sse import SseEvent
 
-# Headers a backend may answer with that mean something to the client.
-_ECHOED = ("a2a-extensions", "x-a2a-extensions")
+# What a status page from something in front of the backend (a proxy, a load balancer)
+# means when its body is not the backend's own error.
+_PROXY_STATUS = {502: "unavailable", 503: "unavailable", 504: "timeout"}
 
 
 def _timeout(config: BackendConfig, call: Call, stream: bool) -> aiohttp.ClientTimeout:
-    if stream:  # a stream may last; only silence is bounded
-        return aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout,
-                                     sock_read=config.stream_idle_timeout)
+    if stream:  # a stream may last; its events are bounded by the pipeline
+        return aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout)
     return aiohttp.ClientTimeout(total=call.ctx.remaining(config.timeout),
                                  sock_connect=config.connect_timeout)
 
@@ -31,13 +42,64 @@ async def backend_request(session: aiohttp.ClientSession, config: BackendConfig,
                           **kwargs: Any) -> AsyncIterator[aiohttp.ClientResponse]:
     timeout = _timeout(config, call, stream)
     try:
-        async with session.request(method, url, timeout=timeout, **kwargs) as resp:
+        async with session.request(method, url, timeout=timeout, allow_redirects=False,
+                                   **kwargs) as resp:
             call.ctx.response_headers.update(
-                {h: resp.headers[h] for h in _ECHOED if h in resp.headers})
+                {h: resp.headers[h] for h in ECHOED_HEADERS if h in resp.headers})
             yield resp
     except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
         if isinstance(exc, aiohttp.ServerTimeoutError):
-            raise backend_timeout(config, timeout.sock_read or timeout.total or 0) from None
-        raise backend_unavailable(config, str(exc) or type(exc).__name__) from None
+            raise backend_timeout(call, config, timeout.total or config.connect_timeout,
+                                  "the answer") from None
+        raise backend_unavailable(call, config, str(exc) or type(exc).__name__) from None
     except TimeoutError:
-        raise backend_timeout(config, timeout.total or 0) from None
+        raise backend_timeout(call, config, timeout.total or 0, "the answer") from None
+
+
+async def read_capped(call: Call, config: BackendConfig, resp: aiohttp.ClientResponse) -> bytes:
+    """The whole answer body, refused past `max_answer_bytes` (before reading it when
+    Content-Length says so)."""
+    limit = config.max_answer_bytes
+    if resp.content_length is not None and resp.content_length > limit:
+        raise too_large(call, config)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in resp.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(call, config)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def check_proxy_page(call: Call, config: BackendConfig, resp: aiohttp.ClientResponse) -> None:
+    """A 502/503/504 whose body is not JSON (so not the backend's own error): whatever
+    stands in front of the backend could not reach it, or gave up waiting."""
+    meaning = _PROXY_STATUS.get(resp.status)
+    if meaning is None or "json" in resp.content_type:
+        return
+    if meaning == "unavailable":
+        raise backend_unavailable(call, config, f"HTTP {resp.status} from in front of the "
+                                  f"backend ({resp.content_type})")
+    raise backend_timeout(call, config, config.timeout, f"HTTP {resp.status}, the answer")
+
+
+def json_answer(call: Call, config: BackendConfig, raw: bytes | str,
+                what: str = "the answer") -> Any:
+    """A backend's JSON text; what is not JSON, or holds numbers no A2A field can, is the
+    backend's fault (InvalidAgentResponseError)."""
+    try:
+        parsed = parse_json(raw, what=what)
+    except A2AError as err:
+        raise bad_response(call, config, err.message) from None
+    if parsed.bad_number is not None:
+        raise bad_response(call, config, number_refusal(parsed.bad_number).message)
+    return parsed.value
+
+
+def sse_events(config: BackendConfig, resp: aiohttp.ClientResponse) -> AsyncIterator[SseEvent]:
+    return read_sse(resp.content.iter_any(), config.max_answer_bytes)
+
+
+def is_event_stream(resp: aiohttp.ClientResponse) -> bool:
+    return resp.headers.get("content-type", "").startswith("text/event-stream")

@@ -3,26 +3,28 @@
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import aiohttp
-import structlog
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.egress.base import backend_headers, bad_response
-from gateway.egress.http import backend_request
-from gateway.sse import read_sse
+from gateway.egress.http import (
+    backend_request,
+    check_proxy_page,
+    is_event_stream,
+    json_answer,
+    read_capped,
+    sse_events,
+)
 from translators import jsonrpc as rpc
-from translators.errors import error_from_jsonrpc
-
-log = structlog.get_logger("a2a_gateway.egress")
-
+from translators.json_text import dumps
+from translators.versions import V10
 
 
 class JsonRpcBackend:
@@ -37,7 +39,7 @@ class JsonRpcBackend:
 
     def _envelope(self, call: Call) -> dict[str, Any]:
         request = call.request
-        if self.version == "1.0" and hasattr(request, "tenant"):
+        if self.version == V10 and hasattr(request, "tenant"):
             # The client's tenant picked this backend; the backend gets its own, if any.
             request = type(request)()
             request.CopyFrom(call.request)
@@ -54,52 +56,34 @@ class JsonRpcBackend:
         headers = backend_headers(call, self.config)
         headers["content-type"] = "application/json"
         headers["accept"] = "text/event-stream" if stream else "application/json"
-        assert self.url is not None
         return backend_request(self._session, self.config, call, "POST", self.url,
-                               stream=stream, data=json.dumps(body), headers=headers)
+                               stream=stream, data=dumps(body), headers=headers)
 
-    async def _json(self, resp: aiohttp.ClientResponse) -> Any:
-        raw = await resp.read()
-        try:
-            data = json.loads(raw)
-        except ValueError:
-            raise bad_response(self.config, f"HTTP {resp.status}, body is not JSON") from None
-        return data
-
-    def _result(self, data: Any, *, empty_ok: bool = False) -> Any:
-        if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
-            raise bad_response(self.config, "not a JSON-RPC 2.0 response")
-        if "error" in data:
-            raise error_from_jsonrpc(data["error"])
-        # a2a-sdk 0.3.26 answers a successful push-config delete with no `result` at all.
-        if "result" not in data and not empty_ok:
-            raise bad_response(self.config, "JSON-RPC response without result or error")
-        return data.get("result")
+    async def _answer(self, call: Call, resp: aiohttp.ClientResponse, sent_id: int) -> Any:
+        """The result of a plain JSON answer (not a stream)."""
+        check_proxy_page(call, self.config, resp)
+        data = json_answer(call, self.config, await read_capped(call, self.config, resp))
+        return rpc.read_answer(data, sent_id, empty_ok=call.op.response is None)
 
     async def unary(self, call: Call) -> ProtoMessage | None:
         body = self._envelope(call)
         async with self._post(call, body, stream=False) as resp:
-            data = await self._json(resp)
-        result = self._result(data, empty_ok=call.op.response is None)
+            result = await self._answer(call, resp, body["id"])
         return rpc.result_to_canonical(call.op, self.version, result,
                                        call.ctx.loss, call.request)
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
         body = self._envelope(call)
         async with self._post(call, body, stream=True) as resp:
-            ctype = resp.headers.get("content-type", "")
-            if not ctype.startswith("text/event-stream"):
-                # Errors before the first event come back as a plain JSON-RPC response.
-                self._result(await self._json(resp))
-                raise bad_response(self.config, f"expected an event stream, got {ctype!r}")
-            async for event in read_sse(resp.content):
-                try:
-                    data = json.loads(event.data)
-                except ValueError:
-                    raise bad_response(self.config, "stream event is not JSON") from None
-                yield rpc.stream_item_to_canonical(self.version, self._result(data),
-                                                   call.ctx.loss)
+            if not is_event_stream(resp):
+                # Errors before the first event may come back as a plain JSON-RPC response.
+                await self._answer(call, resp, body["id"])
+                raise bad_response(call, self.config, "expected an event stream, got "
+                                   f"{resp.headers.get('content-type', 'no content type')!r}")
+            async for event in sse_events(self.config, resp):
+                data = json_answer(call, self.config, event.data, "a stream event")
+                result = rpc.read_answer(data, body["id"])
+                yield rpc.stream_item_to_canonical(self.version, result, call.ctx.loss)
 
     async def close(self) -> None:
         return None
-

@@ -6,7 +6,6 @@ adds `/v1` for v0.3 and the tenant prefix for a v1.0 backend with a tenant.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -18,10 +17,18 @@ from google.protobuf.message import Message as ProtoMessage
 from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.egress.base import backend_headers, bad_response
-from gateway.egress.http import backend_request
-from gateway.sse import read_sse
+from gateway.egress.http import (
+    backend_request,
+    check_proxy_page,
+    is_event_stream,
+    json_answer,
+    read_capped,
+    sse_events,
+)
 from translators import operations as ops
 from translators import rest
+from translators.errors import A2AError
+from translators.json_text import dumps, parse_json
 from translators.rest_errors import error_from_rest
 from translators.rest_routes import Route, route_for
 from translators.versions import V10
@@ -61,22 +68,21 @@ class RestBackend:
         data = None
         if body is not None or route.verb == "POST":
             # `{}` rather than no body: some peers refuse an empty or null one (§2).
-            data = json.dumps(body if body is not None else {})
+            data = dumps(body if body is not None else {})
             headers["content-type"] = "application/json"
         return backend_request(self._session, self.config, call, route.verb, url,
                                stream=stream, params=query, data=data, headers=headers)
 
-    async def _json(self, resp: aiohttp.ClientResponse) -> Any:
-        raw = await resp.read()
-        try:
-            data = json.loads(raw) if raw.strip() else {}
-        except ValueError:
-            if resp.status >= 400:
-                raise error_from_rest(resp.status, None) from None
-            raise bad_response(self.config, f"HTTP {resp.status}, body is not JSON") from None
+    async def _json(self, call: Call, resp: aiohttp.ClientResponse) -> Any:
+        check_proxy_page(call, self.config, resp)
+        raw = await read_capped(call, self.config, resp)
         if resp.status >= 400:
-            raise error_from_rest(resp.status, data)
-        return data
+            try:
+                body = parse_json(raw).value if raw.strip() else None
+            except A2AError:
+                body = None  # an error page that is not JSON: the status says enough
+            raise error_from_rest(resp.status, body)
+        return json_answer(call, self.config, raw) if raw.strip() else {}
 
     def _routes(self, op: str) -> list[Route]:
         """The routes to try: subscribe tries the configured verb, then the other (§2)."""
@@ -90,7 +96,7 @@ class RestBackend:
     async def unary(self, call: Call) -> ProtoMessage | None:
         route = self._routes(call.op.name)[0]
         async with self._send(call, route, stream=False) as resp:
-            data = await self._json(resp)
+            data = await self._json(call, resp)
         return rest.result_to_canonical(call.op, self.version, data, call.ctx.loss,
                                         call.request, **self._options)
 
@@ -100,16 +106,14 @@ class RestBackend:
             async with self._send(call, route, stream=True) as resp:
                 if resp.status == 405 and attempt + 1 < len(routes):
                     continue
-                if not resp.headers.get("content-type", "").startswith("text/event-stream"):
-                    await self._json(resp)  # raises the backend's error, if it sent one
-                    raise bad_response(self.config, "expected an event stream")
-                async for event in read_sse(resp.content):
-                    try:
-                        data = json.loads(event.data)
-                    except ValueError:
-                        raise bad_response(self.config, "stream event is not JSON") from None
+                if not is_event_stream(resp):
+                    await self._json(call, resp)  # raises the backend's error, if it sent one
+                    raise bad_response(call, self.config, "expected an event stream, got "
+                                       f"{resp.headers.get('content-type', 'no content type')!r}")
+                async for event in sse_events(self.config, resp):
+                    data = json_answer(call, self.config, event.data, "a stream event")
                     if event.event == "error":
-                        raise error_from_rest(500, data)
+                        raise rest.stream_error(data)
                     yield rest.stream_item_to_canonical(self.version, data,
                                                         call.ctx.loss, **self._options)
                 return

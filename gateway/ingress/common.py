@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable
 
@@ -10,6 +11,7 @@ from aiohttp import web
 from gateway.call import CallContext
 from gateway.cards import public_base
 from gateway.pipeline import Gateway
+from translators.errors import A2AError, a2a_error
 from translators.versions import V10
 
 GATEWAY_KEY = web.AppKey("gateway", object)
@@ -22,6 +24,38 @@ def gateway_of(request: web.Request) -> Gateway:
     gateway = holder.current  # type: ignore[attr-defined]
     assert isinstance(gateway, Gateway)
     return gateway
+
+
+async def read_body(request: web.Request, gateway: Gateway) -> bytes:
+    """The request body, refused with PayloadTooLargeError past `max_body_bytes` (before
+    reading it when Content-Length says so) and with RequestTimeoutError when it does not
+    arrive within `limits.body_timeout`."""
+    limit = gateway.config.max_body_bytes
+    declared = request.content_length
+    if declared is not None and declared > limit:
+        raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(gateway.config.limits.body_timeout):
+            async for chunk in request.content.iter_chunked(64 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    raise _too_large(limit)
+                chunks.append(chunk)
+    except TimeoutError:
+        raise a2a_error("RequestTimeoutError", f"the request body did not arrive within "
+                        f"{gateway.config.limits.body_timeout:g} s") from None
+    return b"".join(chunks)
+
+
+def _too_large(limit: int) -> A2AError:
+    return a2a_error("PayloadTooLargeError", f"the request body is larger than "
+                     f"{limit} bytes (max_body_bytes)", limit=limit)
+
+
+# Errors about the request's transport, not its content: the connection cannot be reused.
+CLOSES_CONNECTION = frozenset({"PayloadTooLargeError", "RequestTimeoutError"})
 
 
 def header_version(request: web.Request) -> str | None:

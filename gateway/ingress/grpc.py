@@ -29,6 +29,7 @@ from gateway.streams import with_final_flags, without_final_flags
 from translators import grpc_wire as wire
 from translators.errors import A2AError, a2a_error
 from translators.grpc_errors import STATUS_DETAILS_KEY, error_to_grpc
+from translators.tenancy import request_tenant
 from translators.versions import V03, V10, negotiate, normalize_version
 
 Metadata = dict[str, list[str]]
@@ -83,8 +84,12 @@ def _decode(gateway: Gateway, method: wire.WireMethod, md: Metadata, ctx: CallCo
         ctx.client_version = declared
         raise rc_refusal(header or declared)
     ctx.client_version = negotiate(header, method.version, gateway.version_rules)
+    limit = gateway.config.max_body_bytes
+    if len(raw) > limit:
+        raise a2a_error("PayloadTooLargeError", f"the request message is larger than {limit} "
+                        f"bytes (max_body_bytes)", limit=limit)
     request = wire.request_to_canonical(method, raw, ctx.loss, **gateway.p03_options)
-    ctx.tenant = getattr(request, "tenant", "") or _first(md, wire.TENANT_KEY) or None
+    ctx.tenant = request_tenant(request, _first(md, wire.TENANT_KEY), "x-a2a-tenant metadata")
     return Call(method.op, request, ctx)
 
 
@@ -196,11 +201,18 @@ async def start_grpc_server(current: Current, listen: str, streams: Streams | No
                             ) -> grpc.aio.Server:
     """Serve both services and server reflection on ``listen`` (host:port). Open streams
     are tracked in ``streams``, so that shutdown can end them cleanly."""
-    max_bytes = current().config.max_body_bytes
+    config = current().config
+    max_bytes = config.max_body_bytes
+    limits = config.limits
     server = grpc.aio.server(options=[
         ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared listener
-        ("grpc.max_receive_message_length", max_bytes),
+        # Messages up to max_body_bytes are read; larger ones, up to twice that, are refused
+        # by the handler in the caller's dialect; beyond, by gRPC itself (no details).
+        ("grpc.max_receive_message_length", 2 * max_bytes),
         ("grpc.max_send_message_length", max(max_bytes, 64 * 1024 * 1024)),
+        ("grpc.max_concurrent_streams", limits.grpc_max_streams_per_connection),
+        ("grpc.server_handshake_timeout_ms", int(limits.header_timeout * 1000)),
+        ("grpc.max_connection_idle_ms", int(limits.idle_timeout * 1000)),
     ])
     server.add_generic_rpc_handlers(generic_handlers(current, streams))
     reflection.enable_server_reflection(

@@ -6,30 +6,44 @@ client's dialect: JSON body, or SSE where every `data:` is a full JSON-RPC respo
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
 
 from gateway.call import Call
 from gateway.ingress.common import (
+    CLOSES_CONNECTION,
     client_context,
     dialect_headers,
     gateway_of,
     header_version,
+    read_body,
 )
 from gateway.ingress.sse_out import serve_sse
 from gateway.observe import log_call
 from gateway.sse import sse_frame
 from translators import jsonrpc as rpc
 from translators.errors import A2AError, a2a_error
+from translators.json_text import dumps, number_refusal, parse_json
+from translators.tenancy import request_tenant
 from translators.versions import V03, V10, negotiate, normalize_version
 
 
-def _reply(payload: dict[str, Any], headers: dict[str, str] | None = None) -> web.Response:
-    # JSON-RPC errors travel with HTTP 200 (reference §7.2).
-    return web.json_response(payload, headers=headers,
-                             dumps=lambda o: json.dumps(o, ensure_ascii=False))
+def _reply(payload: dict[str, Any], headers: dict[str, str] | None = None,
+           status: int = 200) -> web.Response:
+    # JSON-RPC errors travel with HTTP 200 (reference §7.2), except those about the
+    # transport itself (a body too large or too slow), which the JSON-RPC layer never saw.
+    response = web.Response(text=dumps(payload), status=status, headers=headers,
+                            content_type="application/json")
+    if status != 200:
+        response.force_close()
+    return response
+
+
+def _failure(rid: Any, err: A2AError, version: str,
+             headers: dict[str, str] | None = None) -> web.Response:
+    status = err.kind.http if err.kind.name in CLOSES_CONNECTION else 200
+    return _reply(rpc.failure(rid, err, version), headers, status)
 
 
 def _fallback_version(request: web.Request) -> str:
@@ -40,45 +54,44 @@ def _fallback_version(request: web.Request) -> str:
 async def handle(request: web.Request, path_tenant: str | None = None) -> web.StreamResponse:
     """`POST /`, or `POST /{tenant}` (then the REST router passes `path_tenant`)."""
     gateway = gateway_of(request)
-    raw = await request.read()
     version = _fallback_version(request)
     try:
-        body = json.loads(raw)
-    except ValueError:
-        return _reply(rpc.failure(None, a2a_error("JSONParseError"), version))
-    if not isinstance(body, dict):
-        message = "batch requests are not supported" if isinstance(body, list) else ""
-        return _reply(rpc.failure(None, a2a_error("InvalidRequestError", message), version))
-    rid = body.get("id")
-    if isinstance(rid, bool) or not isinstance(rid, str | int | None):
-        rid = None
-    method = body.get("method")
-    if body.get("jsonrpc") != "2.0" or not isinstance(method, str):
-        return _reply(rpc.failure(rid, a2a_error(
-            "InvalidRequestError", "expected jsonrpc '2.0' and a string method"), version))
-    found = rpc.operation_for_method(method)
+        parsed = parse_json(await read_body(request, gateway))
+        envelope = rpc.read_envelope(parsed.value)
+    except A2AError as err:
+        return _failure(None, err, version)
+    except rpc.EnvelopeError as bad:
+        return _failure(bad.request_id, bad.error, version)
+    rid = envelope.request_id
+    found = rpc.operation_for_method(envelope.method)
     if found is None:
-        return _reply(rpc.failure(rid, a2a_error(
-            "MethodNotFoundError", f"Method not found: {method}", method=method), version))
+        return _failure(rid, a2a_error("MethodNotFoundError",
+                                       f"Method not found: {envelope.method[:100]}"), version)
     op, payload_version = found
     ctx = client_context(request, gateway, payload_version, rpc.JSONRPC)
     call: Call | None = None
     try:
         ctx.client_version = negotiate(header_version(request), payload_version,
                                        gateway.version_rules)
-        canonical = rpc.params_to_canonical(op, payload_version, body.get("params"), ctx.loss)
-        ctx.tenant = getattr(canonical, "tenant", "") or path_tenant or None
+        if parsed.bad_number is not None:
+            raise number_refusal(parsed.bad_number)
+        canonical = rpc.params_to_canonical(op, payload_version, envelope.params, ctx.loss)
+        ctx.tenant = request_tenant(canonical, path_tenant)
         call = Call(op, canonical, ctx)
-        if op.streaming:
-            return await _stream(request, call, rid)
+    except A2AError as err:
+        log_call(ctx, op.name, err)
+        return _failure(rid, err, payload_version, dialect_headers(ctx))
+    if op.streaming:
+        return await _stream(request, call, rid)
+    try:
         result = await gateway.unary(call)
         encoded = rpc.result_from_canonical(op, payload_version, result, ctx.loss)
     except A2AError as err:
         log_call(ctx, op.name, err)
-        return _reply(rpc.failure(rid, err, payload_version), dialect_headers(ctx))
+        return _failure(rid, err, payload_version, dialect_headers(ctx))
     except Exception as exc:  # a bug of ours: answer in the client's dialect, keep serving
         log_call(ctx, op.name, exc)
-        return _reply(rpc.failure(rid, a2a_error("InternalError"), payload_version))
+        return _failure(rid, a2a_error("InternalError"), payload_version, dialect_headers(ctx))
     log_call(ctx, op.name, None)
     return _reply(rpc.success(rid, encoded), dialect_headers(ctx))
 
@@ -95,4 +108,10 @@ async def _stream(request: web.Request, call: Call, rid: Any) -> web.StreamRespo
         # An error inside a stream is one more data line with the same id (§3.8).
         return sse_frame(rpc.failure(rid, err, version))
 
-    return await serve_sse(request, call, frame_item, frame_error)
+    def answer_error(err: A2AError) -> web.StreamResponse:
+        return _failure(rid, err, version, dialect_headers(call.ctx))
+
+    # The v0.3 SDK clients read a streaming method's answer as SSE only: an error before
+    # the first event is one data line too (as the a2a-sdk 0.3 server sends it).
+    return await serve_sse(request, call, frame_item, frame_error,
+                           answer_error=None if version == V03 else answer_error)

@@ -7,22 +7,30 @@ SSE whose `data:` lines are bare StreamResponse objects).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from aiohttp import web
 
 from gateway.call import Call
 from gateway.ingress import jsonrpc
-from gateway.ingress.common import client_context, dialect_headers, gateway_of, header_version
+from gateway.ingress.common import (
+    CLOSES_CONNECTION,
+    client_context,
+    dialect_headers,
+    gateway_of,
+    header_version,
+    read_body,
+)
 from gateway.ingress.sse_out import serve_sse
 from gateway.observe import log_call
 from gateway.sse import sse_frame
 from translators import operations as ops
 from translators import rest
 from translators.errors import A2AError, a2a_error
+from translators.json_text import dumps, number_refusal, parse_json
 from translators.rest_errors import error_to_rest
-from translators.rest_routes import allowed_verbs, dialect_of_path, match_route
+from translators.rest_routes import allowed_verbs, dialect_of_path, is_jsonrpc_path, match_route
+from translators.tenancy import request_tenant
 from translators.versions import negotiate, normalize_version
 
 
@@ -35,46 +43,49 @@ def _content_type(request: web.Request) -> str:
 def _json(request: web.Request, status: int, payload: Any,
           headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(status=status, headers=headers, content_type=_content_type(request),
-                        text=json.dumps(payload, ensure_ascii=False))
+                        text=dumps(payload))
 
 
-def _error(request: web.Request, err: A2AError, version: str,
-           headers: dict[str, str] | None = None) -> web.Response:
+def error_response(request: web.Request, err: A2AError, version: str,
+                   headers: dict[str, str] | None = None) -> web.Response:
     status, body = error_to_rest(err, version)
-    return _json(request, status, body, headers)
+    response = _json(request, status, body, headers)
+    if err.kind.name in CLOSES_CONNECTION:
+        response.force_close()
+    return response
 
 
-async def _body(request: web.Request) -> Any:
-    raw = await request.read()
+async def _body(request: web.Request) -> tuple[Any, str | None]:
+    raw = await read_body(request, gateway_of(request))
     if not raw.strip():
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        raise a2a_error("JSONParseError") from None
+        return None, None
+    parsed = parse_json(raw)
+    return parsed.value, parsed.bad_number
+
+
+def _unmatched(request: web.Request, declared: str) -> web.Response:
+    """No route: 405 with Allow when another verb would match, else 404, in the dialect
+    the path speaks."""
+    version = dialect_of_path(request.path, declared)
+    allowed = allowed_verbs(request.path, declared)
+    shown = request.path if len(request.path) <= 200 else request.path[:200] + "..."
+    if allowed:
+        err = a2a_error("MethodNotFoundError", f"{request.method[:16]} is not allowed on {shown}")
+        response = error_response(request, err, version)
+        response.set_status(405)
+        response.headers["Allow"] = ", ".join(sorted(allowed))
+        return response
+    err = a2a_error("MethodNotFoundError", f"no A2A route for {request.method[:16]} {shown}")
+    return error_response(request, err, version)
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
     declared = normalize_version(header_version(request))
     match = match_route(request.method, request.path, declared)
     if match is None:
-        if request.method == "POST" and request.path.count("/") <= 2 \
-                and ":" not in request.path:
-            # JSON-RPC with the tenant in the path: POST /{tenant}
+        if request.method == "POST" and is_jsonrpc_path(request.path):
             return await jsonrpc.handle(request, request.path.strip("/") or None)
-        # `/v1/...` and `/{tenant}/v1/...` are v0.3 routes unless the client says 1.x.
-        fallback = dialect_of_path(request.path, declared)
-        allowed = allowed_verbs(request.path, declared)
-        if allowed:
-            err = a2a_error("MethodNotFoundError",
-                            f"{request.method} is not allowed on {request.path}")
-            response = _error(request, err, fallback)
-            response.set_status(405)
-            response.headers["Allow"] = ", ".join(sorted(allowed))
-            return response
-        err = a2a_error("MethodNotFoundError", f"no A2A route for {request.method} "
-                        f"{request.path}", path=request.path)
-        return _error(request, err, fallback)
+        return _unmatched(request, declared)
     route = match.route
     op = ops.BY_NAME[route.op]
     gateway = gateway_of(request)
@@ -82,23 +93,30 @@ async def handle(request: web.Request) -> web.StreamResponse:
     try:
         ctx.client_version = negotiate(header_version(request), route.version,
                                        gateway.version_rules)
-        body = await _body(request) if route.body else None
+        body, bad_number = await _body(request) if route.body else (None, None)
+        if bad_number is not None:
+            raise number_refusal(bad_number)
         canonical = rest.request_to_canonical(route, match.params, dict(
             (k, request.query.getall(k)) for k in request.query), body, ctx.loss,
             **gateway.p03_options)
-        ctx.tenant = match.tenant or getattr(canonical, "tenant", "") or None
+        ctx.tenant = request_tenant(canonical, match.tenant)
         call = Call(op, canonical, ctx)
-        if op.streaming:
-            return await _stream(request, call)
+    except A2AError as err:
+        log_call(ctx, op.name, err)
+        return error_response(request, err, route.version, dialect_headers(ctx))
+    if op.streaming:
+        return await _stream(request, call)
+    try:
         result = await gateway.unary(call)
         encoded = rest.result_from_canonical(op, route.version, result, ctx.loss,
                                              **gateway.p03_options)
     except A2AError as err:
         log_call(ctx, op.name, err)
-        return _error(request, err, route.version, dialect_headers(ctx))
+        return error_response(request, err, route.version, dialect_headers(ctx))
     except Exception as exc:  # a bug of ours: answer in the client's dialect, keep serving
         log_call(ctx, op.name, exc)
-        return _error(request, a2a_error("InternalError"), route.version)
+        return error_response(request, a2a_error("InternalError"), route.version,
+                              dialect_headers(ctx))
     log_call(ctx, op.name, None)
     return _json(request, 200, encoded, dialect_headers(ctx))
 
@@ -115,4 +133,7 @@ async def _stream(request: web.Request, call: Call) -> web.StreamResponse:
         # An error inside a REST stream is an `error` event with the error body (§3.8).
         return sse_frame(error_to_rest(err, version)[1], event="error")
 
-    return await serve_sse(request, call, frame_item, frame_error)
+    def answer_error(err: A2AError) -> web.StreamResponse:
+        return error_response(request, err, version, dialect_headers(call.ctx))
+
+    return await serve_sse(request, call, frame_item, frame_error, answer_error)

@@ -21,39 +21,65 @@ FINAL_LOOKAHEAD_SECONDS = 0.25
 
 FrameItem = Callable[[pb.StreamResponse, bool], bytes]
 FrameError = Callable[[A2AError], bytes]
+AnswerError = Callable[[A2AError], web.StreamResponse]
 
 
 async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
-                    frame_error: FrameError) -> web.StreamResponse:
+                    frame_error: FrameError, answer_error: AnswerError | None,
+                    ) -> web.StreamResponse:
     """Run the call's stream and write each event as the client's dialect frames it.
 
-    An error before the first event propagates (the caller answers it as a plain
-    error); a later one becomes a final error frame. A client that goes away closes the
-    backend stream, because closing `items` closes the pipeline's iterator.
+    An error before the first event is answered by ``answer_error`` (a plain error in the
+    client's dialect), or, when that is None, as a stream holding only the error frame; a
+    later error becomes a final error frame. A client that goes away closes the backend
+    stream, because closing `items` closes the pipeline's iterator.
     """
     ctx = call.ctx
-    source = gateway_of(request).stream(call)
+    gateway = gateway_of(request)
+    source = gateway.stream(call)
     items = (with_final_flags(source, FINAL_LOOKAHEAD_SECONDS) if ctx.client_version == V03
              else without_final_flags(source))
+    first_error: A2AError | None = None
     try:
         pending = await anext(items, None)
+    except Exception as exc:  # A2AError, or a bug of ours: answer in the client's dialect
+        pending = None
+        first_error = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
+        log_call(ctx, call.op.name, exc)
     except BaseException:
         await items.aclose()
         raise
+    if first_error is not None:
+        await items.aclose()
+        if answer_error is not None:
+            return answer_error(first_error)
     response = web.StreamResponse(headers={**SSE_HEADERS, **dialect_headers(ctx)})
     await response.prepare(request)
+    if first_error is not None:
+        await response.write(frame_error(first_error))
+        await response.write_eof()
+        return response
+    write_timeout = gateway.config.limits.write_timeout
     streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     error: BaseException | None = None
     try:
         with streams.track(ctx.client_binding):
             while pending is not None:
-                await response.write(frame_item(*pending))
+                # A client that stops reading must not hold the stream (and its backend
+                # connection) for ever.
+                async with asyncio.timeout(write_timeout):
+                    await response.write(frame_item(*pending))
                 pending = await anext(items, None)
     except asyncio.CancelledError:
         if not streams.draining:
             raise  # the client went away
         # The gateway is shutting down: end the stream properly, not by a reset.
         asyncio.current_task().uncancel()  # type: ignore[union-attr]
+    except TimeoutError as exc:
+        error = exc  # the client stopped reading: drop the connection
+        if request.transport is not None:
+            request.transport.close()
+        return response
     except Exception as exc:
         error = exc
         if isinstance(exc, ConnectionError):

@@ -261,7 +261,10 @@ async def test_backend_garbage_and_timeout(http: aiohttp.ClientSession,
     from helpers import free_port
 
     async def garbage(request: web.Request) -> web.Response:
-        return web.Response(text="<html>oops</html>", status=502)
+        if request.query.get("status") == "502":  # a proxy's page: the backend is not there
+            return web.Response(text="<html>Bad Gateway</html>", status=502,
+                                content_type="text/html")
+        return web.Response(text="<html>oops</html>", content_type="text/html")
 
     async def wrong_shape(request: web.Request) -> web.Response:
         return web.json_response({"jsonrpc": "2.0", "id": 1, "result": {"kind": "task"}})
@@ -287,6 +290,10 @@ async def test_backend_garbage_and_timeout(http: aiohttp.ClientSession,
         reply, _ = await rpc(http, url + "/garbage", "message/send",
                              {"message": j03_message("hi")})
         assert reply["error"]["code"] == -32006
+        proxied = await make_gateway({"p": v03(base + "/garbage?status=502")})
+        reply, _ = await rpc(http, proxied + "/p", "message/send", {"message": j03_message("hi")})
+        assert (reply["error"]["code"], reply["error"]["data"]["reason"]) == (
+            -32603, "BACKEND_UNAVAILABLE")
         reply, _ = await rpc(http, url + "/shape", "message/send", {"message": j03_message("x")})
         assert reply["error"]["code"] == -32006
         reply, _ = await rpc(http, url + "/slow", "SendMessage", {"message": p10_message("x")},

@@ -287,7 +287,8 @@ async def test_tenant_by_field_or_metadata(make_gateway: MakeGateway, demo_agent
         assert reply.message.parts[0].text == "echo: hi"
         err = await rpc_error(v10_stub(channel).SendMessage(p10_send("hi", tenant="nine"),
                                                             metadata=V10_MD))
-        assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert err.code() == grpc.StatusCode.NOT_FOUND
+        assert error_info(err).reason == "TENANT_NOT_FOUND"
         assert error_info(err).metadata["tenant"] == "nine"
         # v0.3 messages have no tenant: the `x-a2a-tenant` metadata names it.
         reply = await v03_stub(channel).SendMessage(p03_send("hi"),
@@ -295,7 +296,7 @@ async def test_tenant_by_field_or_metadata(make_gateway: MakeGateway, demo_agent
         assert reply.msg.content[0].text == "echo: hi"
         err = await rpc_error(v03_stub(channel).SendMessage(
             p03_send("hi"), metadata=(("x-a2a-tenant", "nine"),)))
-        assert err.details() == "InvalidParamsError: unknown tenant 'nine'"
+        assert err.details() == "TenantNotFoundError: unknown tenant 'nine'"
 
 
 async def test_backend_down_is_unavailable(make_gateway: MakeGateway) -> None:
@@ -308,7 +309,8 @@ async def test_backend_down_is_unavailable(make_gateway: MakeGateway) -> None:
         assert (info.reason, info.domain) == ("BACKEND_UNAVAILABLE", "a2a-gateway")
         err = await rpc_error(v03_stub(channel).SendMessage(p03_send("hi")))
         assert err.code() == grpc.StatusCode.UNAVAILABLE
-        assert err.details().startswith("BackendUnavailableError: backend http://127.0.0.1:")
+        assert err.details().startswith("BackendUnavailableError: the backend is unavailable "
+                                        "(tenant down, request ")
 
 
 async def test_losses_are_reported_in_trailing_metadata(channel: grpc.aio.Channel) -> None:

@@ -168,7 +168,7 @@ async def test_unary_timeout(make_gateway: MakeGateway, fake: FakeBackend) -> No
     url = await gateway_for(make_gateway, fake, "1.0", timeout=0.3)
     reply = await rpc(url, "SendMessage", send("sleep"), {"A2A-Version": "1.0"})
     assert reply["error"]["data"][0]["reason"] == "BACKEND_TIMEOUT"
-    assert "0.3s" in reply["error"]["message"]
+    assert "(0.3 s;" in reply["error"]["message"]
 
 
 async def test_stream_idle_timeout(make_gateway: MakeGateway, fake: FakeBackend) -> None:

@@ -1,0 +1,223 @@
+"""Guarding the HTTP listener's connections: a cap on how many are open, a deadline for
+each request's headers, and an idle keep-alive timeout.
+
+aiohttp bounds neither the time a client may take to send its headers nor how many
+connections it keeps; a few thousand silent connections (slowloris) would hold file
+descriptors until every call fails. Each connection's protocol is wrapped here: it is
+either waiting for a request's headers (bounded by `limits.header_timeout`), busy with a
+request (the handler's own bounds apply: body, backend, write timeouts), or idle between
+requests (bounded by `limits.idle_timeout`). At the cap, a new connection evicts the
+oldest one that is waiting for headers or idle; when every connection is busy, the new
+one is answered 503 and closed. The listener itself keeps accepting throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import resource
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import Counter, Gauge
+
+from gateway.config import LimitsConfig
+
+OPEN_CONNECTIONS = Gauge("a2a_gateway_open_connections", "HTTP connections open now",
+                         multiprocess_mode="livesum")
+CLOSED_CONNECTIONS = Counter("a2a_gateway_connections_closed_total",
+                             "HTTP connections the gateway closed, by reason", ["reason"])
+
+# File descriptors kept for everything that is not a client connection (backends' cards,
+# the relay, logs, the gRPC listener...).
+_RESERVED_FDS = 128
+_WAITING, _BUSY, _IDLE = "waiting", "busy", "idle"
+
+
+def raise_open_files_limit() -> int:
+    """Raise the soft open-files limit to the hard one; the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+            soft = hard
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
+def default_max_connections() -> int:
+    """Half of what the open-files limit leaves (a proxied call may hold two descriptors:
+    the client's and the backend's)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 10000
+    return max(16, (soft - _RESERVED_FDS) // 2)
+
+
+def _refusal() -> bytes:
+    body = json.dumps({"error": {
+        "code": 503, "status": "UNAVAILABLE",
+        "message": "the gateway is at its connection limit (limits.max_connections); "
+                   "retry later"}}).encode()
+    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n")
+    return head.encode() + body
+
+
+class ConnectionGuard:
+    """The connections of one listener, by state, oldest first."""
+
+    def __init__(self, limits: LimitsConfig) -> None:
+        self.limits = limits
+        self.max_connections = limits.max_connections or default_max_connections()
+        self._by_state: dict[str, OrderedDict[GuardedProtocol, None]] = {
+            _WAITING: OrderedDict(), _BUSY: OrderedDict(), _IDLE: OrderedDict()}
+
+    def __len__(self) -> int:
+        return sum(len(d) for d in self._by_state.values())
+
+    def factory(self, inner: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
+        return lambda: GuardedProtocol(self, inner)
+
+    def _admit(self) -> bool:
+        if len(self) < self.max_connections:
+            return True
+        for state in (_WAITING, _IDLE):
+            if self._by_state[state]:
+                oldest = next(iter(self._by_state[state]))
+                oldest.close(f"evicted_{state}")
+                return True
+        return False
+
+    def _move(self, conn: GuardedProtocol, old: str | None, new: str | None) -> None:
+        if old is not None:
+            self._by_state[old].pop(conn, None)
+        if new is not None:
+            self._by_state[new][conn] = None
+
+
+class GuardedProtocol(asyncio.Protocol):
+    """aiohttp's protocol for one connection, wrapped with the guard's timers."""
+
+    def __init__(self, guard: ConnectionGuard, inner: Callable[[], asyncio.Protocol]) -> None:
+        self._guard = guard
+        self._make_inner = inner
+        self._inner: asyncio.Protocol | None = None
+        self._transport: asyncio.Transport | None = None
+        self._state: str | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    # ---------------------------------------------------------------- states
+
+    def _enter(self, state: str | None, timeout: float | None = None) -> None:
+        self._guard._move(self, self._state, state)
+        self._state = state
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if timeout is not None:
+            loop = asyncio.get_running_loop()
+            self._timer = loop.call_later(timeout, self.close, f"{state}_timeout")
+
+    def request_started(self) -> None:
+        """A request's headers are in: the handler's own bounds apply from here."""
+        if self._state is not None:
+            self._enter(_BUSY)
+
+    def request_finished(self) -> None:
+        # Idle from here (aiohttp's keep-alive timeout, set to limits.idle_timeout, closes
+        # it after the response is written); the next request's first byte starts the
+        # header deadline.
+        if self._state is not None:
+            self._enter(_IDLE)
+
+    def close(self, reason: str) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            CLOSED_CONNECTIONS.labels(reason).inc()
+            self._transport.close()
+        self._enter(None)
+
+    # ---------------------------------------------------------------- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
+        if not self._guard._admit():
+            CLOSED_CONNECTIONS.labels("refused_at_cap").inc()
+            transport.write(_refusal())
+            transport.close()
+            return
+        OPEN_CONNECTIONS.inc()
+        self._enter(_WAITING, self._guard.limits.header_timeout)
+        self._inner = self._make_inner()
+        self._inner.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self._inner is None:
+            return
+        if self._state == _IDLE:  # a new request begins: its headers have a deadline
+            self._enter(_WAITING, self._guard.limits.header_timeout)
+        self._inner.data_received(data)
+
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if self._inner is not None else None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._enter(None)
+        if self._inner is not None:
+            OPEN_CONNECTIONS.dec()
+            inner, self._inner = self._inner, None
+            inner.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
+
+
+def connection_of(request: web.Request) -> GuardedProtocol | None:
+    transport = request.transport
+    protocol: Any = transport.get_protocol() if transport is not None else None
+    return protocol if isinstance(protocol, GuardedProtocol) else None
+
+
+@web.middleware
+async def track_requests(request: web.Request,
+                         handler: Callable[[web.Request], Any]) -> web.StreamResponse:
+    """Tell the request's connection when its headers are in and when it is done."""
+    conn = connection_of(request)
+    if conn is not None:
+        conn.request_started()
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    finally:
+        if conn is not None:
+            conn.request_finished()
+
+
+class GuardedSite(web.TCPSite):
+    """A TCP site whose connections go through a :class:`ConnectionGuard`."""
+
+    def __init__(self, runner: web.BaseRunner[Any], host: str, port: int,
+                 guard: ConnectionGuard, **kwargs: Any) -> None:
+        super().__init__(runner, host, port, **kwargs)
+        self.guard = guard
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        loop = asyncio.get_running_loop()
+        server = self._runner.server
+        assert server is not None
+        self._server = await loop.create_server(
+            self.guard.factory(server), self._host, self._port, ssl=self._ssl_context,
+            backlog=self._backlog, reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port)
+        sockets = self._server.sockets
+        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port

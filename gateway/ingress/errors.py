@@ -1,0 +1,61 @@
+"""The HTTP listener's last line: whatever escapes a handler is answered in the dialect
+the request's path speaks, never with aiohttp's plain-text pages or a traceback."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import structlog
+from aiohttp import web
+
+from gateway.ingress.common import header_version
+from translators import jsonrpc as rpc
+from translators.errors import A2AError, a2a_error
+from translators.json_text import dumps
+from translators.rest_errors import error_to_rest
+from translators.rest_routes import dialect_of_path, is_jsonrpc_path
+from translators.versions import normalize_version
+
+log = structlog.get_logger("a2a_gateway.http")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+# aiohttp's own refusals, by status, as the gateway's errors.
+_BY_STATUS = {400: "InvalidRequestError", 404: "MethodNotFoundError",
+              405: "MethodNotFoundError", 408: "RequestTimeoutError",
+              413: "PayloadTooLargeError", 431: "InvalidRequestError"}
+
+
+def _render(request: web.Request, err: A2AError, status: int | None = None) -> web.Response:
+    declared = normalize_version(header_version(request))
+    if request.method == "POST" and (request.path == "/" or is_jsonrpc_path(request.path)):
+        version = "1.0" if declared == "1.0" else "0.3"
+        body = rpc.failure(None, err, version)
+        response = web.Response(text=dumps(body), content_type="application/json",
+                                status=status if status in (408, 413) else 200)
+    else:
+        version = dialect_of_path(request.path, declared)
+        code, payload = error_to_rest(err, version)
+        response = web.Response(text=dumps(payload), content_type="application/json",
+                                status=status or code)
+    return response
+
+
+@web.middleware
+async def answer_in_dialect(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        name = _BY_STATUS.get(exc.status, "InternalError" if exc.status >= 500
+                              else "InvalidRequestError")
+        response = _render(request, a2a_error(name, exc.reason), exc.status)
+        for header in ("Allow", "Retry-After"):
+            if header in exc.headers:
+                response.headers[header] = exc.headers[header]
+        return response
+    except Exception as exc:  # a bug of ours: say so in the caller's dialect, keep serving
+        log.error("unhandled error", path=request.path[:200], method=request.method[:16],
+                  exc_info=exc)
+        return _render(request, a2a_error("InternalError"))

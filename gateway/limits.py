@@ -1,0 +1,67 @@
+"""Bounded capacity: how many calls and streams may be open at once, gateway-wide, per
+tenant and per backend address, and how long a call may wait for a free slot.
+
+A slot that does not free up within the wait is a ResourceExhaustedError in the caller's
+dialect (HTTP 429 with Retry-After, gRPC RESOURCE_EXHAUSTED, JSON-RPC -32603 with the
+ErrorInfo reason RESOURCE_EXHAUSTED), never a silent queue: a stream that stays open for
+hours must not make a unary call wait, and a busy backend must not look like a dead one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from prometheus_client import Counter, Gauge
+
+from translators.errors import A2AError, a2a_error
+
+IN_USE = Gauge("a2a_gateway_limit_in_use", "Slots held now, by limit",
+               ["limit", "scope"], multiprocess_mode="livesum")
+CAPACITY = Gauge("a2a_gateway_limit_capacity", "Slots a limit allows",
+                 ["limit", "scope"], multiprocess_mode="liveall")
+REFUSED = Counter("a2a_gateway_limit_refusals_total", "Calls refused because a limit was "
+                  "reached", ["limit", "scope"])
+
+# Seconds a refused caller is told to wait before retrying (Retry-After).
+RETRY_AFTER_SECONDS = 1
+
+
+class Slots:
+    """At most ``size`` holders at once; a caller waits at most ``wait`` seconds."""
+
+    def __init__(self, limit: str, scope: str, size: int) -> None:
+        self.limit = limit
+        self.scope = scope
+        self.size = size
+        self._free = asyncio.Semaphore(size)
+        self._in_use = IN_USE.labels(limit, scope)
+        CAPACITY.labels(limit, scope).set(size)
+
+    def _refusal(self, wait: float) -> A2AError:
+        REFUSED.labels(self.limit, self.scope).inc()
+        waited = f" within {wait:g} s" if wait > 0 else ""
+        return a2a_error("ResourceExhaustedError", f"the gateway's limit {self.limit} "
+                         f"({self.size}) for {self.scope} is reached and no slot freed "
+                         f"up{waited}; retry later", limit=self.limit,
+                         retry_after=RETRY_AFTER_SECONDS)
+
+    @asynccontextmanager
+    async def hold(self, wait: float) -> AsyncIterator[None]:
+        if self._free.locked():
+            if wait <= 0:
+                raise self._refusal(wait)
+            try:
+                async with asyncio.timeout(wait):
+                    await self._free.acquire()
+            except TimeoutError:
+                raise self._refusal(wait) from None
+        else:
+            await self._free.acquire()
+        self._in_use.inc()
+        try:
+            yield
+        finally:
+            self._free.release()
+            self._in_use.dec()

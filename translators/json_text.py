@@ -1,0 +1,87 @@
+"""Reading JSON text that comes from outside (clients, backends, webhooks).
+
+`json.loads` alone is not enough at a trust boundary: it accepts `NaN` and `Infinity`
+(not JSON), turns `1e400` into infinity, gives up with RecursionError on deep nesting,
+and builds integers no A2A field can hold. Every JSON body the gateway reads goes
+through :func:`parse_json`, so each of these becomes the caller's error, never a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from translators.errors import a2a_error
+
+# Wider than any protobuf integer (uint64), narrower than what costs CPU to convert.
+_MAX_INT_DIGITS = 20
+
+
+@dataclass(frozen=True)
+class ParsedJson:
+    """A JSON value, and the first number in it that no A2A field can hold (None if none).
+
+    Out-of-range numbers are read as None so that the envelope around them (a JSON-RPC
+    id, say) can still be used to answer; the caller decides how to refuse them."""
+
+    value: Any
+    bad_number: str | None = None
+
+
+class _Numbers:
+    def __init__(self) -> None:
+        self.bad: str | None = None
+
+    def _refuse(self, text: str) -> None:
+        if self.bad is None:
+            self.bad = text if len(text) <= 40 else text[:37] + "..."
+
+    def constant(self, text: str) -> None:  # NaN, Infinity, -Infinity
+        self._refuse(text)
+
+    def real(self, text: str) -> float | None:
+        value = float(text)
+        if math.isfinite(value):
+            return value
+        self._refuse(text)
+        return None
+
+    def integer(self, text: str) -> int | None:
+        if len(text.lstrip("-")) > _MAX_INT_DIGITS:
+            self._refuse(text)
+            return None
+        value = int(text)
+        if -(2**64) < value < 2**64:
+            return value
+        self._refuse(text)
+        return None
+
+
+def parse_json(raw: bytes | str, *, what: str = "the body") -> ParsedJson:
+    """Parse JSON text; JSONParseError (with ``what`` named) when it is not JSON, is not
+    UTF-8, or nests deeper than the parser can follow."""
+    numbers = _Numbers()
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        value = json.loads(text, parse_constant=numbers.constant, parse_float=numbers.real,
+                           parse_int=numbers.integer)
+    except UnicodeDecodeError:
+        raise a2a_error("JSONParseError", f"{what} is not UTF-8 text") from None
+    except RecursionError:
+        raise a2a_error("JSONParseError", f"{what} nests too deeply") from None
+    except ValueError as exc:
+        raise a2a_error("JSONParseError", f"{what} is not valid JSON: {exc}") from None
+    return ParsedJson(value, numbers.bad)
+
+
+def number_refusal(bad_number: str, name: str = "InvalidParamsError") -> Any:
+    """The error for a number JSON allows but no A2A field can hold."""
+    return a2a_error(name, f"number {bad_number} is out of range (A2A numbers are finite and "
+                     f"fit in 64 bits)")
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a peer: UTF-8 as is, and never NaN or Infinity."""
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
