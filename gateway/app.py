@@ -27,7 +27,7 @@ from gateway.lifecycle import ConfigWatcher, Streams, readiness
 from gateway.metrics import exposition
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
-from gateway.push_relay import handle as push_relay_handle
+from gateway.relay import endpoint as relay_endpoint
 
 log = structlog.get_logger("a2a_gateway")
 
@@ -71,8 +71,8 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
     for path in ("/.well-known/agent-card.json", "/.well-known/agent.json",
                  "/{tenant}/.well-known/agent-card.json"):
         app.router.add_get(path, cards.handle)
-    # Backends POST push notifications for relayed webhooks here (push_relay.py).
-    app.router.add_post("/_relay/{sealed}", push_relay_handle)
+    # Backends POST push notifications for relayed webhooks here (relay/endpoint.py).
+    app.router.add_post("/_relay/{sealed}", relay_endpoint.handle)
     # Everything else goes through the REST router, which also hands `POST /{tenant}`
     # (JSON-RPC with the tenant in the path) back to the JSON-RPC codec. Any verb and any
     # path (newlines included): what no route serves is refused in the path's dialect.

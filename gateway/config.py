@@ -183,8 +183,18 @@ class PushRelayConfig(_Model):
                             "URLs, base64, newest first: seal with the first, open with any")
     keys_env: str = Field(default="A2A_GATEWAY_RELAY_KEYS", description="Environment "
                           "variable with comma-separated keys; when set it replaces `keys`")
-    seal_max_age: float = Field(default=30 * 24 * 3600, ge=0, description="Seconds a relay "
-                                "URL stays valid for delivery (0: forever)")
+    seal_max_age: float = Field(default=7 * 24 * 3600, ge=0, description="Seconds a relay "
+                                "URL stays valid at most (0: no limit besides its task's "
+                                "end)")
+    spent_after: float = Field(default=60.0, ge=0, description="Seconds a relay URL still "
+                               "takes notifications after one that ends its task (late "
+                               "artifacts); then it is refused")
+    replay_window: float = Field(default=3600.0, gt=0, description="Seconds a notification "
+                                 "is remembered: the same one posted again is taken (202) "
+                                 "but not delivered twice")
+    guard_direct_webhooks: bool = Field(default=True, description="Apply the SSRF guard "
+                                        "also to webhooks the backend calls directly (same "
+                                        "version, not relayed)")
     retries: int = Field(default=3, ge=0, le=20, description="Delivery retries after the "
                          "first try")
     backoff: float = Field(default=0.5, ge=0, description="Seconds before the first retry; "

@@ -22,7 +22,7 @@ import aiohttp
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
-from gateway.call import Call
+from gateway.call import Call, CallContext
 from gateway.cards import CardPublisher
 from gateway.config import BackendConfig, ConfigError, GatewayConfig
 from gateway.egress.base import Backend
@@ -30,19 +30,17 @@ from gateway.egress.grpc import GrpcBackend
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
 from gateway.limits import Slots
-from gateway.push_relay import PushRelay
-from gateway.streams import bounded_stream, ends_stream
+from gateway.relay.hooks import PushRelay
+from gateway.streams import bounded_stream
 from gateway.tenants import TenantRoute
+from gateway.v03_streams import v03_repaired
 from translators import operations as ops
 from translators.answers import enforce_answer_rules
 from translators.capabilities import precheck
 from translators.errors import A2AError, a2a_error, invalid_params
 from translators.loss import LossPolicy
-from translators.versions import V03, VersionRules
-
-# How long a subscribe to a v0.3 backend waits for the backend's own first event before
-# the gateway fetches the Task to send first (v0.3 backends send only what happens next).
-TASK_FIRST_GRACE_SECONDS = 0.25
+from translators.validation import check_request
+from translators.versions import VersionRules
 
 
 class CallLimits:
@@ -110,7 +108,7 @@ class Gateway:
                               lambda c: make_backend(c, session, self.p03_options))
             for name, t in config.tenants.items()}
         self.limits = CallLimits(config)
-        self.relay = PushRelay(config, self)  # webhooks across versions (push_relay.py)
+        self.relay = PushRelay(config, self.fetch_task)  # webhooks across versions (relay/)
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
 
@@ -149,7 +147,16 @@ class Gateway:
                             tenant=tenant[:64])
         return route
 
+    async def fetch_task(self, tenant: str, task_id: str, client_version: str) -> pb.Task | None:
+        """The task as the tenant's backend has it now (for the relay's v0.3 snapshots)."""
+        ctx = CallContext(client_version=client_version, client_binding="webhook-relay",
+                          tenant=tenant or None)
+        result = await self.unary(Call(ops.BY_NAME[ops.GET_TASK], pb.GetTaskRequest(id=task_id),
+                                       ctx))
+        return result if isinstance(result, pb.Task) else None
+
     async def _admit(self, call: Call) -> tuple[TenantRoute, Backend]:
+        check_request(call.op.name, call.request)
         route = self.tenant_for(call.ctx.tenant)
         call.ctx.tenant = route.name
         backend = await route.backend(call)
@@ -203,12 +210,8 @@ class Gateway:
         async with self.limits.stream(route):
             first = True
             started = time.monotonic()
-            items = backend.stream(call)
-            if backend.config.version == V03:
-                if call.op.name == ops.SUBSCRIBE:
-                    items = self._task_first(backend, call, items)
-                items = self._settled_end(backend, call, items)
-            items = bounded_stream(items, call, backend.config)
+            items = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,
+                                   backend.config)
             try:
                 async for item in items:
                     if first:
@@ -222,82 +225,3 @@ class Gateway:
                 raise
             finally:
                 await items.aclose()  # type: ignore[attr-defined]
-
-    async def _settled_end(self, backend: Backend, call: Call,
-                           source: AsyncIterator[pb.StreamResponse],
-                           ) -> AsyncIterator[pb.StreamResponse]:
-        """A v1.0 stream ends with the status that ends the task (or interrupts it). A v0.3
-        backend may close first (a2a-sdk 0.3.26's gRPC TaskSubscription usually drops that
-        last event): then the gateway reads the task, and if it has ended, sends its status."""
-        task_id = context_id = ""
-        ended = False
-        try:
-            async for item in source:
-                kind = item.WhichOneof("payload")
-                if kind == "task":
-                    task_id, context_id = item.task.id, item.task.context_id
-                    ended = ends_stream(item.task.status.state)
-                elif kind == "status_update":
-                    task_id, context_id = item.status_update.task_id, item.status_update.context_id
-                    ended = ends_stream(item.status_update.status.state)
-                elif kind == "artifact_update":
-                    task_id = item.artifact_update.task_id
-                    context_id = item.artifact_update.context_id
-                else:
-                    ended = True  # a Message: no task
-                yield item
-        finally:
-            await source.aclose()  # type: ignore[attr-defined]
-        if ended or not task_id:
-            return
-        try:
-            task = (await self._current_task(backend, call, task_id)).task
-        except A2AError:
-            return  # what the backend sent has been delivered; its close stands
-        if ends_stream(task.status.state):
-            yield pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
-                task_id=task_id, context_id=context_id or task.context_id,
-                status=task.status))
-
-    async def _task_first(self, backend: Backend, call: Call,
-                          source: AsyncIterator[pb.StreamResponse],
-                          ) -> AsyncIterator[pb.StreamResponse]:
-        """v1.0 promises the Task first on subscribe; a v0.3 backend sends only what
-        happens next (§3.8), possibly nothing for a long time. Unless the backend's first
-        event is a Task and comes at once, the gateway fetches the Task and sends it first."""
-
-        async def next_item() -> pb.StreamResponse | None:
-            try:
-                return await source.__anext__()
-            except StopAsyncIteration:
-                return None
-
-        pending = asyncio.ensure_future(next_item())  # opens the backend's stream
-        try:
-            done, _ = await asyncio.wait({pending}, timeout=TASK_FIRST_GRACE_SECONDS)
-            item = pending.result() if done else None
-            if item is None or not item.HasField("task"):
-                if done and item is None:
-                    return  # the backend ended the stream without an event
-                yield await self._current_task(backend, call,
-                                               call.request.id)  # type: ignore[attr-defined]
-                item = await pending
-                if item is None:
-                    return
-            yield item
-        finally:
-            if not pending.done():
-                pending.cancel()
-                await asyncio.wait({pending})  # the source must be idle before it closes
-        async for item in source:
-            yield item
-
-    async def _current_task(self, backend: Backend, call: Call,
-                            task_id: str) -> pb.StreamResponse:
-        request = pb.GetTaskRequest(id=task_id)
-        get = Call(ops.BY_NAME[ops.GET_TASK], request, call.ctx)
-        task = await backend.unary(get)
-        if not isinstance(task, pb.Task):
-            raise a2a_error("InvalidAgentResponseError", "backend returned no task to subscribe to")
-        return pb.StreamResponse(task=task)
-

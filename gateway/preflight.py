@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 
 from gateway.card_signing import CardSigner
 from gateway.config import ConfigError, GatewayConfig
-from gateway.push_relay import load_keys
+from gateway.relay.seals import load_keys
 
 
 def _check(path: str, build: Callable[[], object]) -> None:

@@ -13,6 +13,7 @@ from gateway.config import BackendConfig
 from gateway.egress.base import backend_timeout
 from translators.j03.objects import INTERRUPTED_STATES, TERMINAL_STATES
 
+TERMINAL = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES)
 _ENDS_V03_STREAM = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES | INTERRUPTED_STATES)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from translators.j03.common import JSON, copy_keys, need_dict
+from translators.j03.common import JSON, copy_keys, lookup, need_dict, need_list
 from translators.loss import LossReport
 
 # J03 `type` → P10 oneof wrapper key, and the field renames inside (§4.4).
@@ -30,8 +30,9 @@ _SKILL_KEYS = ("id", "name", "description", "tags", "examples", "inputModes", "o
 
 
 def security_to_p10(reqs: Any) -> list[JSON]:
-    return [{"schemes": {name: {"list": list(scopes)} for name, scopes in req.items()}}
-            for req in reqs or [] if isinstance(req, dict)]
+    return [{"schemes": {name: {"list": need_list(scopes, f"security.{name}")}
+                         for name, scopes in req.items()}}
+            for req in need_list(reqs or [], "security") if isinstance(req, dict)]
 
 
 def security_to_j03(reqs: Any) -> list[JSON]:
@@ -41,7 +42,7 @@ def security_to_j03(reqs: Any) -> list[JSON]:
 
 
 def scheme_to_p10(scheme: JSON, path: str, loss: LossReport) -> JSON:
-    key = SCHEME_TYPE_TO_KEY.get(scheme.get("type", ""))
+    key = lookup(SCHEME_TYPE_TO_KEY, scheme.get("type"))
     if key is None:
         loss.drop(path)
         return {}
@@ -75,7 +76,7 @@ def scheme_to_j03(scheme: JSON, path: str, loss: LossReport) -> JSON:
 
 def _skills(skills: Any, to_p10: bool) -> list[JSON]:
     out = []
-    for skill in skills or []:
+    for skill in need_list(skills or [], "skills"):
         if not isinstance(skill, dict):
             continue
         s: JSON = {}
@@ -103,13 +104,15 @@ def card_to_p10(card: Any, loss: LossReport) -> JSON:
         interfaces.append({"url": card["url"],
                            "protocolBinding": card.get("preferredTransport") or "JSONRPC",
                            "protocolVersion": version})
-    for extra in card.get("additionalInterfaces") or []:
+    for i, extra in enumerate(need_list(card.get("additionalInterfaces") or [],
+                                        "card.additionalInterfaces")):
+        extra = need_dict(extra, f"card.additionalInterfaces[{i}]")
         entry = {"url": extra.get("url", ""), "protocolBinding": extra.get("transport", ""),
                  "protocolVersion": version}
         if entry not in interfaces:
             interfaces.append(entry)
     out["supportedInterfaces"] = interfaces
-    caps = dict(card.get("capabilities") or {})
+    caps = dict(need_dict(card.get("capabilities") or {}, "card.capabilities"))
     if caps.pop("stateTransitionHistory", None) is not None:
         loss.drop("capabilities.stateTransitionHistory")
     if card.get("supportsAuthenticatedExtendedCard") is not None:
@@ -118,7 +121,8 @@ def card_to_p10(card: Any, loss: LossReport) -> JSON:
     if card.get("securitySchemes"):
         out["securitySchemes"] = {
             name: scheme_to_p10(s, f"securitySchemes.{name}", loss)
-            for name, s in card["securitySchemes"].items() if isinstance(s, dict)}
+            for name, s in need_dict(card["securitySchemes"], "card.securitySchemes").items()
+            if isinstance(s, dict)}
     if card.get("security"):
         out["securityRequirements"] = security_to_p10(card["security"])
     out["skills"] = _skills(card.get("skills"), to_p10=True)

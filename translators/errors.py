@@ -92,6 +92,13 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     _kind("RequestTimeoutError", -32600, "DEADLINE_EXCEEDED", 408,
           "The request was not received in time", domain=GATEWAY_DOMAIN, v03_http=408,
           v03_grpc="DEADLINE_EXCEEDED"),
+    # Who may call (README "Security"). v1.0 asks for a "JSON-RPC custom error" (spec@v1.0.1
+    # §3.3.2) and A2A owns -32001..-32099, so -32000, told apart by the ErrorInfo reason.
+    _kind("UnauthenticatedError", -32000, "UNAUTHENTICATED", 401,
+          "Authentication required", domain=GATEWAY_DOMAIN, v03_http=401,
+          v03_grpc="UNAUTHENTICATED"),
+    _kind("PermissionDeniedError", -32000, "PERMISSION_DENIED", 403, "Permission denied",
+          domain=GATEWAY_DOMAIN, v03_http=403, v03_grpc="PERMISSION_DENIED"),
     # A tenant the gateway does not have. -32602 keeps JSON-RPC clients' handling of a bad
     # parameter; HTTP and gRPC say "not found".
     _kind("TenantNotFoundError", -32602, "NOT_FOUND", 404, "Unknown tenant",
@@ -102,11 +109,9 @@ BY_NAME: dict[str, ErrorKind] = {k.name: k for k in ERROR_KINDS}
 BY_NAME.update({k.v03_name: k for k in ERROR_KINDS if k.v03_name})
 BY_REASON: dict[str, ErrorKind] = {k.reason: k for k in ERROR_KINDS}
 BY_REASON["INVALID_REQUEST"] = BY_NAME["InvalidRequestError"]
-# Codes are unique except -32603, which the gateway's own errors share with InternalError;
-# a bare -32603 from a peer is an InternalError.
-BY_CODE: dict[int, ErrorKind] = {}
-for _k in ERROR_KINDS:
-    BY_CODE.setdefault(_k.code, _k)
+# The gateway's own errors share codes with the standard ones and are told apart by their
+# ErrorInfo reason; a bare code from a peer is read as the A2A or JSON-RPC error it names.
+BY_CODE: dict[int, ErrorKind] = {k.code: k for k in ERROR_KINDS if k.domain == A2A_DOMAIN}
 
 
 @dataclass

@@ -19,9 +19,10 @@ from helpers import MakeGateway, free_port, v03
 from structlog.testing import capture_logs
 
 from gateway.config import PushRelayConfig, parse_config
-from gateway.push_relay import PushRelay, SealError, load_keys, sealed_part
-from gateway.push_relay_delivery import COUNTERS
-from gateway.push_relay_guard import WebhookGuard
+from gateway.relay.delivery import COUNTERS
+from gateway.relay.guard import WebhookGuard
+from gateway.relay.hooks import PushRelay
+from gateway.relay.seals import SealError, load_keys, sealed_part
 from translators.webhooks import RelayTarget
 
 V10 = {"A2A-Version": "1.0"}
@@ -49,14 +50,22 @@ def relay(**settings: Any) -> PushRelay:
     return PushRelay(config, cast(Any, None), environ={})
 
 
+def seal(r: PushRelay, t: RelayTarget) -> str:
+    return r.sealer.seal(t)
+
+
+def open_seal(r: PushRelay, sealed: str, *, check_age: bool = True) -> RelayTarget:
+    return r.sealer.open(sealed, check_age=check_age)
+
+
 # ---------------------------------------------------------------- seals and keys
 
 
 def test_seal_round_trip() -> None:
     r = relay(keys=[new_key()])
     t = target()
-    sealed = r.seal(t)
-    assert r.open(sealed, check_age=True) == t
+    sealed = seal(r, t)
+    assert open_seal(r, sealed, check_age=True) == t
     # URL-safe, and nothing of the payload readable in it.
     assert sealed.replace("-", "").replace("_", "").isalnum()
     raw = base64.urlsafe_b64decode(sealed + "=" * (-len(sealed) % 4))
@@ -67,29 +76,29 @@ def test_seal_round_trip() -> None:
 
 def test_tampered_or_foreign_seal_is_refused() -> None:
     r = relay(keys=[new_key()])
-    sealed = r.seal(target())
+    sealed = seal(r, target())
     middle = len(sealed) // 2
     flipped = sealed[:middle] + ("A" if sealed[middle] != "A" else "B") + sealed[middle + 1:]
     with pytest.raises(SealError, match="tampered"):
-        r.open(flipped, check_age=True)
+        open_seal(r, flipped, check_age=True)
     with pytest.raises(SealError, match="malformed"):
-        r.open(sealed[:20], check_age=True)
+        open_seal(r, sealed[:20], check_age=True)
     with pytest.raises(SealError, match="key this gateway does not have"):
-        relay(keys=[new_key()]).open(sealed, check_age=True)
+        open_seal(relay(keys=[new_key()]), sealed)
 
 
 def test_key_rotation_old_key_still_opens() -> None:
     old, new = new_key(), new_key()
-    sealed_old = relay(keys=[old]).seal(target())
+    sealed_old = seal(relay(keys=[old]), target())
     rotated = relay(keys=[new, old])
-    assert rotated.open(sealed_old, check_age=True) == target(
-        issued_at=rotated.open(sealed_old, check_age=True).issued_at)
-    sealed_new = rotated.seal(target())  # sealed with the first (newest) key
-    assert relay(keys=[new]).open(sealed_new, check_age=True).url == target().url
+    assert open_seal(rotated, sealed_old, check_age=True) == target(
+        issued_at=open_seal(rotated, sealed_old, check_age=True).issued_at)
+    sealed_new = seal(rotated, target())  # sealed with the first (newest) key
+    assert open_seal(relay(keys=[new]), sealed_new, check_age=True).url == target().url
     with pytest.raises(SealError):
-        relay(keys=[old]).open(sealed_new, check_age=True)
+        open_seal(relay(keys=[old]), sealed_new, check_age=True)
     with pytest.raises(SealError):
-        relay(keys=[new]).open(sealed_old, check_age=True)  # old key retired
+        open_seal(relay(keys=[new]), sealed_old, check_age=True)  # old key retired
 
 
 def test_keys_from_env_win_and_generated_key_is_stable() -> None:
@@ -105,10 +114,10 @@ def test_keys_from_env_win_and_generated_key_is_stable() -> None:
 
 def test_expired_seal() -> None:
     r = relay(keys=[new_key()], seal_max_age=60)
-    sealed = r.seal(target(issued_at=int(time.time()) - 120))
+    sealed = seal(r, target(issued_at=int(time.time()) - 120))
     with pytest.raises(SealError, match="expired"):
-        r.open(sealed, check_age=True)
-    assert r.open(sealed, check_age=False).url == target().url  # get/list still restore
+        open_seal(r, sealed, check_age=True)
+    assert open_seal(r, sealed, check_age=False).url == target().url  # get/list still restore
 
 
 # ---------------------------------------------------------------- through gateways
@@ -292,7 +301,7 @@ async def test_v10_events_become_task_snapshots_for_v03_clients(
                task_id=task["id"], token="tok03", authentication=None)
     event = {"statusUpdate": {"taskId": task["id"], "contextId": task["contextId"],
                               "status": {"state": "TASK_STATE_COMPLETED"}}}
-    async with http.post(gw + "_relay/" + sealer.seal(t), json=event,
+    async with http.post(gw + "_relay/" + seal(sealer, t), json=event,
                          headers={"Authorization": "Bearer relay-tok"}) as resp:
         assert resp.status == 202
     headers, body = await next_hook(received, "/snap", lambda b: True)
@@ -304,13 +313,13 @@ async def test_v10_events_become_task_snapshots_for_v03_clients(
 async def test_relay_endpoint_refusals(chained: tuple[str, str],
                                        http: aiohttp.ClientSession) -> None:
     gw, key = chained
-    good = relay(keys=[key]).seal(target(tenant="b", backend_version="1.0"))
+    good = seal(relay(keys=[key]), target(tenant="b", backend_version="1.0"))
     token = {"X-A2A-Notification-Token": "relay-tok"}
     event = {"task": {"id": "t1", "status": {"state": "TASK_STATE_WORKING"}}}
     for sealed, headers, body, status, needle in [
         (good[:-3] + ("AAA" if good[-3:] != "AAA" else "BBB"), token, event, 403, "tampered"),
-        (relay(keys=[new_key()]).seal(target()), token, event, 403, "key"),
-        (relay(keys=[key]).seal(target(issued_at=0)), token, event, 403, "expired"),
+        (seal(relay(keys=[new_key()]), target()), token, event, 403, "key"),
+        (seal(relay(keys=[key]), target(issued_at=0)), token, event, 403, "expired"),
         (good, {}, event, 403, "token"),
         (good, {"X-A2A-Notification-Token": "wrong"}, event, 403, "token"),
         (good, token, {"task": {"id": "other", "status": {}}}, 403, "another task"),
@@ -362,7 +371,7 @@ async def test_delivery_resolves_through_the_guard(
     gw = await make_gateway({"demo": v03(demo_agent)}, push_relay={"keys": [key]}) + "/"
     base, _ = receiver
     port = base.rsplit(":", 1)[1]
-    sealed = relay(keys=[key]).seal(target(url=f"http://localhost:{port}/rebound",
+    sealed = seal(relay(keys=[key]), target(url=f"http://localhost:{port}/rebound",
                                            task_id=""))
     failed = COUNTERS.failed
     with capture_logs() as logs:
@@ -404,39 +413,41 @@ async def test_same_version_without_always_is_not_relayed(
     task = (await rpc(http, gw, "message/send", {"message": j03_message("slow"),
                                                  "configuration": {"blocking": False}}))[
         "result"]
-    cfg = {"taskId": task["id"], "pushNotificationConfig": {"id": "c", "url": "http://10.0.0.1/h"}}
+    # A name that never resolves (.invalid) passes the SSRF guard at registration.
+    cfg = {"taskId": task["id"],
+           "pushNotificationConfig": {"id": "c", "url": "http://hooks.invalid/h"}}
     assert (await rpc(http, gw, "tasks/pushNotificationConfig/set", cfg))["result"] == cfg
     held = await rpc(http, demo_agent, "tasks/pushNotificationConfig/get",
                      {"id": task["id"], "pushNotificationConfigId": "c"})
-    assert held["result"]["pushNotificationConfig"]["url"] == "http://10.0.0.1/h"
+    assert held["result"]["pushNotificationConfig"]["url"] == "http://hooks.invalid/h"
     await rpc(http, gw, "tasks/cancel", {"id": task["id"]})
 
 
-class _StubGateway:
-    """Answers GetTask with a fixed completed task, counting the calls."""
+class _StubBackend:
+    """Answers the relay's task fetches with a fixed completed task, counting them."""
 
     def __init__(self) -> None:
         self.calls = 0
 
-    async def unary(self, call: Any) -> Any:
+    async def fetch_task(self, tenant: str, task_id: str, client_version: str) -> Any:
         from a2a.types import a2a_pb2 as pb
 
         self.calls += 1
         await asyncio.sleep(0.01)
-        return pb.Task(id=call.request.id, context_id="ctx",
+        return pb.Task(id=task_id, context_id="ctx",
                        status=pb.TaskStatus(state=pb.TaskState.TASK_STATE_COMPLETED))
 
 
 async def test_v03_snapshots_are_coalesced_and_not_repeated(receiver: Hooks) -> None:
     from a2a.types import a2a_pb2 as pb
 
-    from gateway.push_relay_delivery import Delivery
+    from gateway.relay.delivery import Delivery
     from translators.loss import LossReport
 
     base, received = receiver
     settings = PushRelayConfig(webhook_allowlist=["127.0.0.1"])
-    stub = _StubGateway()
-    delivery = Delivery(settings, WebhookGuard(settings), cast(Any, stub), COUNTERS)
+    stub = _StubBackend()
+    delivery = Delivery(settings, WebhookGuard(settings), stub.fetch_task, COUNTERS)
     t = target(url=f"{base}/coalesce", client_version="0.3", backend_version="1.0",
                task_id="t1", authentication=None)
     event = pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(

@@ -6,7 +6,7 @@ import pytest
 from helpers import v03
 
 from gateway.config import ConfigError, PushRelayConfig, parse_config
-from gateway.push_relay_guard import WebhookGuard
+from gateway.relay.guard import WebhookGuard
 from translators.errors import A2AError
 
 

@@ -28,6 +28,12 @@ def need_str(value: Any, path: str) -> str:
     return value
 
 
+def lookup(table: dict[str, str], value: Any) -> str | None:
+    """``table[value]`` for a string value, else None (a client may send any JSON where a
+    name belongs, lists and objects included)."""
+    return table.get(value) if isinstance(value, str) else None
+
+
 def copy_keys(src: JSON, dst: JSON, *keys: str) -> None:
     """Copy the keys that are present and not null (null means absent in both shapes)."""
     for key in keys:

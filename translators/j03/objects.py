@@ -14,6 +14,7 @@ from translators.j03.common import (
     copy_keys,
     iso_to_j03,
     iso_to_p10,
+    lookup,
     need_dict,
     need_list,
     need_str,
@@ -138,7 +139,7 @@ _MESSAGE_SHARED = ("messageId", "contextId", "taskId", "metadata", "extensions",
 
 def message_to_p10(msg: Any, path: str, loss: LossReport) -> JSON:
     msg = need_dict(msg, path)
-    role = ROLE_J03_TO_P10.get(msg.get("role"))
+    role = lookup(ROLE_J03_TO_P10, msg.get("role"))
     if role is None:
         raise invalid_params(f"{path}.role must be 'user' or 'agent'")
     out: JSON = {"role": role}
@@ -148,7 +149,10 @@ def message_to_p10(msg: Any, path: str, loss: LossReport) -> JSON:
 
 
 def message_to_j03(msg: JSON, path: str, loss: LossReport) -> JSON:
-    out: JSON = {"kind": "message", "role": ROLE_P10_TO_J03.get(msg.get("role", ""), "agent")}
+    role = lookup(ROLE_P10_TO_J03, msg.get("role"))
+    if role is None:  # J03 requires one, and making one up would change who spoke
+        raise invalid_params(f"{path}.role is missing or unknown")
+    out: JSON = {"kind": "message", "role": role}
     copy_keys(msg, out, *_MESSAGE_SHARED)
     out.setdefault("messageId", "")
     out["parts"] = parts_to_j03(msg.get("parts", []), f"{path}.parts", loss)
@@ -160,7 +164,7 @@ def message_to_j03(msg: JSON, path: str, loss: LossReport) -> JSON:
 
 def status_to_p10(status: Any, path: str, loss: LossReport) -> JSON:
     status = need_dict(status, path)
-    state = STATE_J03_TO_P10.get(status.get("state"))
+    state = lookup(STATE_J03_TO_P10, status.get("state"))
     if state is None:
         raise invalid_params(f"{path}.state {status.get('state')!r} is not a v0.3 task state")
     out: JSON = {"state": state}

@@ -43,6 +43,7 @@ from translators.p03.push import (
     task_push_config_to_p03,
     task_push_config_to_p10,
 )
+from translators.validation import check_history_length
 from translators.versions import V03
 
 M = TypeVar("M", bound=ProtoMessage)
@@ -53,8 +54,7 @@ M = TypeVar("M", bound=ProtoMessage)
 def _history_length_to_p03(value: int, field: str) -> int:
     """v1.0 N>0 → N; 0 ("no history") cannot be said to v0.3, where 0 means all: omit
     it and let strip_history empty the answer (§3.7)."""
-    if value < 0:
-        raise invalid_params(f"{field} must not be negative", field=field)
+    check_history_length(value, field)
     return value
 
 
@@ -68,6 +68,7 @@ def send_configuration_to_p10(conf: v03.SendMessageConfiguration,
         out.task_push_notification_config.CopyFrom(push_config_to_p10(
             conf.push_notification, "", "configuration.pushNotification", loss))
     # v0.3: 0 means all history, which is v1.0's unset; only N>0 truncates (§3.7).
+    check_history_length(conf.history_length, "configuration.historyLength")
     if conf.history_length > 0:
         out.history_length = conf.history_length
     return out
@@ -145,6 +146,7 @@ def strip_history(response: M, request: ProtoMessage) -> M:
 def get_task_to_p10(req: v03.GetTaskRequest, loss: LossReport,
                     bytes_mode: BytesMode) -> pb.GetTaskRequest:
     out = pb.GetTaskRequest(id=parse_task_name(req.name, "name"))
+    check_history_length(req.history_length, "historyLength")
     if req.history_length > 0:  # v0.3 0 = all = v1.0 unset (§3.7)
         out.history_length = req.history_length
     return out

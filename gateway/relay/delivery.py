@@ -1,6 +1,6 @@
-"""The webhook relay, part 2: delivery to the client's webhook, in the background.
+"""Delivery to the client's webhook, in the background.
 
-The relay endpoint (push_relay.py) has checked the seal, the relay token and the body,
+The relay endpoint (endpoint.py) has checked the seal, the relay token and the body,
 and answered the backend 202; then:
 
 - the body is translated for the client's version (translators/webhooks.py); a v0.3
@@ -22,23 +22,21 @@ On shutdown, deliveries in flight get a few seconds, then are cancelled and logg
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import hashlib
 import json
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import urlsplit
 
 import aiohttp
 import structlog
 from a2a.types import a2a_pb2 as pb
 
-from gateway.call import Call, CallContext
 from gateway.config import PushRelayConfig
 from gateway.metrics import PUSH_DELIVERIES
-from gateway.push_relay_guard import WebhookGuard, WebhookRefused, refusal_in
-from translators import operations as ops
+from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
 from translators.errors import A2AError
 from translators.loss import LossReport
 from translators.webhooks import (
@@ -49,10 +47,9 @@ from translators.webhooks import (
     snapshot_body,
 )
 
-if TYPE_CHECKING:
-    from gateway.pipeline import Gateway
-
 JSON = dict[str, Any]
+# (tenant, task id, the client's version) → the task as the tenant's backend has it now.
+FetchTask = Callable[[str, str, str], Awaitable[pb.Task | None]]
 # Seconds deliveries in flight get to finish when the gateway stops.
 SHUTDOWN_GRACE = 5.0
 _MAX_BACKOFF = 60.0
@@ -74,15 +71,13 @@ class RelayCounters:
     delivered: int = 0  # reached the client's webhook (2xx)
     failed: int = 0  # given up on (each one logged)
     retried: int = 0  # attempts after the first
-    refused: int = 0  # backend posts refused: bad seal or relay token (403)
+    refused: int = 0  # backend posts refused: bad seal or relay token (403), spent (410)
     coalesced: int = 0  # v0.3 snapshots merged into one already waiting
+    duplicate: int = 0  # the same notification posted again: taken, not delivered twice
 
     def bump(self, outcome: str) -> None:
         setattr(self, outcome, getattr(self, outcome) + 1)
         PUSH_DELIVERIES.labels(outcome).inc()
-
-    def snapshot(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
 
 
 COUNTERS = RelayCounters()
@@ -119,11 +114,11 @@ class _KeyState:
 
 
 class Delivery:
-    def __init__(self, settings: PushRelayConfig, guard: WebhookGuard, gateway: Gateway,
+    def __init__(self, settings: PushRelayConfig, guard: WebhookGuard, fetch_task: FetchTask,
                  counters: RelayCounters) -> None:
         self.settings = settings
         self.guard = guard
-        self.gateway = gateway
+        self.fetch_task = fetch_task
         self.counters = counters
         self._tasks: set[asyncio.Task[None]] = set()
         self._keys: dict[tuple[str, str], _KeyState] = {}
@@ -208,12 +203,8 @@ class Delivery:
                         loss: LossReport) -> JSON:
         task: pb.Task | None = None
         if task_id:
-            ctx = CallContext(client_version=target.client_version,
-                              client_binding="webhook-relay", tenant=target.tenant or None)
-            call = Call(ops.BY_NAME[ops.GET_TASK], pb.GetTaskRequest(id=task_id), ctx)
             try:
-                result = await self.gateway.unary(call)
-                task = result if isinstance(result, pb.Task) else None
+                task = await self.fetch_task(target.tenant, task_id, target.client_version)
             except A2AError as err:
                 _log().warning("push relay could not fetch the task; delivering what the "
                                "event carries", tenant=target.tenant, task_id=task_id,

@@ -1,0 +1,140 @@
+"""The webhook relay's two pipeline hooks (README "Push notifications").
+
+A v1.0 client expects StreamResponse bodies and `Authorization`; a v0.3 client expects
+a bare Task and `X-A2A-Notification-Token`. When the two sides differ (or always, if
+configured), the gateway registers its own relay URL with the backend instead of the
+client's webhook, and delivers what the backend posts there in the client's version.
+
+- :meth:`PushRelay.rewrite_request` (push-config create, and the inline config of
+  SendMessage / SendStreamingMessage): the SSRF guard checks the client's webhook, a
+  relay URL of this gateway's own is refused (a seal is no webhook), and when relaying,
+  the config is pointed at a new seal bound to the call's tenant and task.
+- :meth:`PushRelay.restore_response` (create, get and list): a config pointing at a
+  relay gets the client's own URL, token and authentication back, only when the seal was
+  made for this tenant and this task.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import structlog
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+from gateway.call import Call
+from gateway.config import GatewayConfig
+from gateway.relay.delivery import COUNTERS, Delivery, FetchTask
+from gateway.relay.guard import WebhookGuard
+from gateway.relay.seals import Sealer, SealError, load_keys, relay_base, sealed_part
+from gateway.relay.state import RelayState
+from translators import operations as ops
+from translators.errors import invalid_params
+from translators.webhooks import register_relay, restore_client_config, target_from_config
+
+log = structlog.get_logger("a2a_gateway.push_relay")
+
+
+class PushRelay:
+    """Seals, the pipeline hooks, the state and the delivery worker of one gateway."""
+
+    def __init__(self, config: GatewayConfig, fetch_task: FetchTask,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self.settings = config.push_relay
+        self.enabled = self.settings.enabled
+        keys, source = load_keys(self.settings, environ)
+        self.key_source = source
+        self.sealer = Sealer(keys, self.settings.seal_max_age)
+        self.guard = WebhookGuard(self.settings)
+        self.base = relay_base(config)
+        self.counters = COUNTERS
+        self.state = RelayState()
+        self.delivery = Delivery(self.settings, self.guard, fetch_task, self.counters)
+        if self.enabled:
+            if source == "generated":
+                log.warning(
+                    "push relay key generated at start: relay URLs stop working when this "
+                    "process exits, and replicas cannot deliver each other's; set "
+                    f"push_relay.keys or {self.settings.keys_env} to a shared key")
+            log.info("push relay ready", relay_base=self.base, keys=len(keys),
+                     key_source=source, always=self.settings.always)
+
+    def relays(self, call: Call) -> bool:
+        return self.enabled and (self.settings.always
+                                 or call.ctx.client_version != call.ctx.backend_version)
+
+    @staticmethod
+    def _push_config(call: Call) -> pb.TaskPushNotificationConfig | None:
+        request: Any = call.request
+        if call.op.name == ops.PUSH_CREATE:
+            return request  # type: ignore[no-any-return]
+        if call.op.name in (ops.SEND, ops.STREAM) and request.HasField("configuration") \
+                and request.configuration.HasField("task_push_notification_config"):
+            return request.configuration.task_push_notification_config  # type: ignore[no-any-return]
+        return None
+
+    async def rewrite_request(self, call: Call) -> None:
+        """Before the backend (after the tenant is resolved): check the client's webhook
+        and, when relaying, put a seal in its place."""
+        cfg = self._push_config(call)
+        if cfg is None:
+            return
+        sealed = sealed_part(cfg.url)
+        if sealed is not None and cfg.url.startswith(self.base) and self.sealer.opens(sealed):
+            # A seal is no webhook: registering one would make this gateway deliver another
+            # client's notifications (and, on get, open its seal) for the caller. (Another
+            # gateway's relay URL, in a chain of gateways, is a webhook like any other.)
+            raise invalid_params("the webhook URL is a relay URL of this gateway; give your "
+                                 "own webhook's URL", field="url")
+        relaying = self.relays(call)
+        if relaying or self.settings.guard_direct_webhooks:
+            await self.guard.check(cfg.url)
+        if not relaying:
+            return
+        backend_version = call.ctx.backend_version or ""
+        target = target_from_config(
+            cfg, client_version=call.ctx.client_version, backend_version=backend_version,
+            tenant=call.ctx.tenant or "", relay_token=secrets.token_urlsafe(16),
+            issued_at=int(time.time()))
+        if isinstance(call.request, pb.SendMessageRequest) and not target.task_id:
+            # An inline config belongs to the message's task when it names one; a new
+            # task's seal is bound to the first task it is used for (endpoint.py).
+            target = replace(target, task_id=call.request.message.task_id)
+        register_relay(cfg, self.base + self.sealer.seal(target), target.relay_token,
+                       backend_version)
+
+    def restore_response(self, call: Call, result: ProtoMessage | None) -> ProtoMessage | None:
+        """After the backend: push configs pointing at a relay get the client's values."""
+        if result is None or call.op.name not in (ops.PUSH_CREATE, ops.PUSH_GET, ops.PUSH_LIST):
+            return result
+        configs = list(result.configs) if isinstance(  # type: ignore[attr-defined]
+            result, pb.ListTaskPushNotificationConfigsResponse) else [result]
+        for cfg in configs:
+            if isinstance(cfg, pb.TaskPushNotificationConfig):
+                self._restore(cfg, call.ctx.tenant or "")
+        return result
+
+    def _restore(self, cfg: pb.TaskPushNotificationConfig, tenant: str) -> None:
+        sealed = sealed_part(cfg.url)
+        if sealed is None:
+            return
+        try:
+            target = self.sealer.open(sealed, check_age=False)
+        except SealError as exc:
+            # Another gateway's relay (a chain), or a key rotated out: leave it as it is.
+            log.debug("push config keeps a relay URL this gateway cannot open", reason=str(exc))
+            return
+        # A seal opens only for its own tenant and task: anything else would hand one
+        # caller the webhook and credentials of another.
+        if target.tenant != tenant or (target.task_id and target.task_id != cfg.task_id):
+            log.warning("push config holds a relay URL of another tenant or task; left sealed",
+                        tenant=tenant, task_id=cfg.task_id)
+            return
+        restore_client_config(cfg, target)
+
+    async def close(self) -> None:
+        await self.delivery.close()

@@ -1,0 +1,70 @@
+"""What the relay remembers between notifications: which ones it has already taken (a
+backend that posts the same notification again, or someone replaying a captured one,
+gets no second delivery), and which seals are spent (their task has ended).
+
+This is the process-local implementation, bounded in entries and in time. The interface
+is async so that a shared store can stand behind it for replicas.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+# Entries kept at most; the oldest go first.
+MAX_ENTRIES = 100_000
+
+
+class _Expiring:
+    """key → value until a time; least recently written first."""
+
+    def __init__(self, max_entries: int) -> None:
+        self._items: OrderedDict[str, tuple[float, float]] = OrderedDict()
+        self._max = max_entries
+
+    def put(self, key: str, value: float, until: float) -> None:
+        self._items[key] = (value, until)
+        self._items.move_to_end(key)
+        now = time.time()
+        while self._items and (len(self._items) > self._max
+                               or next(iter(self._items.values()))[1] <= now):
+            self._items.popitem(last=False)
+
+    def get(self, key: str) -> float | None:
+        item = self._items.get(key)
+        return item[0] if item is not None and item[1] > time.time() else None
+
+
+class RelayState:
+    def __init__(self, max_entries: int = MAX_ENTRIES) -> None:
+        self._seen = _Expiring(max_entries)
+        self._spent = _Expiring(max_entries)
+        self._bound: OrderedDict[str, str] = OrderedDict()
+        self._max = max_entries
+
+    async def bind(self, seal_id: str, task_id: str) -> bool:
+        """Bind a seal made before its task existed to the first task it carries; False
+        when it is already bound to another one."""
+        bound = self._bound.setdefault(seal_id, task_id)
+        self._bound.move_to_end(seal_id)
+        if len(self._bound) > self._max:
+            self._bound.popitem(last=False)
+        return bound == task_id
+
+    async def first_time(self, key: str, ttl: float) -> bool:
+        """True the first time ``key`` is offered within ``ttl`` seconds."""
+        if self._seen.get(key) is not None:
+            return False
+        self._seen.put(key, 0.0, time.time() + ttl)
+        return True
+
+    async def spend(self, seal_id: str, after: float, remember: float) -> None:
+        """The seal stops working ``after`` seconds from now (its task has ended); the
+        fact is kept ``remember`` seconds (past the seal's own age limit it is moot)."""
+        if self._spent.get(seal_id) is None:
+            now = time.time()
+            self._spent.put(seal_id, now + after, now + after + remember)
+
+    async def spent(self, seal_id: str) -> bool:
+        at = self._spent.get(seal_id)
+        return at is not None and time.time() >= at
