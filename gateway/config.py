@@ -139,6 +139,8 @@ class LimitsConfig(_Model):
                              "once, all tenants")
     pool_wait: float = Field(2.0, ge=0, description="Seconds a call waits for a free slot "
                              "toward its backend (max_calls) before it is refused")
+    grpc_max_connections: int | None = Field(None, gt=0, description="gRPC connections open "
+                                             "at once (null: a quarter of max_connections)")
     grpc_max_streams_per_connection: int = Field(1000, gt=0, description="Concurrent gRPC "
                                                  "calls on one client connection")
 
@@ -150,7 +152,8 @@ class DemoAgentConfig(_Model):
 
 
 class CardSigningConfig(_Model):
-    """Re-sign served cards (a rewritten card cannot keep the backend's JWS)."""
+    """Re-sign served cards (a rewritten card cannot keep the backend's JWS). Signed cards
+    name the gateway by `public_url` only (never by a Host or X-Forwarded-* header)."""
 
     key_file: str = Field(description="PEM file of an EC P-256 private key (ES256)")
     kid: str | None = Field(None, description="Key id put in the JWS protected header")
@@ -239,12 +242,26 @@ class PushRelayConfig(_Model):
 _HOST_NAME = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$")
 
 
+class CardsConfig(_Model):
+    """The card served at `/.well-known/agent-card.json` (README "Agent cards")."""
+
+    default_shape: Literal["union", "1.0", "0.3"] = Field(
+        "union", description="Shape served when the request names no A2A-Version: `union` "
+        "(both SDK generations parse it; strict v1.0 validators refuse its v0.3 fields), "
+        "`1.0` or `0.3`")
+    cache_control: str = Field("max-age=60", description="Cache-Control of served cards")
+
+
 class GatewayConfig(_Model):
     listen: ListenConfig = Field(default_factory=ListenConfig)
     public_url: str | None = Field(None, description="Base URL cards advertise for the HTTP "
                                    "bindings (else X-Forwarded-* or the request's host)")
     public_grpc: str | None = Field(None, description="host:port cards advertise for gRPC")
     card_signing: CardSigningConfig | None = None
+    cards: CardsConfig = Field(default_factory=lambda: CardsConfig())
+    trusted_proxies: list[str] = Field(default_factory=list, description="Addresses or CIDR "
+                                       "networks of the reverse proxies whose X-Forwarded-* "
+                                       "headers cards believe")
     tenants: dict[str, TenantConfig]
     default_tenant: str | None = None
     loss_policy: LossPolicy = LossPolicy.REPORT
@@ -270,6 +287,16 @@ class GatewayConfig(_Model):
     def _versions(cls, value: Any) -> Any:
         return [_as_version(v) for v in value] if isinstance(value, list) else value
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an address or CIDR network") from None
+        return value
+
     @model_validator(mode="after")
     def _check(self) -> GatewayConfig:
         if not self.tenants:
@@ -283,6 +310,9 @@ class GatewayConfig(_Model):
             if not name or "/" in name or ":" in name:
                 raise ValueError(f"tenant name {name!r} may not be empty or contain '/' or ':'")
         self.forward_headers = [h.lower() for h in self.forward_headers]
+        if self.card_signing is not None and not self.public_url:
+            raise ValueError("card_signing needs public_url: a signed card names the gateway "
+                             "by its configured address, never by what a request says")
         return self
 
 

@@ -53,13 +53,16 @@ class Streams:
 
 
 async def _tcp_probe(target: str, timeout: float) -> str | None:
+    """None when the address accepts a connection, else "timeout" or "unreachable"."""
     parts = urlsplit(target if "://" in target else f"tcp://{target}")
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         _, writer = await asyncio.wait_for(
             asyncio.open_connection(parts.hostname, port), timeout)
-    except (OSError, TimeoutError, ValueError) as exc:
-        return f"{type(exc).__name__}: {exc}"
+    except TimeoutError:
+        return "timeout"
+    except (OSError, ValueError):
+        return "unreachable"
     writer.close()
     with contextlib.suppress(Exception):
         await writer.wait_closed()
@@ -68,7 +71,8 @@ async def _tcp_probe(target: str, timeout: float) -> str | None:
 
 async def tenant_readiness(route: TenantRoute, timeout: float) -> dict[str, Any]:
     """Ready when the backend's card can be read, or else when its address accepts a
-    connection (a backend with no card is still a backend)."""
+    connection (a backend with no card is still a backend). The answer names what was
+    checked and how it failed, never the backend's address: that goes to the log."""
     if route.card.url is not None:
         try:
             parsed = await asyncio.wait_for(route.card.get(), timeout)
@@ -77,9 +81,14 @@ async def tenant_readiness(route: TenantRoute, timeout: float) -> dict[str, Any]
         if parsed is not None:
             return {"ready": True, "card": "ok"}
         if route.discovered:
-            return {"ready": False, "card": route.card.last_error or "timeout"}
+            log.warning("tenant not ready", tenant=route.name, card=route.card.url,
+                        error=route.card.last_error or "timeout")
+            return {"ready": False, "card": "unavailable"}
     assert route.config.url is not None
     error = await _tcp_probe(route.config.url, timeout)
+    if error is not None:
+        log.warning("tenant not ready", tenant=route.name, backend=route.config.url,
+                    error=error)
     return {"ready": error is None, "probe": error or "ok"}
 
 

@@ -58,7 +58,7 @@ def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) 
         STREAM_EVENTS.labels(operation, ctx.client_binding).inc(ctx.events)
     for path in ctx.loss.request:
         LOSSES.labels(_INDEX.sub("[]", path), "request").inc()
-    for path in ctx.loss.response:
+    for path in ctx.loss.answer_losses():
         LOSSES.labels(_INDEX.sub("[]", path), "response").inc()
     if ctx.backend_error is not None:
         BACKEND_ERRORS.labels(ctx.tenant or "none", ctx.backend_error).inc()

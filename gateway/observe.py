@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 
 from gateway.call import CallContext
-from gateway.metrics import record_call
+from gateway.metrics import LOSSES, record_call
 from translators.errors import A2AError
 
 _configured = False
@@ -76,3 +76,17 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         log.error("call", **fields, exc_info=error)
     else:
         log.info("call", **fields)
+
+
+_dropped_logged: set[tuple[str, str, tuple[str, ...]]] = set()
+
+
+def log_dropped(what: str, tenant: str, fields: list[str]) -> None:
+    """Fields a served document (a card) could not carry: counted every time, logged the
+    first time each set is seen (a card is fetched often and says the same each time)."""
+    for path in fields:
+        LOSSES.labels(path, what).inc()
+    key = (what, tenant, tuple(fields))
+    if key not in _dropped_logged and len(_dropped_logged) < 1024:
+        _dropped_logged.add(key)
+        log.info("dropped", what=what, tenant=tenant, dropped=fields)

@@ -23,7 +23,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call, CallContext
-from gateway.cards import CardPublisher
+from gateway.cards.publisher import CardPublisher
 from gateway.config import BackendConfig, ConfigError, GatewayConfig
 from gateway.egress.base import Backend
 from gateway.egress.grpc import GrpcBackend

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from gateway.card_signing import CardSigner
+from gateway.cards.signing import CardSigner
 from gateway.config import ConfigError, GatewayConfig
 from gateway.relay.seals import load_keys
 

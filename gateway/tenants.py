@@ -13,7 +13,7 @@ import aiohttp
 import structlog
 
 from gateway.call import Call
-from gateway.cards import BackendCard, default_card_url
+from gateway.cards.backend import BackendCard, default_card_url
 from gateway.config import BackendConfig
 from gateway.egress.base import Backend, backend_unavailable
 from translators.card_serving import pick_interface

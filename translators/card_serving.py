@@ -7,10 +7,10 @@ Pure: the fetching and caching live in gateway/cards.py.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from translators.cards import card_to_j03, card_to_p10
+from translators.cards import STATE_TRANSITION_HISTORY, card_to_j03, card_to_p10
 from translators.j03.common import JSON, need_dict
 from translators.loss import LossReport
 from translators.versions import V03, V10, normalize_version
@@ -18,10 +18,16 @@ from translators.versions import V03, V10, normalize_version
 BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 
 
+# The shapes a served card can take: v1.0, v0.3, or both side by side (§4.6).
+UNION = "union"
+CARD_SHAPES = (UNION, V10, V03)
+
+
 @dataclass(frozen=True)
 class ParsedCard:
     p10: JSON  # the card as v1.0 describes it (supportedInterfaces, capabilities, ...)
-    shape: str  # "1.0", "0.3" or "union"
+    # What only a v0.3 card can say (stateTransitionHistory), by path, for v0.3 readers.
+    held: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_any_card(data: Any) -> ParsedCard:
@@ -29,7 +35,6 @@ def parse_any_card(data: Any) -> ParsedCard:
     union) card; a v0.3 card is read by its legacy fields (py `parse_agent_card`)."""
     card = need_dict(data, "card")
     if isinstance(card.get("supportedInterfaces"), list):
-        shape = "union" if "url" in card or "protocolVersion" in card else V10
         p10 = {k: v for k, v in card.items() if k not in _J03_ONLY}
         for interface in p10["supportedInterfaces"]:
             if isinstance(interface, dict) and interface.get("protocolVersion"):
@@ -39,8 +44,14 @@ def parse_any_card(data: Any) -> ParsedCard:
         if isinstance(schemes, dict):
             p10["securitySchemes"] = {name: {k: v for k, v in s.items() if k.endswith("Scheme")}
                                       for name, s in schemes.items() if isinstance(s, dict)}
-        return ParsedCard(p10, shape)
-    return ParsedCard(card_to_p10(card, LossReport()), V03)
+        held: dict[str, Any] = {}
+        caps = p10.get("capabilities")
+        if isinstance(caps, dict) and "stateTransitionHistory" in caps:  # a union card's
+            caps = p10["capabilities"] = dict(caps)
+            held[STATE_TRANSITION_HISTORY] = caps.pop("stateTransitionHistory")
+        return ParsedCard(p10, held)
+    loss = LossReport(answering=True)
+    return ParsedCard(card_to_p10(card, loss), loss.held)
 
 
 _J03_ONLY = frozenset({"url", "protocolVersion", "preferredTransport", "additionalInterfaces",
@@ -89,22 +100,24 @@ def with_interfaces(card: JSON, interfaces: list[JSON]) -> JSON:
     return out
 
 
-def union_card(card: JSON) -> JSON:
-    """One document both SDK generations parse (§4.6): the v1.0 card with the v0.3 fields
-    beside it, built from the v0.3 interfaces only; nested schemes deep-merged."""
-    v03_interfaces = [i for i in card.get("supportedInterfaces", [])
-                      if i.get("protocolVersion") == V03]
-    if not v03_interfaces:
-        return card
-    legacy = card_to_j03(card, LossReport(), versions=(V03,))
-    return _deep_merge(card, legacy)
+def card_in_shape(card: JSON, held: dict[str, Any], shape: str) -> tuple[JSON, list[str]]:
+    """The card in one shape, and what that shape could not say (paths).
 
-
-def card_for_version(card: JSON, version: str) -> JSON:
-    """The card in one version's shape, for clients that said which one they speak."""
-    if version == V10:
-        return card
-    return card_to_j03(card, LossReport(), versions=(V03,))
+    - ``1.0``: the v1.0 card, valid for strict v1.0 validators;
+    - ``0.3``: the v0.3 card, built from the v0.3 interfaces only (a v0.3 card cannot say
+      which entry speaks which version);
+    - ``union``: one document both SDK generations parse (§4.6): the v1.0 card with the
+      v0.3 fields beside it, nested objects deep-merged. Strict v1.0 validators refuse
+      the extra fields.
+    """
+    loss = LossReport(answering=True, held=dict(held))
+    if shape == V10:
+        return card, loss.fields()
+    has_v03 = any(i.get("protocolVersion") == V03 for i in card.get("supportedInterfaces", []))
+    if shape == UNION and not has_v03:
+        return card, loss.fields()
+    legacy = card_to_j03(card, loss, versions=(V03,))
+    return (legacy if shape == V03 else _deep_merge(card, legacy)), loss.fields()
 
 
 def _deep_merge(base: JSON, extra: JSON) -> JSON:

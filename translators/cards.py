@@ -24,8 +24,12 @@ _SCHEME_RENAMES = {"in": "location"}
 # The proto's OAuthFlows is a oneof; when J03 lists several, keep the strongest (§4.4).
 FLOW_PREFERENCE = ("authorizationCode", "clientCredentials", "deviceCode", "implicit", "password")
 
+# Not `signatures`: a JWS covers one shape of the card, so a translated card cannot keep
+# the signatures of the other (whoever serves it may sign its own shape, §4.6).
 _SHARED_CARD_KEYS = ("name", "description", "provider", "version", "documentationUrl",
-                     "defaultInputModes", "defaultOutputModes", "signatures", "iconUrl")
+                     "defaultInputModes", "defaultOutputModes", "iconUrl")
+# The one v0.3 card field v1.0 has no place for (reference §8.8).
+STATE_TRANSITION_HISTORY = "capabilities.stateTransitionHistory"
 _SKILL_KEYS = ("id", "name", "description", "tags", "examples", "inputModes", "outputModes")
 
 
@@ -112,9 +116,12 @@ def card_to_p10(card: Any, loss: LossReport) -> JSON:
         if entry not in interfaces:
             interfaces.append(entry)
     out["supportedInterfaces"] = interfaces
+    if card.get("signatures"):
+        loss.drop("signatures")
     caps = dict(need_dict(card.get("capabilities") or {}, "card.capabilities"))
-    if caps.pop("stateTransitionHistory", None) is not None:
-        loss.drop("capabilities.stateTransitionHistory")
+    history = caps.pop("stateTransitionHistory", None)
+    if history is not None:
+        loss.hold(STATE_TRANSITION_HISTORY, history)  # a v0.3 reader gets it back
     if card.get("supportsAuthenticatedExtendedCard") is not None:
         caps["extendedAgentCard"] = bool(card["supportsAuthenticatedExtendedCard"])
     out["capabilities"] = caps
@@ -141,8 +148,13 @@ def card_to_j03(card: JSON, loss: LossReport, *, versions: tuple[str, ...] = ())
         out["preferredTransport"] = interfaces[0].get("protocolBinding", "JSONRPC")
         out["additionalInterfaces"] = [
             {"url": i.get("url", ""), "transport": i.get("protocolBinding", "")} for i in interfaces]
+    if card.get("signatures"):
+        loss.drop("signatures")
     caps = dict(card.get("capabilities") or {})
     extended = caps.pop("extendedAgentCard", None)
+    history = loss.take(STATE_TRANSITION_HISTORY)
+    if history is not None:
+        caps["stateTransitionHistory"] = history
     out["capabilities"] = caps
     if extended is not None:
         out["supportsAuthenticatedExtendedCard"] = bool(extended)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 
 class LossPolicy(StrEnum):
@@ -29,18 +30,31 @@ class LossReport:
     response: list[str] = field(default_factory=list)
     # Set while translating the answer, so that the same helpers record on the right side.
     answering: bool = False
+    # Values of the answer only v0.3 can hold (e.g. the card's stateTransitionHistory),
+    # by path: a v0.3 encoder puts them back (take); what no encoder took was lost.
+    held: dict[str, Any] = field(default_factory=dict)
 
     def drop(self, path: str) -> None:
         side = self.response if self.answering else self.request
         if path not in side:
             side.append(path)
 
+    def hold(self, path: str, value: Any) -> None:
+        self.held[path] = value
+
+    def take(self, path: str) -> Any:
+        """A held value for an encoder that can carry it (None when none is held)."""
+        return self.held.pop(path, None)
+
     @property
     def carry(self) -> bool:
         return self.policy is LossPolicy.CARRY
 
+    def answer_losses(self) -> list[str]:
+        return self.response + [p for p in self.held if p not in self.response]
+
     def fields(self) -> list[str]:
-        return self.request + [p for p in self.response if p not in self.request]
+        return self.request + [p for p in self.answer_losses() if p not in self.request]
 
     def __bool__(self) -> bool:
-        return bool(self.request or self.response)
+        return bool(self.request or self.response or self.held)

@@ -9,7 +9,6 @@ from collections.abc import Iterable
 from aiohttp import web
 
 from gateway.call import CallContext
-from gateway.cards import public_base
 from gateway.pipeline import Gateway
 from translators.errors import A2AError, a2a_error
 from translators.versions import V10
@@ -92,7 +91,7 @@ def client_context(request: web.Request, gateway: Gateway, version: str,
     ctx.forward_headers = {h: request.headers[h] for h in gateway.config.forward_headers
                            if h in request.headers}
     ctx.extensions = _extensions(request)
-    ctx.public_base = public_base(request, gateway.config)
+    ctx.public_base = gateway.cards.address.http_base(request)
     return ctx
 
 

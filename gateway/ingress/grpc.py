@@ -21,6 +21,7 @@ from grpc_reflection.v1alpha import reflection
 
 from gateway.call import Call, CallContext
 from gateway.ingress.common import dialect_headers, split_extensions, valid_request_id
+from gateway.ingress.connections import default_max_connections
 from gateway.ingress.sse_out import FINAL_LOOKAHEAD_SECONDS
 from gateway.lifecycle import Streams
 from gateway.observe import log_call
@@ -204,6 +205,8 @@ async def start_grpc_server(current: Current, listen: str, streams: Streams | No
     config = current().config
     max_bytes = config.max_body_bytes
     limits = config.limits
+    max_connections = limits.grpc_max_connections or max(
+        16, (limits.max_connections or default_max_connections()) // 4)
     server = grpc.aio.server(options=[
         ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared listener
         # Messages up to max_body_bytes are read; larger ones, up to twice that, are refused
@@ -211,6 +214,9 @@ async def start_grpc_server(current: Current, listen: str, streams: Streams | No
         ("grpc.max_receive_message_length", 2 * max_bytes),
         ("grpc.max_send_message_length", max(max_bytes, 64 * 1024 * 1024)),
         ("grpc.max_concurrent_streams", limits.grpc_max_streams_per_connection),
+        # Past the cap new connections are closed at once; silent ones are closed after
+        # the handshake deadline, idle ones after the idle timeout.
+        ("grpc.max_allowed_incoming_connections", max_connections),
         ("grpc.server_handshake_timeout_ms", int(limits.header_timeout * 1000)),
         ("grpc.max_connection_idle_ms", int(limits.idle_timeout * 1000)),
     ])

@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from helpers import MakeGateway, free_port, v03
 
-from gateway.card_signing import verify
+from gateway.cards.signing import verify
 
 V10 = {"A2A-Version": "1.0"}
 
@@ -83,7 +83,7 @@ async def test_served_card_is_a_union_pointing_at_the_gateway(
         http: aiohttp.ClientSession, make_gateway: MakeGateway, demo_agent: str) -> None:
     gw = await make_gateway({"demo": v03(demo_agent)})
     status, card, headers = await get_json(http, gw + "/.well-known/agent-card.json")
-    assert status == 200 and headers["Vary"] == "A2A-Version"
+    assert status == 200 and headers["Vary"] == "A2A-Version, Host"
     # Both generations' fields side by side (reference §4.6).
     assert card["protocolVersion"] == "0.3.0" and card["url"] == gw + "/"
     bindings = {(i["protocolBinding"], i["protocolVersion"]) for i in card["supportedInterfaces"]}
@@ -100,12 +100,19 @@ async def test_served_card_is_a_union_pointing_at_the_gateway(
 
 async def test_per_tenant_card_and_forwarded_headers(
         http: aiohttp.ClientSession, make_gateway: MakeGateway, demo_agent: str) -> None:
-    gw = await make_gateway({"demo": v03(demo_agent)})
     fwd = {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "agents.example.com",
            "X-Forwarded-Prefix": "/a2a"}
-    _, card, _ = await get_json(http, gw + "/demo/.well-known/agent-card.json", fwd)
+    # X-Forwarded-* only from a trusted proxy (here: this test, on 127.0.0.1).
+    gw = await make_gateway({"demo": v03(demo_agent)}, trusted_proxies=["127.0.0.0/8"])
+    _, card, headers = await get_json(http, gw + "/demo/.well-known/agent-card.json", fwd)
     urls = {i["url"] for i in card["supportedInterfaces"]}
     assert urls == {"https://agents.example.com/a2a/demo/", "https://agents.example.com/a2a/demo"}
+    assert headers["Vary"] == ("A2A-Version, X-Forwarded-Proto, X-Forwarded-Host, "
+                               "X-Forwarded-Prefix, Host")
+    untrusted = await make_gateway({"demo": v03(demo_agent)})
+    _, card, _ = await get_json(http, untrusted + "/demo/.well-known/agent-card.json", fwd)
+    assert {i["url"] for i in card["supportedInterfaces"]} == {untrusted + "/demo/",
+                                                               untrusted + "/demo"}
     status, body, _ = await get_json(http, gw + "/nope/.well-known/agent-card.json")
     assert status == 404 and body["error"]["status"] == "NOT_FOUND"
     configured = await make_gateway({"demo": v03(demo_agent)},
@@ -125,7 +132,7 @@ async def test_backend_signatures_dropped_and_gateway_resigns(
     pem.write_bytes(key.private_bytes(serialization.Encoding.PEM,
                                       serialization.PrivateFormat.PKCS8,
                                       serialization.NoEncryption()))
-    signed = await make_gateway({"s": v03(stub.url)},
+    signed = await make_gateway({"s": v03(stub.url)}, public_url="https://agents.example",
                                 card_signing={"key_file": str(pem), "kid": "gw-1"})
     _, card, _ = await get_json(http, signed + "/.well-known/agent-card.json", V10)
     assert verify(card, key.public_key())

@@ -111,6 +111,15 @@ def deployment_running(logs: Path) -> Iterator[Deployment]:
                          webhook_base=f"http://127.0.0.1:{hook_port}", hooks=logs / "hooks.jsonl")
 
 
+def read_hooks(out: Path, path: str) -> list[dict[str, Any]]:
+    """The webhook receiver's records for ``path``. The receiver may be writing its last
+    line right now: only whole lines count."""
+    if not out.exists():
+        return []
+    lines = out.read_text(encoding="utf-8").split("\n")[:-1]
+    return [r for r in map(json.loads, lines) if r["path"] == path]
+
+
 def run_client(version: str, url: str, transport: str, scenario: str = "all",
                webhook: str | None = None, timeout: float = 180,
                tenant: str | None = None) -> Any:

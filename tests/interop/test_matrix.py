@@ -24,7 +24,13 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from interop_support import Deployment, client_results, webhook_for, webhook_path
+from interop_support import (
+    Deployment,
+    client_results,
+    read_hooks,
+    webhook_for,
+    webhook_path,
+)
 from matrix_report import EXPECTED, NA, PASS, PASSING, RAW, current_section, render
 
 from translators.errors import BY_NAME
@@ -156,10 +162,7 @@ def probe_v03_list_tasks(deployment: Deployment, binding: str, tenant: str) -> s
 
 def hook_records(deployment: Deployment, path: str) -> list[dict[str, Any]]:
     assert deployment.hooks is not None
-    if not deployment.hooks.exists():
-        return []
-    lines = deployment.hooks.read_text(encoding="utf-8").splitlines()
-    return [r for r in map(json.loads, lines) if r["path"] == path]
+    return read_hooks(deployment.hooks, path)
 
 
 def _completes(body: dict[str, Any], task_id: str, client: str) -> bool:

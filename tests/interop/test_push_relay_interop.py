@@ -20,7 +20,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from interop_support import Deployment, client_results, webhook_path
+from interop_support import Deployment, client_results, read_hooks, webhook_path
 
 PUSH_CFG = {"id": "cfg1", "token": "tok-1", "scheme": "Bearer", "credentials": "sekret"}
 
@@ -31,10 +31,7 @@ class Receiver:
         self.out = out
 
     def records(self, path: str) -> list[dict[str, Any]]:
-        if not self.out.exists():
-            return []
-        lines = self.out.read_text(encoding="utf-8").splitlines()
-        return [r for r in map(json.loads, lines) if r["path"] == path]
+        return read_hooks(self.out, path)
 
     def wait_for(self, path: str, done: Callable[[Any], bool],
                  timeout: float = 30) -> dict[str, Any]:

@@ -195,13 +195,24 @@ def test_card_j03_to_p10() -> None:
     loss = LossReport()
     p10 = cards.card_to_p10(copy.deepcopy(CARD_J03), loss)
     assert p10 == CARD_P10
-    assert loss.request == ["capabilities.stateTransitionHistory"]  # removed in v1.0 (§4.3)
+    # Removed in v1.0 (§4.3): held for a v0.3 reader, lost for any other.
+    assert loss.held == {"capabilities.stateTransitionHistory": False}
+    assert loss.fields() == ["capabilities.stateTransitionHistory"]
     assert through_proto(p10, pb.AgentCard) == CARD_P10
     # And through the JSON-RPC rules for the extended card.
     loss = LossReport()
     card = rpc.result_to_canonical(EXTENDED_CARD, V03, copy.deepcopy(CARD_J03), loss)
     assert dump_p10(card) == CARD_P10
     assert loss.fields() == ["capabilities.stateTransitionHistory"]
+
+
+def test_card_keeps_v03_only_fields_for_a_v03_reader() -> None:
+    # A v0.3 backend's card on its way to a v0.3 client loses nothing both can carry.
+    loss = LossReport()
+    card = rpc.result_to_canonical(EXTENDED_CARD, V03, copy.deepcopy(CARD_J03), loss)
+    back = rpc.result_from_canonical(EXTENDED_CARD, V03, card, loss)
+    assert back["capabilities"]["stateTransitionHistory"] is False
+    assert not loss
 
 
 def test_card_p10_to_j03() -> None:

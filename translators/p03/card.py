@@ -4,8 +4,7 @@ This is the card v0.3 gRPC `GetAgentCard` answers with. (v0.3 REST `/v1/card` an
 well-known card are J03 on every binding, reference §4.1: see translators/cards.py.)
 The security schemes, OAuth flows, skills, extensions and signatures kept their field
 names, so they are copied by name; the interface fields and the extended-card flag are
-restructured here. Signatures are kept; whoever rewrites a card decides whether they
-still hold (§4.6).
+restructured here. Signatures are not: a JWS covers one shape of the card (§4.6).
 """
 
 from __future__ import annotations
@@ -24,8 +23,8 @@ _RENAMES_TO_P03 = {v: k for k, v in _RENAMES_TO_P10.items()}
 # Translated by hand below: the interface fields, the extended-card flag, capabilities.
 _V03_RESTRUCTURED = frozenset({"url", "preferred_transport", "additional_interfaces",
                                "protocol_version", "supports_authenticated_extended_card",
-                               "capabilities"})
-_P10_RESTRUCTURED = frozenset({"supported_interfaces", "capabilities"})
+                               "capabilities", "signatures"})
+_P10_RESTRUCTURED = frozenset({"supported_interfaces", "capabilities", "signatures"})
 
 
 def major_minor(protocol_version: str) -> str:
@@ -37,6 +36,8 @@ def major_minor(protocol_version: str) -> str:
 def card_to_p10(card: v03.AgentCard, loss: LossReport) -> pb.AgentCard:
     out = pb.AgentCard()
     copy_by_name(card, out, "", loss, renames=_RENAMES_TO_P10, skip=_V03_RESTRUCTURED)
+    if card.signatures:  # a JWS covers one shape of the card only (§4.6)
+        loss.drop("signatures")
     version = major_minor(card.protocol_version)
     # The preferred interface comes first in v1.0 (§4.2); v0.3 cards usually repeat it
     # among the additional ones.
@@ -68,6 +69,8 @@ def card_to_p03(card: pb.AgentCard, loss: LossReport, *,
     reported."""
     out = v03.AgentCard(protocol_version=V03_PROTOCOL_VERSION)
     copy_by_name(card, out, "", loss, renames=_RENAMES_TO_P03, skip=_P10_RESTRUCTURED)
+    if card.signatures:
+        loss.drop("signatures")
     chosen = [(i, iface) for i, iface in enumerate(card.supported_interfaces)
               if not versions or iface.protocol_version in versions]
     for n, (i, iface) in enumerate(chosen):
