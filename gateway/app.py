@@ -81,8 +81,11 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
 
 
 def new_session() -> aiohttp.ClientSession:
-    # One pooled session for all backends; per-call timeouts are set by each backend.
-    connector = aiohttp.TCPConnector(limit=512, limit_per_host=128, enable_cleanup_closed=True)
+    # One pooled session for all backends; per-call timeouts are set by each backend. The
+    # pool itself is unbounded: what may be open toward a backend is bounded by the
+    # gateway's own slots (limits.py), which refuse in the caller's dialect instead of
+    # queueing a unary call behind streams that hold every pooled connection.
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, enable_cleanup_closed=True)
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
 
 

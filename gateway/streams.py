@@ -43,6 +43,11 @@ async def with_final_flags(source: AsyncIterator[pb.StreamResponse], lookahead: 
                 nxt = asyncio.ensure_future(anext(source, None))
                 done, _ = await asyncio.wait({nxt}, timeout=lookahead)
                 if done:
+                    error = nxt.exception()
+                    if error is not None:  # what came before the failure still goes out
+                        nxt = None
+                        yield pending, False
+                        raise error
                     following = nxt.result()
                     yield pending, following is None
                 else:

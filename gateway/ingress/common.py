@@ -57,6 +57,14 @@ def _too_large(limit: int) -> A2AError:
 CLOSES_CONNECTION = frozenset({"PayloadTooLargeError", "RequestTimeoutError"})
 
 
+def error_headers(err: A2AError, headers: dict[str, str] | None) -> dict[str, str]:
+    """The dialect headers, plus Retry-After when the error says when to retry."""
+    retry_after = err.metadata.get("retry_after")
+    if retry_after is None:
+        return headers or {}
+    return {**(headers or {}), "Retry-After": retry_after}
+
+
 def header_version(request: web.Request) -> str | None:
     """A2A-Version from the header, else the query parameter (spec §3.6.1)."""
     return request.headers.get("A2A-Version") or request.query.get("A2A-Version")

@@ -15,6 +15,7 @@ from gateway.ingress.common import (
     CLOSES_CONNECTION,
     client_context,
     dialect_headers,
+    error_headers,
     gateway_of,
     header_version,
     read_body,
@@ -43,7 +44,7 @@ def _reply(payload: dict[str, Any], headers: dict[str, str] | None = None,
 def _failure(rid: Any, err: A2AError, version: str,
              headers: dict[str, str] | None = None) -> web.Response:
     status = err.kind.http if err.kind.name in CLOSES_CONNECTION else 200
-    return _reply(rpc.failure(rid, err, version), headers, status)
+    return _reply(rpc.failure(rid, err, version), error_headers(err, headers), status)
 
 
 def _fallback_version(request: web.Request) -> str:

@@ -17,6 +17,7 @@ from gateway.ingress.common import (
     CLOSES_CONNECTION,
     client_context,
     dialect_headers,
+    error_headers,
     gateway_of,
     header_version,
     read_body,
@@ -49,7 +50,7 @@ def _json(request: web.Request, status: int, payload: Any,
 def error_response(request: web.Request, err: A2AError, version: str,
                    headers: dict[str, str] | None = None) -> web.Response:
     status, body = error_to_rest(err, version)
-    response = _json(request, status, body, headers)
+    response = _json(request, status, body, error_headers(err, headers))
     if err.kind.name in CLOSES_CONNECTION:
         response.force_close()
     return response

@@ -1,0 +1,89 @@
+"""Defect 1: streams must not starve unary calls to the same backend, and a full backend
+answers with a limit error in the caller's dialect, not a hang."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+from hardening_support import (
+    V10,
+    ScriptedBackend,
+    endless_sse,
+    j03_message,
+    p10_message,
+    post,
+    rpc_body,
+)
+from helpers import MakeGateway, v03
+
+
+async def _open_stream(http: aiohttp.ClientSession, url: str,
+                       opened: list[aiohttp.ClientResponse]) -> None:
+    resp = await http.post(url, json=rpc_body("message/stream", {"message": j03_message("s")}))
+    await resp.content.readline()  # the first event is through: the stream is open
+    opened.append(resp)
+
+
+async def test_open_streams_do_not_delay_unary_calls(make_gateway: MakeGateway) -> None:
+    # 150 open streams: more than the 128 connections per host main pooled for everything.
+    async with ScriptedBackend().running() as backend, aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0)) as http:
+        backend.handlers["message/stream"] = endless_sse
+        gw = await make_gateway({"b": {"backend": {**v03(backend.url)["backend"],
+                                                   "timeout": 5}}}) + "/b"
+        opened: list[aiohttp.ClientResponse] = []
+        await asyncio.wait_for(asyncio.gather(*(_open_stream(http, gw, opened)
+                                                for _ in range(150))), 30)
+        started = time.monotonic()
+        status, _, reply = await post(http, gw, rpc_body("message/send",
+                                                         {"message": j03_message()}))
+        elapsed = time.monotonic() - started
+        assert status == 200 and reply["result"]["parts"][0]["text"] == "ok"
+        assert elapsed < 1.0, f"a unary call waited {elapsed:.2f} s behind open streams"
+        for resp in opened:
+            resp.close()
+
+
+async def test_a_full_backend_refuses_with_a_limit_error(make_gateway: MakeGateway) -> None:
+    async with ScriptedBackend().running() as backend, aiohttp.ClientSession() as http:
+        backend.handlers["message/stream"] = endless_sse
+        gw = await make_gateway({"b": {"backend": {**v03(backend.url)["backend"],
+                                                   "max_streams": 2}}},
+                                limits={"pool_wait": 0.2}) + "/b"
+        opened: list[aiohttp.ClientResponse] = []
+        await asyncio.gather(_open_stream(http, gw, opened), _open_stream(http, gw, opened))
+        # The third stream, in three dialects: a bounded wait, then the limit error.
+        started = time.monotonic()
+        status, _, reply = await post(http, gw, rpc_body("SendStreamingMessage",
+                                                         {"message": p10_message()}), headers=V10)
+        assert time.monotonic() - started < 2
+        assert status == 200 and reply["error"]["code"] == -32603
+        assert reply["error"]["data"][0]["reason"] == "RESOURCE_EXHAUSTED"
+        assert reply["error"]["data"][0]["metadata"]["limit"] == "backend.max_streams"
+        status, headers, body = await post(http, gw + "/message:stream",
+                                           {"message": p10_message()}, headers=V10)
+        assert status == 429 and headers["Retry-After"] == "1"
+        assert body["error"]["status"] == "RESOURCE_EXHAUSTED"
+        status, headers, body = await post(http, gw + "/v1/message:stream", {"message": {
+            "messageId": "m", "role": "ROLE_USER", "content": [{"text": "x"}]}})
+        assert status == 429 and body["reason"] == "RESOURCE_EXHAUSTED"
+        for resp in opened:
+            resp.close()
+        # Closed streams free their slots.
+        await asyncio.sleep(0.2)
+        again: list[aiohttp.ClientResponse] = []
+        await asyncio.wait_for(_open_stream(http, gw, again), 5)
+        again[0].close()
+
+
+async def test_limits_are_exported_as_metrics(make_gateway: MakeGateway) -> None:
+    async with ScriptedBackend().running() as backend, aiohttp.ClientSession() as http:
+        gw = await make_gateway({"b": {"backend": {**v03(backend.url)["backend"],
+                                                   "max_calls": 7}}})
+        async with http.get(gw + "/metrics") as resp:
+            text = await resp.text()
+        assert f'a2a_gateway_limit_capacity{{limit="backend.max_calls",scope="{backend.url}"}} 7.0' \
+            in text
+        assert 'a2a_gateway_limit_capacity{limit="max_streams",scope="gateway"} 10000.0' in text
