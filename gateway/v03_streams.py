@@ -5,7 +5,8 @@ added on the canonical stream whatever the client speaks:
 - a stream ends with the status that ends or interrupts the task (a v0.3 backend may
   close before sending it: a2a-sdk 0.3.26's gRPC TaskSubscription usually does);
 - subscribing to a task that has already ended is UnsupportedOperationError for a v1.0
-  client (v0.3 agents answer InvalidParams).
+  client (v0.3 agents answer InvalidParams), and to an unknown task TaskNotFoundError
+  (whatever the v0.3 agent's stream did).
 
 Each repair is a stream filter: canonical events in, canonical events out.
 """
@@ -82,16 +83,16 @@ async def settled_end(backend: Backend, call: Call, source: Events) -> Events:
             task_id=task_id, context_id=context_id or task.context_id, status=task.status))
 
 
-async def _refusal_for_ended_task(backend: Backend, call: Call, err: A2AError) -> A2AError:
-    """A v0.3 backend refuses to subscribe to an ended task with InvalidParams; v1.0 says
-    UnsupportedOperationError. Anything else stands as the backend said it."""
-    if call.ctx.client_version != V10 or err.kind.name != "InvalidParamsError":
-        return err
+async def _failed_subscribe(backend: Backend, call: Call, err: A2AError | None) -> A2AError | None:
+    """Why a subscribe to a v0.3 backend ended before its first event (``err``, or None
+    for a stream closed without one), read from the task itself: a2a-sdk 0.3.26's REST
+    agent answers an unknown task with an event stream that breaks off, and v0.3 agents
+    refuse an ended task with InvalidParams where v1.0 says UnsupportedOperationError."""
     try:
         task = await current_task(backend, call, call.request.id)  # type: ignore[attr-defined]
-    except A2AError:
-        return err
-    if task.status.state in TERMINAL:
+    except A2AError as lookup:
+        return lookup if lookup.kind.name == "TaskNotFoundError" else err
+    if task.status.state in TERMINAL and call.ctx.client_version == V10:
         return a2a_error("UnsupportedOperationError", f"task {task.id[:64]} is in a terminal "
                          f"state ({pb.TaskState.Name(task.status.state)}); it cannot be "
                          f"subscribed to", taskId=task.id)
@@ -115,10 +116,13 @@ async def task_first(backend: Backend, call: Call, source: Events) -> Events:
         try:
             item = pending.result() if done else None
         except A2AError as err:
-            raise await _refusal_for_ended_task(backend, call, err) from None
+            raise await _failed_subscribe(backend, call, err) or err from None
         if item is None or not item.HasField("task"):
-            if done and item is None:
-                return  # the backend ended the stream without an event
+            if done and item is None:  # the backend ended the stream without an event
+                refusal = await _failed_subscribe(backend, call, None)
+                if refusal is not None:
+                    raise refusal
+                return
             task_id = call.request.id  # type: ignore[attr-defined]
             yield pb.StreamResponse(task=await current_task(backend, call, task_id))
             item = await pending

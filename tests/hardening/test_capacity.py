@@ -87,3 +87,29 @@ async def test_limits_are_exported_as_metrics(make_gateway: MakeGateway) -> None
         assert f'a2a_gateway_limit_capacity{{limit="backend.max_calls",scope="{backend.url}"}} 7.0' \
             in text
         assert 'a2a_gateway_limit_capacity{limit="max_streams",scope="gateway"} 10000.0' in text
+
+
+async def _p50_unary(http: aiohttp.ClientSession, url: str, n: int = 30) -> float:
+    times = []
+    for _ in range(n):
+        started = time.monotonic()
+        status, _, _ = await post(http, url, rpc_body("message/send", {"message": j03_message()}))
+        assert status == 200
+        times.append(time.monotonic() - started)
+    return sorted(times)[n // 2]
+
+
+async def test_200_idle_streams_do_not_slow_a_unary_call(make_gateway: MakeGateway) -> None:
+    async with ScriptedBackend().running() as backend, aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0)) as http:
+        backend.handlers["message/stream"] = endless_sse
+        gw = await make_gateway({"b": v03(backend.url)}) + "/b"
+        idle = await _p50_unary(http, gw)
+        opened: list[aiohttp.ClientResponse] = []
+        await asyncio.wait_for(asyncio.gather(*(_open_stream(http, gw, opened)
+                                                for _ in range(200))), 30)
+        loaded = await _p50_unary(http, gw)
+        for resp in opened:
+            resp.close()
+    # Same process for client, gateway and backend: allow scheduling noise, not queueing.
+    assert loaded < 2 * idle + 0.02, (idle, loaded)

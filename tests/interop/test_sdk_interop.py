@@ -117,6 +117,22 @@ def test_task_not_found_error_type(pair: tuple[str, dict[str, Any]],
         assert err["type"] == "A2AClientHTTPError" and "404" in err["message"]
 
 
+def test_streaming_error_before_any_event(pair: tuple[str, dict[str, Any]],
+                                          request: pytest.FixtureRequest) -> None:
+    """Subscribing to an unknown task: the error reaches the SDK client as that error. (The
+    0.3.26 client reads a streaming method's answer as SSE only: a plain JSON error used to
+    surface as "Invalid SSE response".)"""
+    client, results = pair
+    binding = request.node.callspec.params["pair"][1]
+    err = results["subscribe_not_found"]["error"]
+    if client == "1.0":
+        assert (err["type"], err["code"]) == ("TaskNotFoundError", -32001)
+    elif binding == J:
+        assert (err["type"], err["code"]) == ("A2AClientJSONRPCError", -32001)
+    else:
+        assert err["type"] == "A2AClientHTTPError" and "404" in err["message"]
+
+
 # a2a-sdk 0.3.26's REST app has no push-config list (500) nor DELETE route (405); the
 # errors the clients get instead are cells of the compatibility matrix (test_matrix.py).
 NO_PUSH_LIST_DELETE = {"r03"}

@@ -37,6 +37,7 @@ SCENARIOS = (
     "get_task",
     "cancel",
     "not_found",
+    "subscribe_not_found",
     "push_crud",
     "multi_turn",
     "extended_card",
@@ -234,6 +235,10 @@ def build_scenarios(
     async def not_found() -> Any:
         return {"unexpected": await peer.get_task(NOT_FOUND_TASK_ID)}
 
+    async def subscribe_not_found() -> Any:
+        # A streaming method's error before any event (the v0.3 SDK client reads SSE only).
+        return {"unexpected": [event async for event in peer.subscribe(NOT_FOUND_TASK_ID)]}
+
     async def push_crud() -> Any:
         task_id = _require_task(await peer.send("slow", blocking=False))["id"]
         try:
@@ -321,6 +326,7 @@ def build_scenarios(
         "get_task": get_task,
         "cancel": cancel,
         "not_found": not_found,
+        "subscribe_not_found": subscribe_not_found,
         "push_crud": push_crud,
         "multi_turn": multi_turn,
         "extended_card": extended_card,

@@ -1,0 +1,152 @@
+"""Defects 4, 9, 11, 13, 17: what a client sends that no backend should see, answered in
+the client's dialect (never a 500, never aiohttp's plain text) before anything runs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import grpc
+import pytest
+from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
+from a2a.types import a2a_pb2 as pb
+from hardening_support import V10, ScriptedBackend, j03_message, p10_message, post, rpc_body
+from helpers import MakeGateway, free_port, v03
+
+
+@pytest.fixture
+async def setup(make_gateway: MakeGateway) -> Any:
+    async with ScriptedBackend().running() as backend:
+        grpc_port = free_port()
+        gw = await make_gateway({"alpha": v03(backend.url), "beta": v03(backend.url)},
+                                grpc_port=grpc_port, max_body_bytes=200_000)
+        async with aiohttp.ClientSession() as http:
+            yield gw, grpc_port, backend, http
+
+
+async def test_a_body_field_cannot_switch_tenants(setup: Any) -> None:
+    gw, grpc_port, backend, http = setup
+    _, _, reply = await post(http, gw + "/alpha", rpc_body(
+        "GetTask", {"id": "t1", "tenant": "beta"}), headers=V10)
+    assert reply["error"]["code"] == -32602 and "tenant" in reply["error"]["message"]
+    status, _, body = await post(http, gw + "/alpha/tasks/t1:cancel", {"tenant": "beta"},
+                                 headers=V10)
+    assert status == 400 and body["error"]["details"][0]["reason"] == "INVALID_PARAMS"
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        call = channel.unary_unary("/lf.a2a.v1.A2AService/GetTask")
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await call(pb.GetTaskRequest(id="t1", tenant="beta").SerializeToString(),
+                       metadata=(("x-a2a-tenant", "alpha"),))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert backend.seen == []  # nothing reached any backend
+
+
+@pytest.mark.parametrize(("raw", "headers", "code"), [
+    (b"[" * 100_000, {}, -32700),
+    (b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":'
+     b'{"kind":"message","messageId":"m","role":[],"parts":[]}}}', {}, -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":'
+     b'{"kind":"message","messageId":"m","role":{},"parts":[]}}}', {}, -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"metadata":{"x":Infinity},'
+     b'"message":{"kind":"message","messageId":"m","role":"user","parts":[]}}}', {}, -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"metadata":{"x":1e400},'
+     b'"message":{"kind":"message","messageId":"m","role":"user","parts":[]}}}', {}, -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}', V10, -32602),
+    (b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"}}',
+     {"A2A-Version": "1." + "9" * 5000}, -32009),
+], ids=["deep-nesting", "role-list", "role-object", "infinity", "1e400", "no-message",
+        "long-version"])
+async def test_bad_json_rpc_input_gets_the_right_code(setup: Any, raw: bytes,
+                                                      headers: dict[str, str], code: int) -> None:
+    gw, _, backend, http = setup
+    status, _, reply = await post(http, gw + "/alpha", raw=raw, headers=headers)
+    assert status == 200 and reply["error"]["code"] == code, reply
+    assert backend.seen == []
+
+
+async def test_a_json_rpc_id_must_be_a_string_number_or_null(setup: Any) -> None:
+    gw, _, backend, http = setup
+    for rid in ({"a": 1}, [1], True, 1.5):
+        _, _, reply = await post(http, gw + "/alpha", rpc_body(
+            "message/send", {"message": j03_message()}, rid=rid))
+        assert reply["error"]["code"] == -32600 and reply["id"] is None
+    assert backend.seen == []  # it did not run
+
+
+@pytest.mark.parametrize(("params", "field"), [
+    ({"message": {"role": "ROLE_USER", "parts": [{"text": "x"}]}}, "messageId"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": []}}, "parts"),
+    ({"message": {"messageId": "m", "parts": [{"text": "x"}]}}, "role"),
+    ({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{}]}}, "parts[0]"),
+], ids=["no-id", "no-parts", "no-role", "empty-part"])
+async def test_send_message_needs_id_role_and_parts(setup: Any, params: dict[str, Any],
+                                                    field: str) -> None:
+    gw, _, backend, http = setup
+    _, _, reply = await post(http, gw + "/alpha", rpc_body("SendMessage", params), headers=V10)
+    assert reply["error"]["code"] == -32602 and field in reply["error"]["message"], reply
+    status, _, body = await post(http, gw + "/alpha/message:send", params, headers=V10)
+    assert status == 400 and field in body["error"]["message"]
+    # A v1.0 message without a role never reaches a v0.3 agent as "agent".
+    assert backend.seen == []
+
+
+async def test_v03_json_rpc_message_without_id_is_refused(setup: Any) -> None:
+    gw, _, backend, http = setup
+    message = j03_message()
+    del message["messageId"]
+    _, _, reply = await post(http, gw + "/alpha", rpc_body("message/send", {"message": message}))
+    assert reply["error"]["code"] == -32602 and "messageId" in reply["error"]["message"]
+    assert backend.seen == []
+
+
+async def test_empty_grpc_send_is_invalid_argument(setup: Any) -> None:
+    _, grpc_port, backend, _ = setup
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        for path in ("/lf.a2a.v1.A2AService/SendMessage", "/a2a.v1.A2AService/SendMessage"):
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await channel.unary_unary(path)(b"", metadata=(("x-a2a-tenant", "alpha"),))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert backend.seen == []
+
+
+async def test_bodies_over_the_limit_get_413_in_the_dialect(setup: Any) -> None:
+    gw, _, _, http = setup
+    big = {"message": p10_message("x" * 250_000)}
+    status, _, body = await post(http, gw + "/alpha/message:send", big, headers=V10)
+    assert status == 413 and body["error"]["details"][0]["reason"] == "PAYLOAD_TOO_LARGE"
+    status, _, body = await post(http, gw + "/alpha", rpc_body("SendMessage", big), headers=V10)
+    assert status == 413 and body["error"]["code"] == -32600
+    assert body["error"]["data"][0]["reason"] == "PAYLOAD_TOO_LARGE"
+
+
+@pytest.mark.parametrize(("method", "path", "headers", "status"), [
+    ("PUT", "/alpha/message:send", V10, 405), ("PATCH", "/v1/tasks/t", {}, 405),
+    ("GET", "/alpha/%0a", V10, 404), ("GET", "/a/../b/./c", V10, 404),
+    ("DELETE", "/", {}, 404),
+])
+async def test_unrouted_requests_are_answered_in_the_dialect(setup: Any, method: str, path: str,
+                                                             headers: dict[str, str],
+                                                             status: int) -> None:
+    gw, _, _, http = setup
+    async with http.request(method, gw + path, headers=headers) as resp:
+        assert resp.status == status
+        body = await resp.json()
+    assert "error" in body or "message" in body
+
+
+async def test_negative_history_length_is_one_rule_on_every_binding(setup: Any) -> None:
+    gw, grpc_port, backend, http = setup
+    _, _, reply = await post(http, gw + "/alpha", rpc_body(
+        "tasks/get", {"id": "t", "historyLength": -1}))
+    assert reply["error"]["code"] == -32602
+    async with http.get(gw + "/alpha/v1/tasks/t?historyLength=-1") as resp:
+        assert resp.status == 422  # InvalidParams in the v0.3 REST table
+    async with http.get(gw + "/alpha/tasks/t?historyLength=-2", headers=V10) as resp:
+        assert resp.status == 400
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        with pytest.raises(grpc.aio.AioRpcError) as err:
+            await channel.unary_unary("/a2a.v1.A2AService/GetTask")(
+                v03pb.GetTaskRequest(name="tasks/t", history_length=-1).SerializeToString(),
+                metadata=(("x-a2a-tenant", "alpha"),))
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert backend.seen == []
