@@ -16,6 +16,8 @@ from translators.loss import LossPolicy
 
 Binding = Literal["JSONRPC", "HTTP+JSON", "GRPC"]
 Version = Literal["0.3", "1.0"]
+BINDINGS: tuple[Binding, ...] = ("JSONRPC", "HTTP+JSON", "GRPC")
+VERSIONS: tuple[Version, ...] = ("1.0", "0.3")
 
 
 class ConfigError(Exception):
@@ -44,7 +46,7 @@ class DiscoveryConfig(_Model):
     """How to pick among the interfaces a backend's card lists."""
 
     prefer_version: Version = "1.0"
-    bindings: list[Binding] = Field(default_factory=lambda: ["JSONRPC", "HTTP+JSON", "GRPC"],
+    bindings: list[Binding] = Field(default_factory=lambda: list(BINDINGS),
                                     description="Bindings the gateway may use, in preference order")
 
     _v = field_validator("prefer_version", mode="before")(_as_version)
@@ -258,14 +260,14 @@ class GatewayConfig(_Model):
                                    "bindings (else X-Forwarded-* or the request's host)")
     public_grpc: str | None = Field(None, description="host:port cards advertise for gRPC")
     card_signing: CardSigningConfig | None = None
-    cards: CardsConfig = Field(default_factory=lambda: CardsConfig())
+    cards: CardsConfig = Field(default_factory=CardsConfig)
     trusted_proxies: list[str] = Field(default_factory=list, description="Addresses or CIDR "
                                        "networks of the reverse proxies whose X-Forwarded-* "
                                        "headers cards believe")
     tenants: dict[str, TenantConfig]
     default_tenant: str | None = None
     loss_policy: LossPolicy = LossPolicy.REPORT
-    versions: list[Version] = Field(default_factory=lambda: ["1.0", "0.3"])
+    versions: list[Version] = Field(default_factory=lambda: list(VERSIONS))
     strict_versions: bool = False
     forward_headers: list[str] = Field(
         default_factory=lambda: ["authorization"],

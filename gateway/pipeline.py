@@ -224,4 +224,4 @@ class Gateway:
                 call.ctx.backend_error = err.kind.reason
                 raise
             finally:
-                await items.aclose()  # type: ignore[attr-defined]
+                await items.aclose()

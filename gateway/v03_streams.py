@@ -89,7 +89,7 @@ async def _failed_subscribe(backend: Backend, call: Call, err: A2AError | None) 
     agent answers an unknown task with an event stream that breaks off, and v0.3 agents
     refuse an ended task with InvalidParams where v1.0 says UnsupportedOperationError."""
     try:
-        task = await current_task(backend, call, call.request.id)  # type: ignore[attr-defined]
+        task = await current_task(backend, call, call.request.id)
     except A2AError as lookup:
         return lookup if lookup.kind.name == "TaskNotFoundError" else err
     if task.status.state in TERMINAL and call.ctx.client_version == V10:
@@ -123,7 +123,7 @@ async def task_first(backend: Backend, call: Call, source: Events) -> Events:
                 if refusal is not None:
                     raise refusal
                 return
-            task_id = call.request.id  # type: ignore[attr-defined]
+            task_id = call.request.id
             yield pb.StreamResponse(task=await current_task(backend, call, task_id))
             item = await pending
             if item is None:

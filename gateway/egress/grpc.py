@@ -109,7 +109,7 @@ class GrpcBackend:
             # The client's tenant picked this backend; the backend gets its own, if any.
             request = type(request)()
             request.CopyFrom(call.request)
-            request.tenant = self.config.tenant or ""  # type: ignore[attr-defined]
+            request.tenant = self.config.tenant or ""
         return method, wire.request_from_canonical(method, request, call.ctx.loss,
                                                    **self._options)
 

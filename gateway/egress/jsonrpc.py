@@ -43,7 +43,7 @@ class JsonRpcBackend:
             # The client's tenant picked this backend; the backend gets its own, if any.
             request = type(request)()
             request.CopyFrom(call.request)
-            request.tenant = self.config.tenant or ""  # type: ignore[attr-defined]
+            request.tenant = self.config.tenant or ""
         params = rpc.params_from_canonical(call.op, self.version, request, call.ctx.loss)
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids),
                                 "method": rpc.method_name(call.op, self.version)}

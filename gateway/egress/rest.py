@@ -51,7 +51,7 @@ class RestBackend:
         if self.version == V10 and hasattr(request, "tenant"):
             request = type(request)()
             request.CopyFrom(call.request)
-            request.tenant = ""  # type: ignore[attr-defined]  # carried by the path
+            request.tenant = ""  # carried by the path
         variables, query, body = rest.request_from_canonical(route, request, call.ctx.loss,
                                                              **self._options)
         prefix = f"/{self.config.tenant}" if self.version == V10 and \

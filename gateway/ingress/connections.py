@@ -205,7 +205,7 @@ async def track_requests(request: web.Request,
 class GuardedSite(web.TCPSite):
     """A TCP site whose connections go through a :class:`ConnectionGuard`."""
 
-    def __init__(self, runner: web.BaseRunner[Any], host: str, port: int,
+    def __init__(self, runner: web.BaseRunner, host: str, port: int,
                  guard: ConnectionGuard, **kwargs: Any) -> None:
         super().__init__(runner, host, port, **kwargs)
         self.guard = guard

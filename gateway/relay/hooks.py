@@ -111,7 +111,7 @@ class PushRelay:
         """After the backend: push configs pointing at a relay get the client's values."""
         if result is None or call.op.name not in (ops.PUSH_CREATE, ops.PUSH_GET, ops.PUSH_LIST):
             return result
-        configs = list(result.configs) if isinstance(  # type: ignore[attr-defined]
+        configs = list(result.configs) if isinstance(
             result, pb.ListTaskPushNotificationConfigsResponse) else [result]
         for cfg in configs:
             if isinstance(cfg, pb.TaskPushNotificationConfig):

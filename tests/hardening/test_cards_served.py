@@ -4,18 +4,41 @@ loss is reported to others; ETag and 304; the shape served without A2A-Version."
 
 from __future__ import annotations
 
+import base64
+import json
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
-from cryptography.hazmat.primitives import serialization
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from hardening_support import ScriptedBackend, post, rpc_body
 from helpers import MakeGateway, v03
 
-from gateway.cards.signing import verify
+
+def _b64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def verify(doc: dict[str, Any], key: ec.EllipticCurvePublicKey) -> bool:
+    """A served card's JWS (ES256, detached payload: the JCS form of the card without
+    `signatures`), checked here independently of the gateway's own code."""
+    body = {k: v for k, v in doc.items() if k != "signatures"}
+    payload = base64.urlsafe_b64encode(json.dumps(
+        body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).rstrip(b"=")
+    for sig in doc.get("signatures") or []:
+        raw = _b64(sig["signature"])
+        der = encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+        try:
+            key.verify(der, sig["protected"].encode() + b"." + payload, ec.ECDSA(hashes.SHA256()))
+            return True
+        except InvalidSignature:
+            continue
+    return False
 
 CARD_V03 = {"name": "legacy", "description": "d", "version": "1", "protocolVersion": "0.3.0",
             "url": "http://127.0.0.1:1/", "preferredTransport": "JSONRPC",

@@ -16,7 +16,6 @@ import yaml
 from helpers import VENV_BIN, free_port, running, v03, write_config
 
 from gateway.config import ConfigError, parse_config
-from gateway.preflight import preflight
 
 
 def _config(port: int, demo: int, **extra: Any) -> dict[str, Any]:
@@ -38,6 +37,8 @@ def test_check_config_and_serve_refuse_a_missing_key_file(tmp_path: Path) -> Non
 
 
 def test_preflight_checks_relay_keys_from_the_environment() -> None:
+    from gateway.preflight import preflight
+
     config = parse_config({"tenants": {"d": v03("http://127.0.0.1:1/")}})
     with pytest.raises(ConfigError, match="env A2A_GATEWAY_RELAY_KEYS: every relay key must"):
         preflight(config, {"A2A_GATEWAY_RELAY_KEYS": "not-a-key"})
