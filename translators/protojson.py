@@ -1,20 +1,47 @@
 """ProtoJSON at the edges of the canonical model (reference §3.0).
 
-The canonical model is the v1.0 protobuf messages; P10 dicts are their ProtoJSON form.
-These two helpers are the only place that converts between them, so leniency on input
-(unknown fields ignored, spec §5.7) and the exceptions to default omission live here.
+The canonical model is the v1.0 protobuf messages; P10 dicts are their ProtoJSON form
+(and P03 dicts that of the v0.3 messages, in v0.3 REST bodies). This module is the only
+place that converts between a message and its ProtoJSON, so leniency on input (unknown
+fields ignored, spec §5.7) and the exceptions to default omission live here.
+
+`google.protobuf.json_format` walks the descriptors again on every call and dominated the
+gateway's CPU. This codec walks each message type's descriptor once, into a plan of one
+small converter per field, and gives the same results as `json_format.ParseDict(...,
+ignore_unknown_fields=True)` and `MessageToDict` for the field kinds the A2A protos use —
+string, bytes, bool, int32, enums, messages, maps, Timestamp, Struct, Value — with two
+deliberate differences: a message field given anything but an object is an error (not
+read leniently as an empty message), and integral numbers in Struct/Value come back as
+integers (protobuf holds every number there as a double, so `{"k": 1}` would otherwise
+come back as `{"k": 1.0}`; exact below 2**53). A message type with any other field kind
+is handed to json_format. tests/unit/test_protojson.py holds the codec to json_format.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators.errors import A2AError, a2a_error
 
 M = TypeVar("M", bound=ProtoMessage)
+
+_MAX_DEPTH = 100  # json_format's recursion limit
+_STRUCT, _VALUE, _LIST, _TIMESTAMP = ("google.protobuf.Struct", "google.protobuf.Value",
+                                      "google.protobuf.ListValue", "google.protobuf.Timestamp")
+_HAS_ZONE = re.compile(r"(?:[Zz]|[+-]\d\d:?\d\d)\Z")
+_SCALARS = frozenset({FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES,
+                      FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_INT32,
+                      FieldDescriptor.TYPE_ENUM})
 
 # Fields ProtoJSON would omit at their default but the spec wants present: ListTasksResponse
 # fields are all REQUIRED and nextPageToken MUST be present even when empty (§3.0). Only
@@ -26,6 +53,369 @@ _ALWAYS_PRESENT: dict[str, dict[str, Any]] = {
 }
 
 
+class ProtoJsonError(ValueError):
+    """A value that has no place in the message (or no ProtoJSON form)."""
+
+
+class _Skip(Exception):
+    """An enum name this schema does not know: ignored, like an unknown field."""
+
+
+# ---------------------------------------------------------------- scalars
+
+
+def _string(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ProtoJsonError(f"expected a string, got {type(value).__name__}")
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ProtoJsonError("expected true or false")
+    return value
+
+
+def _int32(value: Any) -> int:
+    if isinstance(value, bool):
+        raise ProtoJsonError("expected an integer, got a boolean")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ProtoJsonError(f"expected an integer, got {value}")
+        value = int(value)
+    elif isinstance(value, str):
+        try:
+            value = int(value) if " " not in value else None
+        except ValueError:
+            value = None
+        if value is None:
+            raise ProtoJsonError("expected an integer")
+    elif not isinstance(value, int):
+        raise ProtoJsonError(f"expected an integer, got {type(value).__name__}")
+    if not -(2**31) <= value < 2**31:
+        raise ProtoJsonError(f"{value} is out of range for int32")
+    return value
+
+
+def _bytes(value: Any) -> bytes:
+    text = _string(value).encode()
+    try:
+        return base64.urlsafe_b64decode(text.replace(b"+", b"-").replace(b"/", b"_")
+                                        + b"=" * (-len(text) % 4))
+    except (binascii.Error, ValueError):
+        raise ProtoJsonError("not base64") from None
+
+
+def _enum_parser(desc: FieldDescriptor, aliases: dict[str, str]) -> Callable[[Any], int]:
+    by_name = {v.name: v.number for v in desc.enum_type.values}
+    by_name.update({alias: by_name[name] for alias, name in aliases.items() if name in by_name})
+
+    def parse(value: Any) -> int:
+        if isinstance(value, str):
+            number = by_name.get(value)
+            if number is not None:
+                return number
+            try:
+                return int(value)
+            except ValueError:
+                raise _Skip from None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ProtoJsonError(f"invalid enum value {value!r}")
+
+    return parse
+
+
+def _enum_dumper(desc: FieldDescriptor) -> Callable[[int], Any]:
+    names = {v.number: v.name for v in desc.enum_type.values}
+    return lambda number: names.get(number, number)
+
+
+def _b64(value: bytes) -> str:
+    return base64.b64encode(value).decode()
+
+
+# ---------------------------------------------------------------- plans
+
+
+@dataclass
+class _Field:
+    name: str
+    json: str
+    repeated: bool
+    map_value: _Field | None  # the value's plan for a map field
+    oneof: str | None
+    message: Descriptor | None
+    parse: Callable[[Any], Any] | None = None  # scalars
+    dump: Callable[[Any], Any] | None = None
+
+
+@dataclass
+class _Plan:
+    by_key: dict[str, _Field] = field(default_factory=dict)
+    by_number: dict[int, _Field] = field(default_factory=dict)
+    generic: bool = False  # a field kind this codec does not handle: json_format does
+
+
+class Codec:
+    """ProtoJSON for one family of messages. ``enum_aliases`` maps (enum full name, alias)
+    to the name it stands for; ``naive_timestamps`` reads a timestamp without a zone as
+    UTC (v0.3 peers send such, reference §3.4)."""
+
+    def __init__(self, enum_aliases: dict[tuple[str, str], str] | None = None,
+                 naive_timestamps: bool = False) -> None:
+        self._aliases = enum_aliases or {}
+        self._naive = naive_timestamps
+        self._plans: dict[str, _Plan] = {}
+
+    # ------------------------------------------------------------ plans
+
+    def _field(self, f: FieldDescriptor) -> _Field:
+        is_map = bool(f.message_type and f.message_type.GetOptions().map_entry)
+        plan = _Field(f.name, f.json_name, f.is_repeated and not is_map,
+                      None, f.containing_oneof.name if f.containing_oneof else None,
+                      None if is_map else f.message_type)
+        if is_map:
+            plan.map_value = self._field(f.message_type.fields_by_name["value"])
+        elif f.type == FieldDescriptor.TYPE_ENUM:
+            aliases = {a: n for (e, a), n in self._aliases.items() if e == f.enum_type.full_name}
+            plan.parse, plan.dump = _enum_parser(f, aliases), _enum_dumper(f)
+        elif f.type == FieldDescriptor.TYPE_BYTES:
+            plan.parse, plan.dump = _bytes, _b64
+        elif f.type == FieldDescriptor.TYPE_STRING:
+            plan.parse, plan.dump = _string, str
+        elif f.type == FieldDescriptor.TYPE_BOOL:
+            plan.parse, plan.dump = _bool, bool
+        elif f.type == FieldDescriptor.TYPE_INT32:
+            plan.parse, plan.dump = _int32, int
+        return plan
+
+    def _plan(self, desc: Descriptor) -> _Plan:
+        plan = self._plans.get(desc.full_name)
+        if plan is not None:
+            return plan
+        plan = _Plan()
+        for f in desc.fields:
+            kind_ok = f.type in _SCALARS or f.type == FieldDescriptor.TYPE_MESSAGE
+            if not kind_ok or f.is_extension:
+                plan.generic = True
+            fp = self._field(f)
+            plan.by_key[f.json_name] = plan.by_key.get(f.json_name, fp)
+            plan.by_key.setdefault(f.name, fp)
+            plan.by_number[f.number] = fp
+        self._plans[desc.full_name] = plan
+        return plan
+
+    # ------------------------------------------------------------ parse
+
+    def parse(self, data: Any, cls: type[M]) -> M:
+        msg = cls()
+        self._into(msg, data, msg.DESCRIPTOR.name, 0)
+        return msg
+
+    def _into(self, msg: ProtoMessage, data: Any, path: str, depth: int) -> None:
+        if depth >= _MAX_DEPTH:
+            raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
+        desc = msg.DESCRIPTOR
+        name = desc.full_name
+        if name == _TIMESTAMP:
+            self._timestamp(msg, data, path)
+        elif name == _STRUCT:
+            self._struct(msg, data, path, depth)
+        elif name == _VALUE:
+            self._value(msg, data, path, depth)
+        elif name == _LIST:
+            self._list(msg, data, path, depth)
+        else:
+            plan = self._plan(desc)
+            if plan.generic:
+                json_format.ParseDict(data, msg, ignore_unknown_fields=True)
+                return
+            if not isinstance(data, dict):
+                raise ProtoJsonError(f"{path} must be an object")
+            self._fields(msg, plan, data, path, depth)
+
+    def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: str,
+                depth: int) -> None:
+        oneofs: set[str] = set()
+        for key, value in data.items():
+            f = plan.by_key.get(key)
+            if f is None:
+                continue  # unknown fields are ignored (spec §5.7)
+            where = f"{path}.{key}"
+            if f.oneof is not None and value is not None:
+                if f.oneof in oneofs:
+                    raise ProtoJsonError(f"{path}: more than one field of oneof {f.oneof}")
+                oneofs.add(f.oneof)
+            if value is None:
+                if f.message is not None and f.message.full_name == _VALUE and not f.repeated:
+                    getattr(msg, f.name).null_value = 0
+                else:
+                    msg.ClearField(f.name)
+            elif f.map_value is not None:
+                self._map(msg, f, value, where, depth)
+            elif f.repeated:
+                self._repeated(msg, f, value, where, depth)
+            elif f.message is not None:
+                sub = getattr(msg, f.name)
+                sub.SetInParent()
+                self._into(sub, value, where, depth + 1)
+            else:
+                assert f.parse is not None
+                try:
+                    setattr(msg, f.name, f.parse(value))
+                except _Skip:
+                    continue
+                except (ProtoJsonError, ValueError, TypeError) as exc:
+                    raise ProtoJsonError(f"{where}: {exc}") from None
+
+    def _repeated(self, msg: ProtoMessage, f: _Field, value: Any, where: str,
+                  depth: int) -> None:
+        if not isinstance(value, list):
+            raise ProtoJsonError(f"{where} must be an array")
+        target: Any = getattr(msg, f.name)
+        del target[:]
+        for i, item in enumerate(value):
+            if f.message is not None:
+                if item is None and f.message.full_name != _VALUE:
+                    raise ProtoJsonError(f"{where}[{i}] is null")
+                self._into(target.add(), item, f"{where}[{i}]", depth + 1)
+            else:
+                assert f.parse is not None
+                if item is None:
+                    raise ProtoJsonError(f"{where}[{i}] is null")
+                try:
+                    target.append(f.parse(item))
+                except _Skip:
+                    continue
+                except (ProtoJsonError, ValueError, TypeError) as exc:
+                    raise ProtoJsonError(f"{where}[{i}]: {exc}") from None
+
+    def _map(self, msg: ProtoMessage, f: _Field, value: Any, where: str, depth: int) -> None:
+        if not isinstance(value, dict):
+            raise ProtoJsonError(f"{where} must be an object")
+        target: Any = getattr(msg, f.name)
+        target.clear()
+        v = f.map_value
+        assert v is not None
+        for key, item in value.items():
+            if v.message is not None:
+                self._into(target[key], item, f"{where}.{key}", depth + 1)
+            else:
+                assert v.parse is not None
+                try:
+                    target[key] = v.parse(item)
+                except _Skip:
+                    continue
+                except (ProtoJsonError, ValueError, TypeError) as exc:
+                    raise ProtoJsonError(f"{where}.{key}: {exc}") from None
+
+    def _timestamp(self, msg: Any, data: Any, path: str) -> None:
+        text = _string(data)
+        if self._naive and not _HAS_ZONE.search(text.strip()):
+            text = text.strip() + "Z"
+        try:
+            msg.FromJsonString(text)
+        except ValueError as exc:
+            raise ProtoJsonError(f"{path}: {exc}") from None
+
+    def _struct(self, msg: Any, data: Any, path: str, depth: int) -> None:
+        if not isinstance(data, dict):
+            raise ProtoJsonError(f"{path} must be an object")
+        msg.Clear()
+        fields = msg.fields
+        for key, item in data.items():
+            self._value(fields[key], item, f"{path}.{key}", depth + 1)
+
+    def _list(self, msg: Any, data: Any, path: str, depth: int) -> None:
+        if not isinstance(data, list):
+            raise ProtoJsonError(f"{path} must be an array")
+        msg.ClearField("values")
+        values = msg.values
+        for i, item in enumerate(data):
+            self._value(values.add(), item, f"{path}[{i}]", depth + 1)
+
+    def _value(self, msg: Any, data: Any, path: str, depth: int) -> None:
+        if depth >= _MAX_DEPTH:
+            raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
+        if isinstance(data, dict):
+            self._struct(msg.struct_value, data, path, depth)
+        elif isinstance(data, list):
+            self._list(msg.list_value, data, path, depth)
+        elif data is None:
+            msg.null_value = 0
+        elif isinstance(data, bool):
+            msg.bool_value = data
+        elif isinstance(data, str):
+            msg.string_value = data
+        elif isinstance(data, int | float):
+            try:
+                msg.number_value = data
+            except OverflowError:
+                raise ProtoJsonError(f"{path}: number out of range") from None
+        else:
+            raise ProtoJsonError(f"{path}: unexpected {type(data).__name__}")
+
+    # ------------------------------------------------------------ dump
+
+    def dump(self, msg: ProtoMessage) -> dict[str, Any]:
+        out = self._message(msg)
+        if not isinstance(out, dict):
+            raise ProtoJsonError(f"{msg.DESCRIPTOR.full_name} has no object form")
+        for key, default in _ALWAYS_PRESENT.get(msg.DESCRIPTOR.full_name, {}).items():
+            out.setdefault(key, list(default) if isinstance(default, list) else default)
+        return out
+
+    def _message(self, msg: Any) -> Any:
+        name = msg.DESCRIPTOR.full_name
+        if name == _TIMESTAMP:
+            return msg.ToJsonString()
+        if name == _STRUCT:
+            return {k: _dump_value(v) for k, v in msg.fields.items()}
+        if name == _VALUE:
+            return _dump_value(msg)
+        if name == _LIST:
+            return [_dump_value(v) for v in msg.values]
+        plan = self._plan(msg.DESCRIPTOR)
+        if plan.generic:
+            return json_format.MessageToDict(msg)
+        out: dict[str, Any] = {}
+        for fd, value in msg.ListFields():
+            f = plan.by_number[fd.number]
+            if f.map_value is not None:
+                v = f.map_value
+                out[f.json] = {str(k): self._message(x) if v.message else v.dump(x)  # type: ignore[misc]
+                               for k, x in value.items()}
+            elif f.repeated:
+                out[f.json] = ([self._message(x) for x in value] if f.message
+                               else [f.dump(x) for x in value])  # type: ignore[misc]
+            elif f.message is not None:
+                out[f.json] = self._message(value)
+            else:
+                assert f.dump is not None
+                out[f.json] = f.dump(value)
+        return out
+
+
+def _dump_value(value: Any) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind is None or kind == "null_value":
+        return None
+    if kind == "number_value":
+        number = value.number_value
+        if math.isinf(number) or math.isnan(number):
+            raise ProtoJsonError(f"{number} has no JSON form")
+        return int(number) if number.is_integer() and abs(number) < 2**53 else number
+    if kind == "struct_value":
+        return {k: _dump_value(v) for k, v in value.struct_value.fields.items()}
+    if kind == "list_value":
+        return [_dump_value(v) for v in value.list_value.values]
+    return getattr(value, kind)
+
+
+P10 = Codec()
+
+
 def parse_p10(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> M:
     """A v1.0 message from its ProtoJSON; bad shapes become ``error`` (InvalidParams on
     requests, InvalidAgentResponse on what a backend sent)."""
@@ -34,23 +424,18 @@ def parse_p10(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> 
     if not isinstance(data, dict):
         raise a2a_error(error, f"expected a JSON object for {cls.DESCRIPTOR.name}")
     try:
-        msg: M = json_format.ParseDict(data, cls(), ignore_unknown_fields=True)
-        return msg
-    except json_format.ParseError as exc:
-        raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from exc
+        return P10.parse(data, cls)
+    except (ProtoJsonError, json_format.ParseError) as exc:
+        raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from None
 
 
 def dump_p10(msg: ProtoMessage) -> dict[str, Any]:
-    out: dict[str, Any] = json_format.MessageToDict(msg)
-    for key, default in _ALWAYS_PRESENT.get(msg.DESCRIPTOR.full_name, {}).items():
-        out.setdefault(key, list(default) if isinstance(default, list) else default)
-    _restore_ints(out)
-    return out
+    return P10.dump(msg)
 
 
 def integral(value: Any) -> Any:
-    """Struct and Value hold every number as a double, so `{"k": 1}` would come back as
-    `{"k": 1.0}`; give integral numbers back their integer form (exact below 2**53)."""
+    """Struct and Value hold every number as a double; give integral numbers back their
+    integer form (exact below 2**53)."""
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
     if isinstance(value, dict):
@@ -58,23 +443,6 @@ def integral(value: Any) -> Any:
     if isinstance(value, list):
         return [integral(v) for v in value]
     return value
-
-
-# Keys whose values are Struct/Value in the v1.0 proto (Part.data, every metadata,
-# AgentExtension.params, AgentCardSignature.header).
-_FREE_FORM = frozenset({"data", "metadata", "params", "header"})
-
-
-def _restore_ints(node: Any) -> None:
-    if isinstance(node, dict):
-        for key, value in node.items():
-            if key in _FREE_FORM:
-                node[key] = integral(value)
-            elif isinstance(value, dict | list):
-                _restore_ints(value)
-    elif isinstance(node, list):
-        for item in node:
-            _restore_ints(item)
 
 
 def reclassify(err: A2AError, *, as_name: str = "InvalidAgentResponseError") -> A2AError:

@@ -8,26 +8,23 @@ taken for `TASK_STATE_CANCELLED`, and zone-less timestamps mean UTC (§3.4).
 
 from __future__ import annotations
 
-import functools
-import re
 from typing import Any, TypeVar
 
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03
 from google.protobuf import json_format
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators.errors import a2a_error
 from translators.p03.common import task_name
+from translators.protojson import Codec, ProtoJsonError
 
 M = TypeVar("M", bound=ProtoMessage)
 
-_TASK_STATE = "a2a.v1.TaskState"
-_TIMESTAMP = "google.protobuf.Timestamp"
-# Well-known types whose JSON is not an object of fields: never walked into.
-_OPAQUE = frozenset({"google.protobuf.Struct", "google.protobuf.Value",
-                     "google.protobuf.ListValue", _TIMESTAMP, "google.protobuf.Empty"})
-_HAS_ZONE = re.compile(r"(?:[Zz]|[+-]\d\d:?\d\d)\Z")
+
+# v0.3 peers spell TaskState 4 the v1.0 way now and then; ProtoJSON would otherwise drop
+# an enum name it does not know (unknown fields are ignored), reading it as UNSPECIFIED.
+P03 = Codec(enum_aliases={("a2a.v1.TaskState", "TASK_STATE_CANCELED"): "TASK_STATE_CANCELLED"},
+            naive_timestamps=True)
 
 
 def parse_p03(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> M:
@@ -38,67 +35,14 @@ def parse_p03(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> 
     if not isinstance(data, dict):
         raise a2a_error(error, f"expected a JSON object for {cls.DESCRIPTOR.name}")
     try:
-        msg: M = json_format.ParseDict(_lenient(data, cls.DESCRIPTOR), cls(),
-                                       ignore_unknown_fields=True)
-        return msg
-    except json_format.ParseError as exc:
-        raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from exc
+        return P03.parse(data, cls)
+    except (ProtoJsonError, json_format.ParseError) as exc:
+        raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from None
 
 
 def dump_p03(msg: ProtoMessage) -> dict[str, Any]:
     """camelCase keys, defaults omitted: what the v0.3 SDKs' REST transports send."""
-    out: dict[str, Any] = json_format.MessageToDict(msg)
-    return out
-
-
-def _lenient(data: dict[str, Any], desc: Descriptor) -> dict[str, Any]:
-    """A copy of ``data`` with the v0.3 spellings the parser would otherwise lose.
-
-    Guided by the descriptor so that user data (metadata, data parts) is never touched.
-    It matters: with unknown fields ignored, ProtoJSON silently drops an enum name it
-    does not know, so `TASK_STATE_CANCELED` would read as UNSPECIFIED.
-    """
-    out = dict(data)
-    fields = _fields_by_key(desc)
-    for key, value in data.items():
-        field = fields.get(key)
-        if field is not None:
-            out[key] = _lenient_value(value, field)
-    return out
-
-
-@functools.cache
-def _fields_by_key(desc: Descriptor) -> dict[str, FieldDescriptor]:
-    # ProtoJSON keys are json_name (`message` for TaskStatus.update), or the proto name.
-    out = {f.name: f for f in desc.fields}
-    out.update({f.json_name: f for f in desc.fields})
-    return out
-
-
-def _lenient_value(value: Any, field: FieldDescriptor) -> Any:
-    if field.is_repeated and isinstance(value, list):
-        return [_lenient_one(v, field) for v in value]
-    if field.message_type is not None and field.message_type.GetOptions().map_entry:
-        value_field = field.message_type.fields_by_name["value"]
-        if isinstance(value, dict):
-            return {k: _lenient_one(v, value_field) for k, v in value.items()}
-        return value
-    return _lenient_one(value, field)
-
-
-def _lenient_one(value: Any, field: FieldDescriptor) -> Any:
-    if field.enum_type is not None and field.enum_type.full_name == _TASK_STATE:
-        return "TASK_STATE_CANCELLED" if value == "TASK_STATE_CANCELED" else value
-    message = field.message_type
-    if message is None:
-        return value
-    if message.full_name == _TIMESTAMP:
-        if isinstance(value, str) and not _HAS_ZONE.search(value.strip()):
-            return value.strip() + "Z"
-        return value
-    if message.full_name in _OPAQUE or not isinstance(value, dict):
-        return value
-    return _lenient(value, message)
+    return P03.dump(msg)
 
 
 # ---------------------------------------------------------------- v0.3 REST create-push body
