@@ -92,9 +92,10 @@ def _int32(value: Any) -> int:
             raise ProtoJsonError("expected an integer")
     elif not isinstance(value, int):
         raise ProtoJsonError(f"expected an integer, got {type(value).__name__}")
-    if not -(2**31) <= value < 2**31:
-        raise ProtoJsonError(f"{value} is out of range for int32")
-    return value
+    number = int(value)
+    if not -(2**31) <= number < 2**31:
+        raise ProtoJsonError(f"{number} is out of range for int32")
+    return number
 
 
 def _bytes(value: Any) -> bytes:
@@ -107,7 +108,7 @@ def _bytes(value: Any) -> bytes:
 
 
 def _enum_parser(desc: FieldDescriptor, aliases: dict[str, str]) -> Callable[[Any], int]:
-    by_name = {v.name: v.number for v in desc.enum_type.values}
+    by_name: dict[str, int] = {v.name: v.number for v in desc.enum_type.values}
     by_name.update({alias: by_name[name] for alias, name in aliases.items() if name in by_name})
 
     def parse(value: Any) -> int:
@@ -209,8 +210,8 @@ class Codec:
     # ------------------------------------------------------------ parse
 
     def parse(self, data: Any, cls: type[M]) -> M:
-        msg = cls()
-        self._into(msg, data, msg.DESCRIPTOR.name, 0)
+        msg: M = cls()
+        self._into(msg, data, cls.DESCRIPTOR.name, 0)
         return msg
 
     def _into(self, msg: ProtoMessage, data: Any, path: str, depth: int) -> None:
