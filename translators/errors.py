@@ -69,6 +69,9 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
           "Request payload validation error", v03_http=400, v03_grpc="INVALID_ARGUMENT"),
     _kind("MethodNotFoundError", -32601, "NOT_FOUND", 404, "Method not found",
           v03_http=404, v03_grpc="NOT_FOUND"),
+    # A REST path served with other verbs (the answer carries Allow). gRPC's closest code.
+    _kind("MethodNotAllowedError", -32601, "UNIMPLEMENTED", 405, "Method not allowed",
+          domain=GATEWAY_DOMAIN, v03_http=405, v03_grpc="UNIMPLEMENTED"),
     _kind("InvalidParamsError", -32602, "INVALID_ARGUMENT", 400, "Invalid parameters",
           v03_http=422, v03_grpc="INVALID_ARGUMENT"),
     # py and go both send INTERNAL_ERROR (§7.2), not the name rule's INTERNAL.
@@ -114,6 +117,10 @@ BY_REASON["INVALID_REQUEST"] = BY_NAME["InvalidRequestError"]
 BY_CODE: dict[int, ErrorKind] = {k.code: k for k in ERROR_KINDS if k.domain == A2A_DOMAIN}
 
 
+_MAX_MESSAGE = 1024
+_MAX_METADATA_VALUE = 256
+
+
 @dataclass
 class A2AError(Exception):
     """One canonical error, whatever carrier it arrived on or will leave on."""
@@ -125,6 +132,13 @@ class A2AError(Exception):
     def __post_init__(self) -> None:
         if not self.message:
             self.message = self.kind.message
+        # What callers sent may be echoed here: bounded, so an error always fits the
+        # carrier (gRPC trailers are limited to 8 KiB).
+        if len(self.message) > _MAX_MESSAGE:
+            self.message = self.message[:_MAX_MESSAGE] + "..."
+        for key, value in self.metadata.items():
+            if len(value) > _MAX_METADATA_VALUE:
+                self.metadata[key] = value[:_MAX_METADATA_VALUE] + "..."
         super().__init__(self.message)
 
     @property

@@ -83,5 +83,12 @@ def number_refusal(bad_number: str, name: str = "InvalidParamsError") -> Any:
 
 
 def dumps(value: Any) -> str:
-    """JSON text for a peer: UTF-8 as is, and never NaN or Infinity."""
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+    """JSON text for a peer: never NaN or Infinity, and always encodable as UTF-8 (a
+    string a client sent may hold a lone surrogate, which UTF-8 cannot carry: then the
+    whole text is escaped to ASCII, which JSON allows)."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, ensure_ascii=True, allow_nan=False)
+    return text

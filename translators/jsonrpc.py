@@ -51,9 +51,19 @@ class EnvelopeError(Exception):
 
 
 def _valid_id(value: Any) -> bool:
-    # JSON-RPC 2.0: a string, a number (without fraction), or null. bool is not a number.
-    return value is None or isinstance(value, str) or (
-        isinstance(value, int) and not isinstance(value, bool))
+    # JSON-RPC 2.0: a string, a number (without fraction), or null. bool is not a number;
+    # a string must be text (a lone surrogate is not).
+    if isinstance(value, str):
+        return value.isascii() or _is_text(value)
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def read_envelope(body: Any) -> Envelope:

@@ -38,7 +38,8 @@ class Route:
 
     def __post_init__(self) -> None:
         regex = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[^/:]+)", re.escape(self.template))
-        object.__setattr__(self, "pattern", re.compile(regex + r"/?$"))
+        # \Z, not $: `$` also matches before a final newline (a trailing %0a).
+        object.__setattr__(self, "pattern", re.compile(regex + r"/?\Z"))
 
     def path_for(self, values: dict[str, str]) -> str:
         return re.sub(r"\{(\w+)\}", lambda m: quote(values.get(m.group(1), ""), safe=""),
@@ -93,7 +94,7 @@ V03_ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/card", ops.EXTENDED_CARD, V03),
 )
 
-_TENANT_PREFIX = re.compile(r"^/(?P<tenant>[^/:]+)(?P<rest>/.*)$")
+_TENANT_PREFIX = re.compile(r"\A/(?P<tenant>[^/:]+)(?P<rest>/.*)\Z", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ def dialect_of_path(path: str, header_version: str) -> str:
     return V03 if header_version != V10 and _V03_PATH.match(path) else V10
 
 
-_JSONRPC_TENANT_PATH = re.compile(r"^/[^/:]+/?$")
+_JSONRPC_TENANT_PATH = re.compile(r"\A/[^/:]+/?\Z")
 
 
 def is_jsonrpc_path(path: str) -> bool:

@@ -8,11 +8,11 @@ what one event may hold, so a peer cannot make the gateway buffer without limit.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from translators.errors import a2a_error
+from translators.json_text import dumps
 
 
 @dataclass(frozen=True)
@@ -83,6 +83,5 @@ class SseParser:
 
 
 def sse_frame(payload: Any, event: str | None = None) -> bytes:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     head = f"event: {event}\n" if event else ""
-    return f"{head}data: {body}\n\n".encode()
+    return f"{head}data: {dumps(payload)}\n\n".encode()

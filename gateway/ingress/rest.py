@@ -71,9 +71,9 @@ def _unmatched(request: web.Request, declared: str) -> web.Response:
     allowed = allowed_verbs(request.path, declared)
     shown = request.path if len(request.path) <= 200 else request.path[:200] + "..."
     if allowed:
-        err = a2a_error("MethodNotFoundError", f"{request.method[:16]} is not allowed on {shown}")
+        err = a2a_error("MethodNotAllowedError",
+                        f"{request.method[:16]} is not allowed on {shown}")
         response = error_response(request, err, version)
-        response.set_status(405)
         response.headers["Allow"] = ", ".join(sorted(allowed))
         return response
     err = a2a_error("MethodNotFoundError", f"no A2A route for {request.method[:16]} {shown}")

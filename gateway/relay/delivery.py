@@ -38,6 +38,7 @@ from gateway.config import PushRelayConfig
 from gateway.metrics import PUSH_DELIVERIES
 from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
 from translators.errors import A2AError
+from translators.json_text import dumps
 from translators.loss import LossReport
 from translators.webhooks import (
     RelayTarget,
@@ -221,7 +222,7 @@ class Delivery:
 
     async def _post(self, target: RelayTarget, body: JSON) -> tuple[int, str]:
         """POST with retries; (attempts, last error or "" on success)."""
-        data = json.dumps(body, ensure_ascii=False).encode()
+        data = dumps(body).encode()
         headers = delivery_headers(target)
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout)
         attempt, error = 0, ""

@@ -44,13 +44,14 @@ EXPECTED = {
     "PayloadTooLargeError": (-32600, "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"),
     "RequestTimeoutError": (-32600, "DEADLINE_EXCEEDED", 408, "REQUEST_TIMEOUT"),
     "TenantNotFoundError": (-32602, "NOT_FOUND", 404, "TENANT_NOT_FOUND"),
+    "MethodNotAllowedError": (-32601, "UNIMPLEMENTED", 405, "METHOD_NOT_ALLOWED"),
     "UnauthenticatedError": (-32000, "UNAUTHENTICATED", 401, "UNAUTHENTICATED"),
     "PermissionDeniedError": (-32000, "PERMISSION_DENIED", 403, "PERMISSION_DENIED"),
 }
 A2A_ERRORS = list(EXPECTED)[:9]
 GATEWAY_ERRORS = ["BackendUnavailableError", "BackendTimeoutError", "ResourceExhaustedError",
                   "PayloadTooLargeError", "RequestTimeoutError", "TenantNotFoundError",
-                  "UnauthenticatedError", "PermissionDeniedError"]
+                  "UnauthenticatedError", "PermissionDeniedError", "MethodNotAllowedError"]
 
 # §7.3: what real v0.3 peers used outside JSON-RPC (py@v0.3.26), plus §7.2's last column.
 EXPECTED_V03 = {
