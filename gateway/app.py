@@ -28,6 +28,7 @@ from gateway.metrics import exposition
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
 from gateway.relay import endpoint as relay_endpoint
+from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
 log = structlog.get_logger("a2a_gateway")
 
@@ -68,6 +69,8 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
     app.router.add_post("/", jsonrpc.handle)
+    for path in JSONRPC_TENANT_ROUTES:  # POST /{tenant}: JSON-RPC with the tenant in the path
+        app.router.add_post(path, jsonrpc.handle)
     for path in ("/.well-known/agent-card.json", "/.well-known/agent.json",
                  "/{tenant}/.well-known/agent-card.json"):
         app.router.add_get(path, cards.handle)

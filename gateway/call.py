@@ -1,15 +1,32 @@
-"""A call as it flows through the gateway: the operation, its canonical request, context."""
+"""A call as it flows through the gateway: the operation, its canonical request, the
+client's context (set once, by the ingress) and the outcome (written as the call goes:
+by the pipeline and the egress, read by the log line and the metrics)."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Any
 
 from google.protobuf.message import Message as ProtoMessage
 
 from translators.loss import LossReport
 from translators.operations import Operation
+
+
+@dataclass
+class CallOutcome:
+    backend_version: str | None = None
+    backend_binding: str | None = None
+    # Seconds the backend took (its answer, or a stream's first event), and the reason
+    # of an error it caused; both feed the metrics.
+    backend_seconds: float | None = None
+    backend_error: str | None = None
+    # What the backend answered in headers that the client should see (e.g. activated
+    # extensions), lowercase names.
+    response_headers: dict[str, str] = field(default_factory=dict)
+    events: int = 0
 
 
 @dataclass
@@ -21,21 +38,14 @@ class CallContext:
     # Headers to pass to the backend, lowercase names (auth, extensions, request id).
     forward_headers: dict[str, str] = field(default_factory=dict)
     extensions: list[str] = field(default_factory=list)
+    # How the client's version names the extensions header (echoed extensions).
+    extension_header: str = "A2A-Extensions"
     deadline: float | None = None  # time.monotonic() value
-    loss: LossReport = field(default_factory=LossReport)
-    started: float = field(default_factory=time.monotonic)
-    # What the backend answered in headers that the client should see (e.g. activated
-    # extensions), lowercase names.
-    response_headers: dict[str, str] = field(default_factory=dict)
     # The gateway's public HTTP base as this client reached it (cards list it).
     public_base: str | None = None
-    backend_version: str | None = None
-    # Seconds the backend took (its answer, or a stream's first event), and the reason
-    # of an error it caused; both feed the metrics.
-    backend_seconds: float | None = None
-    backend_error: str | None = None
-    backend_binding: str | None = None
-    events: int = 0
+    started: float = field(default_factory=time.monotonic)
+    loss: LossReport = field(default_factory=LossReport)
+    outcome: CallOutcome = field(default_factory=CallOutcome)
 
     def remaining(self, default: float) -> float:
         if self.deadline is None:
@@ -48,3 +58,8 @@ class Call:
     op: Operation
     request: ProtoMessage
     ctx: CallContext
+    dialect: Any = None  # the client's dialect (translators/dialects)
+    request_id: Any = None  # JSON-RPC: the id the client gave
+    # The backend's card (P10), when its pre-checks apply: the backend's dialect refuses
+    # what it rules out before anything is sent.
+    backend_card: Any = None

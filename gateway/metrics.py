@@ -46,22 +46,24 @@ _INDEX = re.compile(r"\[\d+(?::\d*)?\]")
 
 
 def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) -> None:
-    backend_version = ctx.backend_version or "none"
-    backend_binding = ctx.backend_binding or "none"
+    backend_version = ctx.outcome.backend_version or "none"
+    backend_binding = ctx.outcome.backend_binding or "none"
     CALLS.labels(operation, ctx.client_version, ctx.client_binding, backend_version,
                  backend_binding, outcome).inc()
     CALL_SECONDS.labels(operation, ctx.client_binding, backend_binding).observe(seconds)
-    if ctx.backend_seconds is not None:
-        BACKEND_SECONDS.labels(backend_binding, operation).observe(ctx.backend_seconds)
-        GATEWAY_SECONDS.labels(operation).observe(max(0.0, seconds - ctx.backend_seconds))
-    if ctx.events:
-        STREAM_EVENTS.labels(operation, ctx.client_binding).inc(ctx.events)
-    for path in ctx.loss.request:
-        LOSSES.labels(_INDEX.sub("[]", path), "request").inc()
-    for path in ctx.loss.answer_losses():
-        LOSSES.labels(_INDEX.sub("[]", path), "response").inc()
-    if ctx.backend_error is not None:
-        BACKEND_ERRORS.labels(ctx.tenant or "none", ctx.backend_error).inc()
+    if ctx.outcome.backend_seconds is not None:
+        BACKEND_SECONDS.labels(backend_binding, operation).observe(ctx.outcome.backend_seconds)
+        GATEWAY_SECONDS.labels(operation).observe(max(0.0, seconds - ctx.outcome.backend_seconds))
+    if ctx.outcome.events:
+        STREAM_EVENTS.labels(operation, ctx.client_binding).inc(ctx.outcome.events)
+    loss = ctx.loss
+    if loss.dropped:
+        for path in loss.request:
+            LOSSES.labels(_INDEX.sub("[]", path), "request").inc()
+        for path in [*loss.response, *loss.held]:
+            LOSSES.labels(_INDEX.sub("[]", path), "response").inc()
+    if ctx.outcome.backend_error is not None:
+        BACKEND_ERRORS.labels(ctx.tenant or "none", ctx.outcome.backend_error).inc()
 
 
 def exposition() -> tuple[bytes, str]:

@@ -61,15 +61,15 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         "operation": operation,
         "client_version": ctx.client_version,
         "client_binding": ctx.client_binding,
-        "backend_version": ctx.backend_version,
-        "backend_binding": ctx.backend_binding,
+        "backend_version": ctx.outcome.backend_version,
+        "backend_binding": ctx.outcome.backend_binding,
         "outcome": outcome_of(error),
         "duration_ms": round(seconds * 1000, 2),
     }
-    if ctx.events:
-        fields["stream_events"] = ctx.events
-    if ctx.loss:
-        fields["dropped"] = ctx.loss.fields()
+    if ctx.outcome.events:
+        fields["stream_events"] = ctx.outcome.events
+    if ctx.loss.dropped:
+        fields["dropped"] = list(ctx.loss.dropped)
     if isinstance(error, A2AError):
         fields["error_message"] = error.message
     if error is not None and not isinstance(error, A2AError | asyncio.CancelledError):

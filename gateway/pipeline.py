@@ -16,7 +16,6 @@ from contextlib import (
     asynccontextmanager,
     contextmanager,
 )
-from typing import Any
 
 import aiohttp
 from a2a.types import a2a_pb2 as pb
@@ -35,11 +34,7 @@ from gateway.streams import bounded_stream
 from gateway.tenants import TenantRoute
 from gateway.v03_streams import v03_repaired
 from translators import operations as ops
-from translators.answers import enforce_answer_rules
-from translators.capabilities import precheck
-from translators.errors import A2AError, a2a_error, invalid_params
-from translators.loss import LossPolicy
-from translators.validation import check_request
+from translators.errors import A2AError, a2a_error
 from translators.versions import VersionRules
 
 
@@ -82,14 +77,13 @@ def _address(config: BackendConfig) -> str:
     return str(config.url or config.card)
 
 
-def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
-                 p03_options: dict[str, Any]) -> Backend:
+def make_backend(config: BackendConfig, session: aiohttp.ClientSession) -> Backend:
     if config.binding == "JSONRPC":
         return JsonRpcBackend(config, session)
     if config.binding == "HTTP+JSON":
-        return RestBackend(config, session, p03_options)
+        return RestBackend(config, session)
     if config.binding == "GRPC":
-        return GrpcBackend(config, p03_options)
+        return GrpcBackend(config)
     raise ConfigError(f"backend binding {config.binding} is not supported by this gateway "
                       f"build yet (backend {config.url}); use JSONRPC")
 
@@ -100,12 +94,10 @@ class Gateway:
     def __init__(self, config: GatewayConfig, session: aiohttp.ClientSession) -> None:
         self.config = config
         self.version_rules = VersionRules(tuple(config.versions), config.strict_versions)
-        # How v0.3 proto file bytes are read and written (the double-base64 quirk).
-        self.p03_options: dict[str, Any] = {}
         self.cards = CardPublisher(config)
         self.tenants: dict[str, TenantRoute] = {
             name: TenantRoute(name, t.backend, session,
-                              lambda c: make_backend(c, session, self.p03_options))
+                              lambda c: make_backend(c, session))
             for name, t in config.tenants.items()}
         self.limits = CallLimits(config)
         self.relay = PushRelay(config, self.fetch_task)  # webhooks across versions (relay/)
@@ -156,24 +148,14 @@ class Gateway:
         return result if isinstance(result, pb.Task) else None
 
     async def _admit(self, call: Call) -> tuple[TenantRoute, Backend]:
-        check_request(call.op.name, call.request)
         route = self.tenant_for(call.ctx.tenant)
         call.ctx.tenant = route.name
         backend = await route.backend(call)
-        call.ctx.backend_version = backend.config.version
-        call.ctx.backend_binding = backend.config.binding
-        loss = call.ctx.loss
-        loss.policy = self.config.loss_policy
-        if loss.request and loss.policy is LossPolicy.REJECT:
-            raise invalid_params(
-                f"the request carries fields the other protocol version cannot express: "
-                f"{', '.join(loss.request)} (loss_policy: reject)",
-                fields=",".join(loss.request))
+        call.ctx.outcome.backend_version = backend.config.version
+        call.ctx.outcome.backend_binding = backend.config.binding
+        call.ctx.loss.policy = self.config.loss_policy  # the backend's dialect applies it
         if route.config.precheck:
-            refused = precheck(call.op.name, call.request, await route.card_json(),
-                               call.ctx.extensions)
-            if refused is not None:
-                raise refused
+            call.backend_card = await route.card_json()
         return route, backend
 
     async def unary(self, call: Call) -> ProtoMessage | None:
@@ -188,12 +170,11 @@ class Gateway:
             try:
                 result = await backend.unary(call)
             except A2AError as err:
-                call.ctx.backend_error = err.kind.reason
+                call.ctx.outcome.backend_error = err.kind.reason
                 raise
             finally:
-                call.ctx.backend_seconds = time.monotonic() - started
+                call.ctx.outcome.backend_seconds = time.monotonic() - started
         result = self.relay.restore_response(call, result)
-        enforce_answer_rules(call.request, result)
         if isinstance(result, pb.AgentCard):
             # Never hand out the backend's own addresses: the extended card lists ours.
             result = self.cards.rewrite_extended(result, call.ctx)
@@ -215,13 +196,12 @@ class Gateway:
             try:
                 async for item in items:
                     if first:
-                        call.ctx.backend_seconds = time.monotonic() - started
+                        call.ctx.outcome.backend_seconds = time.monotonic() - started
                     first = False
-                    call.ctx.events += 1
-                    enforce_answer_rules(call.request, item)
+                    call.ctx.outcome.events += 1
                     yield item
             except A2AError as err:
-                call.ctx.backend_error = err.kind.reason
+                call.ctx.outcome.backend_error = err.kind.reason
                 raise
             finally:
                 await items.aclose()

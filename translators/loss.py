@@ -33,18 +33,33 @@ class LossReport:
     # Values of the answer only v0.3 can hold (e.g. the card's stateTransitionHistory),
     # by path: a v0.3 encoder puts them back (take); what no encoder took was lost.
     held: dict[str, Any] = field(default_factory=dict)
+    # Every path lost so far, either side, once each, in the order met: what the caller
+    # is told (A2A-Gateway-Dropped) and the log line lists.
+    dropped: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for path in [*self.request, *self.response, *self.held]:
+            if path not in self.dropped:
+                self.dropped.append(path)
 
     def drop(self, path: str) -> None:
         side = self.response if self.answering else self.request
         if path not in side:
             side.append(path)
+        if path not in self.dropped:
+            self.dropped.append(path)
 
     def hold(self, path: str, value: Any) -> None:
         self.held[path] = value
+        if path not in self.dropped:
+            self.dropped.append(path)
 
     def take(self, path: str) -> Any:
         """A held value for an encoder that can carry it (None when none is held)."""
-        return self.held.pop(path, None)
+        value = self.held.pop(path, None)
+        if value is not None and path not in self.request and path not in self.response:
+            self.dropped.remove(path)
+        return value
 
     @property
     def carry(self) -> bool:
@@ -54,7 +69,7 @@ class LossReport:
         return self.response + [p for p in self.held if p not in self.response]
 
     def fields(self) -> list[str]:
-        return self.request + [p for p in self.answer_losses() if p not in self.request]
+        return list(self.dropped)
 
     def __bool__(self) -> bool:
-        return bool(self.request or self.response or self.held)
+        return bool(self.dropped)

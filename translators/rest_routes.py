@@ -203,6 +203,9 @@ def dialect_of_path(path: str, header_version: str) -> str:
 
 
 _JSONRPC_TENANT_PATH = re.compile(r"\A/[^/:]+/?\Z")
+# The same paths as routes of the HTTP server (aiohttp's {name:regex} templates), so that
+# `POST /{tenant}` reaches the JSON-RPC codec without the REST router's detour.
+JSONRPC_TENANT_ROUTES = ("/{tenant:[^/:]+}", "/{tenant:[^/:]+}/")
 
 
 def is_jsonrpc_path(path: str) -> bool:

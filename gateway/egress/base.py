@@ -17,6 +17,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
+from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS
 from translators.errors import A2AError, a2a_error
 from translators.versions import V10
 
@@ -44,14 +45,12 @@ def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
     else:
         headers = {**config.headers, **call.ctx.forward_headers}
     headers["x-request-id"] = call.ctx.request_id
-    if config.version == V10:
-        # py@HEAD reads a missing header as 0.3 and refuses v1.0 methods (reference §1).
-        headers["a2a-version"] = V10
+    version = config.version or V10
+    headers.update(BACKEND_HEADERS[version])
     if call.ctx.extensions:
         value = ",".join(call.ctx.extensions)
-        headers["a2a-extensions"] = value
-        if config.version != V10:
-            headers["x-a2a-extensions"] = value
+        for name in EXTENSION_HEADERS[version]:
+            headers[name] = value
     return headers
 
 

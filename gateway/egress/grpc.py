@@ -1,8 +1,8 @@
 """gRPC backends of either version, over long-lived channels.
 
 The configured `url` is `host:port` (config validation strips `grpc://` / `http://`).
-Requests and answers travel as bytes made by translators/grpc_wire, so the channels need
-no generated stubs; errors are classified by translators/grpc_errors.
+Requests and answers travel as bytes the backend's dialect makes and reads
+(translators/dialects/grpc.py), so the channels need no generated stubs.
 
 Unary calls and streams never share an HTTP/2 connection: a backend that caps concurrent
 streams per connection (100 is common) would otherwise queue unary calls behind open
@@ -29,9 +29,9 @@ from gateway.egress.base import (
     backend_unavailable,
     too_large,
 )
-from translators import grpc_wire as wire
+from translators.dialects.grpc import GRPC_V03, GRPC_V10, TENANT_KEY, GrpcDialect
 from translators.errors import A2AError
-from translators.grpc_errors import STATUS_DETAILS_KEY, error_from_grpc
+from translators.grpc_errors import STATUS_DETAILS_KEY
 from translators.versions import V10
 
 # HTTP headers that are not metadata on gRPC (the transport owns them).
@@ -68,13 +68,13 @@ class _StreamChannels:
 
 
 class GrpcBackend:
-    def __init__(self, config: BackendConfig, p03_options: dict[str, Any]) -> None:
+    def __init__(self, config: BackendConfig) -> None:
         self.config = config
         # A backend is built from a resolved config: discovery filled these in.
         assert config.url is not None and config.version is not None
         self.url: str = config.url
         self.version: str = config.version
-        self._options = p03_options
+        self.dialect: GrpcDialect = GRPC_V10 if config.version == V10 else GRPC_V03
         self._unary: grpc.aio.Channel | None = None
         self._streams = _StreamChannels(self._new_channel)
 
@@ -99,19 +99,9 @@ class GrpcBackend:
         headers = backend_headers(call, self.config)
         if self.config.tenant and self.version != V10:
             # v0.3 messages have no tenant; a gateway behind us reads this key instead.
-            headers[wire.TENANT_KEY] = self.config.tenant
+            headers[TENANT_KEY] = self.config.tenant
         return tuple((k.lower(), v) for k, v in headers.items() if _usable(k.lower(), v))
 
-    def _payload(self, call: Call) -> tuple[wire.WireMethod, bytes]:
-        method = wire.wire_method(call.op, self.version)
-        request = call.request
-        if self.version == V10 and hasattr(request, "tenant"):
-            # The client's tenant picked this backend; the backend gets its own, if any.
-            request = type(request)()
-            request.CopyFrom(call.request)
-            request.tenant = self.config.tenant or ""
-        return method, wire.request_from_canonical(method, request, call.ctx.loss,
-                                                   **self._options)
 
     def _error(self, call: Call, exc: grpc.aio.AioRpcError, seconds: float) -> A2AError:
         code = exc.code()
@@ -126,15 +116,17 @@ class GrpcBackend:
                 return backend_timeout(call, self.config, seconds, "the answer")
             if code is grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in message:
                 return too_large(call, self.config)
-        return error_from_grpc(code.name, message, details)
+        return self.dialect.read_error(code.name, message, details)
 
     def _echo(self, call: Call, metadata: Any) -> None:
         for key, value in metadata or ():
             if key in ECHOED_HEADERS and isinstance(value, str):
-                call.ctx.response_headers[key] = value
+                call.ctx.outcome.response_headers[key] = value
 
     async def unary(self, call: Call) -> ProtoMessage | None:
-        method, payload = self._payload(call)
+        method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,
+                                                      self.config.tenant, call.backend_card,
+                                                      call.ctx.extensions)
         timeout = call.ctx.remaining(self.config.timeout)
         rpc = self.channel().unary_unary(method.path)
         try:
@@ -143,11 +135,12 @@ class GrpcBackend:
             self._echo(call, await pending.initial_metadata())
         except grpc.aio.AioRpcError as exc:
             raise self._error(call, exc, timeout) from None
-        return wire.response_to_canonical(method, raw, call.ctx.loss, call.request,
-                                          **self._options)
+        return self.dialect.read_answer(method, raw, call.ctx.loss, call.request)
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
-        method, payload = self._payload(call)
+        method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,
+                                                      self.config.tenant, call.backend_card,
+                                                      call.ctx.extensions)
         # A stream has no total deadline of its own, only the caller's, if any; its events
         # are bounded by the pipeline (first event, idle, total).
         deadline = (None if call.ctx.deadline is None
@@ -167,8 +160,7 @@ class GrpcBackend:
                 if first:
                     self._echo(call, await pending.initial_metadata())
                     first = False
-                yield wire.stream_item_to_canonical(self.version, raw, call.ctx.loss, call.request,
-                                                    **self._options)
+                yield self.dialect.decode_event(raw, call.ctx.loss, call.request)
         finally:
             # The client went away (or we failed): the backend call ends with us.
             pending.cancel()

@@ -16,13 +16,8 @@ from gateway.egress.base import (
     ECHOED_HEADERS,
     backend_timeout,
     backend_unavailable,
-    bad_response,
     too_large,
 )
-from gateway.sse import read_sse
-from translators.errors import A2AError
-from translators.json_text import number_refusal, parse_json
-from translators.sse import SseEvent
 
 # What a status page from something in front of the backend (a proxy, a load balancer)
 # means when its body is not the backend's own error.
@@ -44,7 +39,7 @@ async def backend_request(session: aiohttp.ClientSession, config: BackendConfig,
     try:
         async with session.request(method, url, timeout=timeout, allow_redirects=False,
                                    **kwargs) as resp:
-            call.ctx.response_headers.update(
+            call.ctx.outcome.response_headers.update(
                 {h: resp.headers[h] for h in ECHOED_HEADERS if h in resp.headers})
             yield resp
     except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError) as exc:
@@ -82,23 +77,6 @@ def check_proxy_page(call: Call, config: BackendConfig, resp: aiohttp.ClientResp
         raise backend_unavailable(call, config, f"HTTP {resp.status} from in front of the "
                                   f"backend ({resp.content_type})")
     raise backend_timeout(call, config, config.timeout, f"HTTP {resp.status}, the answer")
-
-
-def json_answer(call: Call, config: BackendConfig, raw: bytes | str,
-                what: str = "the answer") -> Any:
-    """A backend's JSON text; what is not JSON, or holds numbers no A2A field can, is the
-    backend's fault (InvalidAgentResponseError)."""
-    try:
-        parsed = parse_json(raw, what=what)
-    except A2AError as err:
-        raise bad_response(call, config, err.message) from None
-    if parsed.bad_number is not None:
-        raise bad_response(call, config, number_refusal(parsed.bad_number).message)
-    return parsed.value
-
-
-def sse_events(config: BackendConfig, resp: aiohttp.ClientResponse) -> AsyncIterator[SseEvent]:
-    return read_sse(resp.content.iter_any(), config.max_answer_bytes)
 
 
 def is_event_stream(resp: aiohttp.ClientResponse) -> bool:

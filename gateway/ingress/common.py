@@ -8,10 +8,11 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
-from gateway.call import CallContext
+from gateway.call import Call, CallContext
 from gateway.pipeline import Gateway
+from translators.dialects.base import DecodedCall, HttpAnswer
 from translators.errors import A2AError, a2a_error
-from translators.versions import V10
+from translators.versions import V03, V10, normalize_version
 
 GATEWAY_KEY = web.AppKey("gateway", object)
 DROPPED_HEADER = "A2A-Gateway-Dropped"
@@ -53,16 +54,11 @@ def _too_large(limit: int) -> A2AError:
                      f"{limit} bytes (max_body_bytes)", limit=limit)
 
 
-# Errors about the request's transport, not its content: the connection cannot be reused.
-CLOSES_CONNECTION = frozenset({"PayloadTooLargeError", "RequestTimeoutError"})
 
-
-def error_headers(err: A2AError, headers: dict[str, str] | None) -> dict[str, str]:
-    """The dialect headers, plus Retry-After when the error says when to retry."""
-    retry_after = err.metadata.get("retry_after")
-    if retry_after is None:
-        return headers or {}
-    return {**(headers or {}), "Retry-After": retry_after}
+def declared_version(request: web.Request) -> str:
+    """The version a request's A2A-Version names, for answers given before its payload
+    said one: 1.0, or else 0.3 (absent means 0.3, spec §3.6.2)."""
+    return V10 if normalize_version(header_version(request)) == V10 else V03
 
 
 def header_version(request: web.Request) -> str | None:
@@ -90,9 +86,10 @@ def valid_request_id(value: str | None) -> bool:
     return bool(value) and _REQUEST_ID.match(value or "") is not None
 
 
-def client_context(request: web.Request, gateway: Gateway, version: str,
-                   binding: str) -> CallContext:
-    ctx = CallContext(client_version=version, client_binding=binding)
+def client_context(request: web.Request, gateway: Gateway, binding: str) -> CallContext:
+    """What the client's HTTP request says beside its payload (the version comes from the
+    payload: :func:`bind` sets it once decoded)."""
+    ctx = CallContext(client_version="", client_binding=binding)
     rid = request.headers.get("X-Request-ID", "")
     if valid_request_id(rid):
         ctx.request_id = rid
@@ -103,13 +100,44 @@ def client_context(request: web.Request, gateway: Gateway, version: str,
     return ctx
 
 
+def bind(ctx: CallContext, decoded: DecodedCall) -> Call:
+    """The call a decoded request makes, in the context it came with."""
+    dialect = decoded.dialect
+    ctx.client_version = dialect.version
+    ctx.extension_header = dialect.extension_header
+    ctx.tenant = decoded.tenant
+    ctx.loss = decoded.loss
+    return Call(decoded.op, decoded.request, ctx, dialect, decoded.request_id)
+
+
 def dialect_headers(ctx: CallContext) -> dict[str, str]:
     """Response headers in the client's dialect: request id, activated extensions, losses."""
     headers = {"X-Request-ID": ctx.request_id}
-    echoed = ctx.response_headers.get("a2a-extensions") or ctx.response_headers.get(
-        "x-a2a-extensions")
-    if echoed:
-        headers["A2A-Extensions" if ctx.client_version == V10 else "X-A2A-Extensions"] = echoed
-    if ctx.loss:
-        headers[DROPPED_HEADER] = ",".join(ctx.loss.fields())
+    echoed = ctx.outcome.response_headers
+    extensions = echoed.get("a2a-extensions") or echoed.get("x-a2a-extensions")
+    if extensions:
+        headers[ctx.extension_header] = extensions
+    if ctx.loss.dropped:
+        headers[DROPPED_HEADER] = ",".join(ctx.loss.dropped)
     return headers
+
+
+def http_answer(answer: HttpAnswer, headers: dict[str, str] | None = None) -> web.Response:
+    """An answer a dialect rendered, with the dialect headers; one about the transport
+    itself (a body too large or too slow) closes the connection."""
+    response = web.Response(body=answer.body, status=answer.status,
+                            headers={**(headers or {}), **answer.headers},
+                            content_type=answer.content_type)
+    if answer.status in (408, 413):
+        response.force_close()
+    return response
+
+
+def refused(answer: HttpAnswer, err: A2AError, ctx: CallContext | None) -> web.Response:
+    """The answer to a refused request: the dialect's rendering, the dialect headers and,
+    when the error says when to retry, Retry-After."""
+    headers = dialect_headers(ctx) if ctx is not None else {}
+    retry_after = err.metadata.get("retry_after")
+    if retry_after is not None:
+        headers["Retry-After"] = retry_after
+    return http_answer(answer, headers)

@@ -9,12 +9,10 @@ import structlog
 from aiohttp import web
 
 from gateway.ingress.common import header_version
-from translators import jsonrpc as rpc
+from translators.dialects import DIALECTS, HTTP_JSON, JSONRPC
 from translators.errors import A2AError, a2a_error
-from translators.json_text import dumps
-from translators.rest_errors import error_to_rest
 from translators.rest_routes import dialect_of_path, is_jsonrpc_path
-from translators.versions import normalize_version
+from translators.versions import V03, V10, normalize_version
 
 log = structlog.get_logger("a2a_gateway.http")
 
@@ -22,23 +20,20 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # aiohttp's own refusals, by status, as the gateway's errors.
 _BY_STATUS = {400: "InvalidRequestError", 404: "MethodNotFoundError",
-              405: "MethodNotFoundError", 408: "RequestTimeoutError",
+              405: "MethodNotAllowedError", 408: "RequestTimeoutError",
               413: "PayloadTooLargeError", 431: "InvalidRequestError"}
 
 
-def _render(request: web.Request, err: A2AError, status: int | None = None) -> web.Response:
+def render_error(request: web.Request, err: A2AError, status: int | None = None,
+                 ) -> web.Response:
+    """``err`` in the dialect the request's path speaks (before any payload said one)."""
     declared = normalize_version(header_version(request))
     if request.method == "POST" and (request.path == "/" or is_jsonrpc_path(request.path)):
-        version = "1.0" if declared == "1.0" else "0.3"
-        body = rpc.failure(None, err, version)
-        response = web.Response(text=dumps(body), content_type="application/json",
-                                status=status if status in (408, 413) else 200)
+        answer = DIALECTS[(JSONRPC, V10 if declared == V10 else V03)].refusal(None, err)
     else:
-        version = dialect_of_path(request.path, declared)
-        code, payload = error_to_rest(err, version)
-        response = web.Response(text=dumps(payload), content_type="application/json",
-                                status=status or code)
-    return response
+        answer = DIALECTS[(HTTP_JSON, dialect_of_path(request.path, declared))].refusal(err)
+    return web.Response(body=answer.body, content_type="application/json",
+                        status=status or answer.status)
 
 
 @web.middleware
@@ -50,7 +45,7 @@ async def answer_in_dialect(request: web.Request, handler: Handler) -> web.Strea
             raise
         name = _BY_STATUS.get(exc.status, "InternalError" if exc.status >= 500
                               else "InvalidRequestError")
-        response = _render(request, a2a_error(name, exc.reason), exc.status)
+        response = render_error(request, a2a_error(name, exc.reason), exc.status)
         for header in ("Allow", "Retry-After"):
             if header in exc.headers:
                 response.headers[header] = exc.headers[header]
@@ -58,4 +53,4 @@ async def answer_in_dialect(request: web.Request, handler: Handler) -> web.Strea
     except Exception as exc:  # a bug of ours: say so in the caller's dialect, keep serving
         log.error("unhandled error", path=request.path[:200], method=request.method[:16],
                   exc_info=exc)
-        return _render(request, a2a_error("InternalError"))
+        return render_error(request, a2a_error("InternalError"))

@@ -1,11 +1,10 @@
 """gRPC ingress: `lf.a2a.v1.A2AService` (v1.0) and `a2a.v1.A2AService` (v0.3) on one port.
 
-Both services are generic handlers built from the method table (translators/grpc_wire):
-the package in the method path says the version (reference §6.1). Each handler decodes
-the bytes itself, so a request that does not parse is answered in the client's dialect.
-
-decode (bytes → canonical call; metadata → context) · pipeline · encode (bytes, or a
-status with the v1.0 ErrorInfo details / the v0.3 "<ErrorName>: " message).
+Both services are generic handlers built from the method table (translators/dialects/
+grpc.py): the package in the method path says the version (reference §6.1). Handlers get
+and give bytes: the gRPC front door decodes them, so a request that does not parse is
+answered in the client's dialect, and the client's dialect renders answers, events and
+statuses (v1.0 ErrorInfo details / the v0.3 "<ErrorName>: " message).
 """
 
 from __future__ import annotations
@@ -20,18 +19,17 @@ import grpc
 from grpc_reflection.v1alpha import reflection
 
 from gateway.call import Call, CallContext
-from gateway.ingress.common import dialect_headers, split_extensions, valid_request_id
+from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
 from gateway.ingress.sse_out import FINAL_LOOKAHEAD_SECONDS
 from gateway.lifecycle import Streams
 from gateway.observe import log_call
 from gateway.pipeline import Gateway
 from gateway.streams import with_final_flags, without_final_flags
-from translators import grpc_wire as wire
+from translators.dialects import grpc as wire
 from translators.errors import A2AError, a2a_error
-from translators.grpc_errors import STATUS_DETAILS_KEY, error_to_grpc
-from translators.tenancy import request_tenant
-from translators.versions import V03, V10, negotiate, normalize_version
+from translators.grpc_errors import STATUS_DETAILS_KEY
+from translators.versions import V03, V10
 
 Metadata = dict[str, list[str]]
 Current = Callable[[], Gateway]
@@ -53,7 +51,8 @@ def _first(md: Metadata, key: str) -> str | None:
 
 def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
              context: grpc.aio.ServicerContext) -> CallContext:
-    ctx = CallContext(client_version=method.version, client_binding=wire.GRPC)
+    ctx = CallContext(client_version=method.version, client_binding=wire.GRPC,
+                      extension_header=wire.BY_VERSION[method.version].extension_header)
     rid = _first(md, "x-request-id")
     if valid_request_id(rid):
         ctx.request_id = rid  # type: ignore[assignment]
@@ -66,32 +65,16 @@ def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
     return ctx
 
 
-def rc_refusal(header: str) -> A2AError:
-    return a2a_error(
-        "VersionNotSupportedError",
-        f"a2a.v1.A2AService called with a2a-version {header}: that is the A2A v1.0.0-rc "
-        f"protocol (package a2a.v1 with v1.0 messages), which this gateway does not serve. "
-        f"v1.0 clients call lf.a2a.v1.A2AService; v0.3 clients send a2a-version 0.3 or none",
-        requested=header)
-
-
 def _decode(gateway: Gateway, method: wire.WireMethod, md: Metadata, ctx: CallContext,
             raw: bytes) -> Call:
-    header = _first(md, "a2a-version")
-    declared = normalize_version(header)
-    if method.version == V03 and declared.startswith("1."):
-        # An `a2a.v1` caller that speaks 1.x is a v1.0.0-rc peer: its bytes have yet
-        # another numbering (reference §6.5). Refuse in the dialect it expects.
-        ctx.client_version = declared
-        raise rc_refusal(header or declared)
-    ctx.client_version = negotiate(header, method.version, gateway.version_rules)
-    limit = gateway.config.max_body_bytes
-    if len(raw) > limit:
-        raise a2a_error("PayloadTooLargeError", f"the request message is larger than {limit} "
-                        f"bytes (max_body_bytes)", limit=limit)
-    request = wire.request_to_canonical(method, raw, ctx.loss, **gateway.p03_options)
-    ctx.tenant = request_tenant(request, _first(md, wire.TENANT_KEY), "x-a2a-tenant metadata")
-    return Call(method.op, request, ctx)
+    try:
+        decoded = wire.decode_call(method, raw, _first(md, "a2a-version"),
+                                   _first(md, wire.TENANT_KEY), gateway.version_rules,
+                                   gateway.config.max_body_bytes)
+    except wire.Refusal as no:
+        ctx.client_version = no.dialect.version
+        raise no.error from None
+    return bind(ctx, decoded)
 
 
 def _trailers(ctx: CallContext) -> list[tuple[str, str | bytes]]:
@@ -103,7 +86,7 @@ def _trailers(ctx: CallContext) -> list[tuple[str, str | bytes]]:
 async def _abort(context: grpc.aio.ServicerContext, ctx: CallContext,
                  exc: BaseException) -> NoReturn:
     err = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
-    status = error_to_grpc(err, V03 if ctx.client_version == V03 else V10)
+    status = wire.BY_VERSION[V03 if ctx.client_version == V03 else V10].status(err)
     trailers = _trailers(ctx)
     if status.details is not None:
         trailers.append((STATUS_DETAILS_KEY, status.details))
@@ -120,7 +103,7 @@ def _unary_handler(current: Current, method: wire.WireMethod,
         try:
             call = _decode(gateway, method, md, ctx, raw)
             result = await gateway.unary(call)
-            out = wire.response_from_canonical(method, result, ctx.loss, **gateway.p03_options)
+            out: bytes = call.dialect.answer(method, result, ctx.loss)
         except Exception as exc:  # A2AError, or a bug of ours: answer, keep serving
             log_call(ctx, method.op.name, exc)
             await _abort(context, ctx, exc)
@@ -154,8 +137,7 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
         try:
             with tracked:
                 async for item, final in items:
-                    await context.write(wire.stream_item_from_canonical(
-                        ctx.client_version, item, final, ctx.loss, **gateway.p03_options))
+                    await context.write(call.dialect.event_frame(item, final, ctx.loss))
         except asyncio.CancelledError as exc:
             if streams is None or not streams.draining:
                 # The client cancelled: closing `items` below closes the backend stream,

@@ -100,8 +100,8 @@ def _fields(target: RelayTarget, task_id: str, attempts: int,
         "tenant": target.tenant, "task_id": task_id, "config_id": target.config_id,
         "webhook": webhook_host(target.url), "client_version": target.client_version,
         "backend_version": target.backend_version, "attempts": attempts}
-    if loss:
-        fields["dropped"] = loss.fields()
+    if loss is not None and loss.dropped:
+        fields["dropped"] = list(loss.dropped)
     return fields
 
 

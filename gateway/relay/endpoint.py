@@ -15,10 +15,11 @@ import structlog
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
-from gateway.ingress.common import CLOSES_CONNECTION, gateway_of, read_body
+from gateway.ingress.common import gateway_of, read_body
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, seal_id
 from gateway.streams import TERMINAL
+from translators.dialects.jsonrpc import TRANSPORT_ERRORS
 from translators.errors import A2AError, a2a_error
 from translators.json_text import dumps, number_refusal, parse_json
 from translators.loss import LossReport
@@ -89,7 +90,7 @@ async def handle(request: web.Request) -> web.Response:
         raw = parsed.value
         event = parse_backend_body(raw, target.backend_version, loss)
     except A2AError as err:
-        if err.kind.name in CLOSES_CONNECTION:
+        if err.kind.name in TRANSPORT_ERRORS:
             return _refusal(err)
         return _refusal(a2a_error("InvalidRequestError", f"push relay: {err.message}"))
     task_id = event_task_id(event)

@@ -65,7 +65,7 @@ class PushRelay:
 
     def relays(self, call: Call) -> bool:
         return self.enabled and (self.settings.always
-                                 or call.ctx.client_version != call.ctx.backend_version)
+                                 or call.ctx.client_version != call.ctx.outcome.backend_version)
 
     @staticmethod
     def _push_config(call: Call) -> pb.TaskPushNotificationConfig | None:
@@ -95,7 +95,7 @@ class PushRelay:
             await self.guard.check(cfg.url)
         if not relaying:
             return
-        backend_version = call.ctx.backend_version or ""
+        backend_version = call.ctx.outcome.backend_version or ""
         target = target_from_config(
             cfg, client_version=call.ctx.client_version, backend_version=backend_version,
             tenant=call.ctx.tenant or "", relay_token=secrets.token_urlsafe(16),

@@ -27,13 +27,15 @@ from golden_support import (
     timestamps_as_instants,
 )
 
-from translators import jsonrpc as rpc
 from translators import operations as ops
+from translators.dialects import jsonrpc as rpc
 from translators.errors import A2AError
 from translators.j03 import objects as o
 from translators.loss import CARRY_KEY, LossPolicy, LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.versions import V03, V10
+
+RPC = {V03: rpc.JSONRPC_V03, V10: rpc.JSONRPC_V10}
 
 # ====================================================================== §3.2 Part
 
@@ -106,10 +108,10 @@ def test_file_bytes_accept_url_safe_and_unpadded_emit_standard() -> None:
     # §3.0: accept standard and URL-safe base64, padded or not; emit standard.
     msg = {"kind": "message", "messageId": "m", "role": "user",
            "parts": [{"kind": "file", "file": {"bytes": "-_8"}}]}
-    resp = rpc.result_to_canonical(SEND, V03, msg, LossReport())
+    resp = RPC[V03].decode_result(SEND, msg, LossReport(), SEND.request())
     assert isinstance(resp, pb.SendMessageResponse)
     assert resp.message.parts[0].raw == b"\xfb\xff"
-    out = rpc.result_from_canonical(SEND, V03, resp, LossReport())
+    out = RPC[V03].encode_result(SEND, resp, LossReport())
     assert out["parts"][0]["file"]["bytes"] == "+/8="
 
 
@@ -119,8 +121,8 @@ def test_v10_params_lose_stray_v03_fields() -> None:
     params["message"]["kind"] = "message"
     params["message"]["parts"][0]["kind"] = "text"
     params["configuration"]["blocking"] = True
-    req = rpc.params_to_canonical(SEND, V10, params, LossReport())
-    assert rpc.params_from_canonical(SEND, V10, req, LossReport()) == SEND_P10["params"]
+    req = RPC[V10].decode_params(SEND, params, LossReport())
+    assert RPC[V10].encode_params(SEND, req, LossReport()) == SEND_P10["params"]
 
 
 def test_file_part_with_both_bytes_and_uri_keeps_bytes() -> None:
@@ -162,7 +164,7 @@ def test_task_j03_to_p10() -> None:
     # The object translator emits the millisecond form v1.0 asks for (§3.4, spec §5.6.1).
     assert o.task_to_p10(TASK_J03, "result", loss) == TASK_P10
     # Through the public function and the proto, ProtoJSON prints its own fraction.
-    task = rpc.result_to_canonical(GET_TASK, V03, copy.deepcopy(TASK_J03), loss)
+    task = RPC[V03].decode_result(GET_TASK, copy.deepcopy(TASK_J03), loss, GET_TASK.request())
     assert isinstance(task, pb.Task)
     assert timestamps_as_instants(dump_p10(task)) == timestamps_as_instants(TASK_P10)
     assert not loss
@@ -170,7 +172,7 @@ def test_task_j03_to_p10() -> None:
 
 def test_task_p10_to_j03() -> None:
     loss = LossReport()
-    j03 = rpc.result_from_canonical(GET_TASK, V03, parse_p10(TASK_P10, pb.Task), loss)
+    j03 = RPC[V03].encode_result(GET_TASK, parse_p10(TASK_P10, pb.Task), loss)
     assert timestamps_as_instants(j03) == timestamps_as_instants(TASK_J03)
     assert j03["status"]["timestamp"].endswith("Z")  # §3.4: ISO 8601 with Z to v0.3
     assert not loss
@@ -213,23 +215,23 @@ SEND_P10: JSON = {"jsonrpc": "2.0", "id": 7, "method": "SendMessage", "params": 
 
 
 def test_method_names_pick_the_version() -> None:
-    assert rpc.operation_for_method(SEND_J03["method"]) == (SEND, V03)
-    assert rpc.operation_for_method(SEND_P10["method"]) == (SEND, V10)
-    assert rpc.operation_for_method("message/stream") == (STREAM, V03)
-    assert rpc.operation_for_method("tasks/pushNotificationConfig/list") == (PUSH_LIST, V03)
-    assert rpc.operation_for_method("ListTaskPushNotificationConfigs") == (PUSH_LIST, V10)
+    assert rpc.operation_for_method(SEND_J03["method"]) == (SEND, RPC[V03])
+    assert rpc.operation_for_method(SEND_P10["method"]) == (SEND, RPC[V10])
+    assert rpc.operation_for_method("message/stream") == (STREAM, RPC[V03])
+    assert rpc.operation_for_method("tasks/pushNotificationConfig/list") == (PUSH_LIST, RPC[V03])
+    assert rpc.operation_for_method("ListTaskPushNotificationConfigs") == (PUSH_LIST, RPC[V10])
     assert rpc.operation_for_method("tasks/list") is None
-    assert rpc.method_name(SEND, V03) == "message/send"
-    assert rpc.method_name(SEND, V10) == "SendMessage"
+    assert RPC[V03].method(SEND) == "message/send"
+    assert RPC[V10].method(SEND) == "SendMessage"
     with pytest.raises(A2AError) as exc:
-        rpc.method_name(ops.BY_NAME[ops.LIST_TASKS], V03)
+        RPC[V03].method(ops.BY_NAME[ops.LIST_TASKS])
     assert exc.value.name == "UnsupportedOperationError"
 
 
 @pytest.mark.parametrize("op", [SEND, STREAM])
 def test_send_params_j03_to_p10(op: ops.Operation) -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(op, V03, copy.deepcopy(SEND_J03["params"]), loss)
+    req = RPC[V03].decode_params(op, copy.deepcopy(SEND_J03["params"]), loss)
     assert isinstance(req, pb.SendMessageRequest)
     assert dump_p10(req) == SEND_P10["params"]
     assert not loss
@@ -238,16 +240,16 @@ def test_send_params_j03_to_p10(op: ops.Operation) -> None:
 @pytest.mark.parametrize("op", [SEND, STREAM])
 def test_send_params_p10_to_j03(op: ops.Operation) -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(op, V10, copy.deepcopy(SEND_P10["params"]), loss)
+    req = RPC[V10].decode_params(op, copy.deepcopy(SEND_P10["params"]), loss)
     assert dump_p10(req) == SEND_P10["params"]
-    assert rpc.params_from_canonical(op, V03, req, loss) == SEND_J03["params"]
-    assert rpc.params_from_canonical(op, V10, req, loss) == SEND_P10["params"]
+    assert RPC[V03].encode_params(op, req, loss) == SEND_J03["params"]
+    assert RPC[V10].encode_params(op, req, loss) == SEND_P10["params"]
     assert not loss
 
 
 def _send_config_to_p10(conf: dict[str, Any]) -> dict[str, Any]:
     params = {"message": SEND_J03["params"]["message"], "configuration": conf}
-    req = rpc.params_to_canonical(SEND, V03, params, LossReport())
+    req = RPC[V03].decode_params(SEND, params, LossReport())
     conf_p10: JSON = dump_p10(req).get("configuration", {})
     return conf_p10
 
@@ -256,8 +258,8 @@ def _send_config_to_j03(conf: dict[str, Any] | None) -> dict[str, Any]:
     params: dict[str, Any] = {"message": SEND_P10["params"]["message"]}
     if conf is not None:
         params["configuration"] = conf
-    req = rpc.params_to_canonical(SEND, V10, params, LossReport())
-    out = rpc.params_from_canonical(SEND, V03, req, LossReport())
+    req = RPC[V10].decode_params(SEND, params, LossReport())
+    out = RPC[V03].encode_params(SEND, req, LossReport())
     conf_j03: dict[str, Any] = out["configuration"]
     return conf_j03
 
@@ -290,7 +292,7 @@ def test_blocking_p10_to_j03(p10: dict[str, Any] | None, blocking: bool) -> None
 ])
 def test_history_length_j03_to_p10(j03: dict[str, Any], p10: dict[str, Any]) -> None:
     assert _send_config_to_p10(j03) == p10
-    req = rpc.params_to_canonical(GET_TASK, V03, {"id": "t1", **j03}, LossReport())
+    req = RPC[V03].decode_params(GET_TASK, {"id": "t1", **j03}, LossReport())
     assert dump_p10(req) == {"id": "t1", **p10}
 
 
@@ -302,8 +304,8 @@ def test_history_length_j03_to_p10(j03: dict[str, Any], p10: dict[str, Any]) -> 
 def test_history_length_p10_to_j03(p10: dict[str, Any], j03: dict[str, Any]) -> None:
     conf = _send_config_to_j03(p10)
     assert {k: v for k, v in conf.items() if k == "historyLength"} == j03
-    req = rpc.params_to_canonical(GET_TASK, V10, {"id": "t1", **p10}, LossReport())
-    assert rpc.params_from_canonical(GET_TASK, V03, req, LossReport()) == {"id": "t1", **j03}
+    req = RPC[V10].decode_params(GET_TASK, {"id": "t1", **p10}, LossReport())
+    assert RPC[V03].encode_params(GET_TASK, req, LossReport()) == {"id": "t1", **j03}
 
 
 _HISTORY = [{"kind": "message", "messageId": "h1", "role": "user",
@@ -316,13 +318,13 @@ def test_history_length_zero_strips_v03_history(history_length: int | None, kept
     conf: dict[str, Any] = {} if history_length is None else {"historyLength": history_length}
     # GetTask: the request carries historyLength itself.
     get_req = parse_p10({"id": "t1", **conf}, pb.GetTaskRequest)
-    task = rpc.result_to_canonical(GET_TASK, V03, copy.deepcopy(task_j03), LossReport(), get_req)
+    task = RPC[V03].decode_result(GET_TASK, copy.deepcopy(task_j03), LossReport(), get_req)
     assert isinstance(task, pb.Task)
     assert (len(task.history) == 1) is kept
     # SendMessage: it sits in the configuration.
     send_req = parse_p10({"message": SEND_P10["params"]["message"], "configuration": conf},
                          pb.SendMessageRequest)
-    resp = rpc.result_to_canonical(SEND, V03, copy.deepcopy(task_j03), LossReport(), send_req)
+    resp = RPC[V03].decode_result(SEND, copy.deepcopy(task_j03), LossReport(), send_req)
     assert isinstance(resp, pb.SendMessageResponse)
     assert (len(resp.task.history) == 1) is kept
 
@@ -339,25 +341,25 @@ SEND_RESULT_P10: JSON = {"jsonrpc": "2.0", "id": 7, "result": {"task": {
 
 def test_send_result_j03_to_p10() -> None:
     loss = LossReport()
-    resp = rpc.result_to_canonical(SEND, V03, copy.deepcopy(SEND_RESULT_J03["result"]), loss)
+    resp = RPC[V03].decode_result(SEND, copy.deepcopy(SEND_RESULT_J03["result"]), loss, SEND.request())
     assert isinstance(resp, pb.SendMessageResponse)
-    assert rpc.success(7, rpc.result_from_canonical(SEND, V10, resp, loss)) == SEND_RESULT_P10
+    assert rpc.success(7, RPC[V10].encode_result(SEND, resp, loss)) == SEND_RESULT_P10
     assert not loss
 
 
 def test_send_result_p10_to_j03() -> None:
     loss = LossReport()
-    resp = rpc.result_to_canonical(SEND, V10, copy.deepcopy(SEND_RESULT_P10["result"]), loss)
+    resp = RPC[V10].decode_result(SEND, copy.deepcopy(SEND_RESULT_P10["result"]), loss, SEND.request())
     assert isinstance(resp, pb.SendMessageResponse)
-    assert rpc.success(7, rpc.result_from_canonical(SEND, V03, resp, loss)) == SEND_RESULT_J03
+    assert rpc.success(7, RPC[V03].encode_result(SEND, resp, loss)) == SEND_RESULT_J03
     assert not loss
 
 
 def test_send_result_message_both_ways() -> None:
     loss = LossReport()
-    resp = rpc.result_to_canonical(SEND, V03, copy.deepcopy(MESSAGE_J03), loss)
+    resp = RPC[V03].decode_result(SEND, copy.deepcopy(MESSAGE_J03), loss, SEND.request())
     assert dump_p10(resp) == {"message": MESSAGE_P10}
-    assert rpc.result_from_canonical(SEND, V03, resp, loss) == MESSAGE_J03
+    assert RPC[V03].encode_result(SEND, resp, loss) == MESSAGE_J03
     assert not loss
 
 
@@ -391,7 +393,7 @@ def without_false_append(line: dict[str, Any]) -> dict[str, Any]:
 
 def test_stream_j03_to_p10() -> None:
     loss = LossReport()
-    got = [rpc.success(line["id"], dump_p10(rpc.stream_item_to_canonical(V03, line["result"], loss)))
+    got = [rpc.success(line["id"], dump_p10(RPC[V03].decode_event(line["result"], loss, pb.SendMessageRequest())))
            for line in sse_data(STREAM_J03)]
     assert got == sse_data(STREAM_P10)
     assert not loss  # `final` is not a loss: the end of the stream says it (§3.6)
@@ -407,13 +409,13 @@ def test_stream_p10_to_j03_with_final_on_last_status_update() -> None:
     got = []
     for i, item in enumerate(items):
         last = i == len(items) - 1
-        got.append(rpc.success(1, rpc.stream_item_from_canonical(V03, item, last, loss)))
+        got.append(rpc.success(1, RPC[V03].encode_event(item, last, loss)))
     assert got == [without_false_append(line) for line in sse_data(STREAM_J03)]
     assert not loss
     # The end-of-stream rule also recognizes the terminal state by itself (§3.6).
     assert [o.is_final_for_v03(line["result"]) for line in lines] == [False, False, True]
     # Through the unary rules (no lookahead), `final` defaults to false.
-    assert rpc.result_from_canonical(STREAM, V03, items[2], loss)["final"] is False
+    assert RPC[V03].encode_result(STREAM, items[2], loss)["final"] is False
 
 
 @pytest.mark.parametrize(("state", "final"), [
@@ -428,22 +430,22 @@ def test_final_for_v03_by_state(state: str, final: bool) -> None:
 
 def test_subscribe_params_both_ways() -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(SUBSCRIBE, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    req = RPC[V03].decode_params(SUBSCRIBE, {"id": "t1", "metadata": {"a": 1}}, loss)
     assert dump_p10(req) == {"id": "t1"}
     assert loss.request == ["params.metadata"]  # §3.10: v1.0 SubscribeToTask has no metadata
-    assert rpc.params_from_canonical(SUBSCRIBE, V03, req, LossReport()) == {"id": "t1"}
+    assert RPC[V03].encode_params(SUBSCRIBE, req, LossReport()) == {"id": "t1"}
 
 
 def test_cancel_params_keep_metadata() -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(CANCEL, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    req = RPC[V03].decode_params(CANCEL, {"id": "t1", "metadata": {"a": 1}}, loss)
     assert dump_p10(req) == {"id": "t1", "metadata": {"a": 1}}
-    assert rpc.params_from_canonical(CANCEL, V03, req, loss) == {"id": "t1", "metadata": {"a": 1}}
+    assert RPC[V03].encode_params(CANCEL, req, loss) == {"id": "t1", "metadata": {"a": 1}}
     assert not loss
 
 
 def test_get_task_params_drop_metadata() -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(GET_TASK, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    req = RPC[V03].decode_params(GET_TASK, {"id": "t1", "metadata": {"a": 1}}, loss)
     assert dump_p10(req) == {"id": "t1"}
     assert loss.request == ["params.metadata"]

@@ -22,13 +22,15 @@ from golden_support import (
 )
 
 from translators import cards
-from translators import jsonrpc as rpc
 from translators import operations as ops
+from translators.dialects import jsonrpc as rpc
 from translators.errors import A2AError, error_from_jsonrpc
 from translators.j03 import requests as r
 from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.versions import V03, V10
+
+RPC = {V03: rpc.JSONRPC_V03, V10: rpc.JSONRPC_V10}
 
 # ====================================================================== §3.9 push configs
 
@@ -41,19 +43,19 @@ PUSH_CREATE_P10: JSON = {"taskId": "t1", "id": "c1", "url": "https://cb/x", "tok
 
 def test_push_create_params_both_ways() -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(PUSH_CREATE, V03, copy.deepcopy(PUSH_SET_J03), loss)
+    req = RPC[V03].decode_params(PUSH_CREATE, copy.deepcopy(PUSH_SET_J03), loss)
     assert isinstance(req, pb.TaskPushNotificationConfig)
     assert dump_p10(req) == PUSH_CREATE_P10
-    req = rpc.params_to_canonical(PUSH_CREATE, V10, copy.deepcopy(PUSH_CREATE_P10), loss)
-    assert rpc.params_from_canonical(PUSH_CREATE, V03, req, loss) == PUSH_SET_J03
+    req = RPC[V10].decode_params(PUSH_CREATE, copy.deepcopy(PUSH_CREATE_P10), loss)
+    assert RPC[V03].encode_params(PUSH_CREATE, req, loss) == PUSH_SET_J03
     assert not loss
 
 
 def test_push_create_result_both_ways() -> None:
     loss = LossReport()
-    res = rpc.result_to_canonical(PUSH_CREATE, V03, copy.deepcopy(PUSH_SET_J03), loss)
+    res = RPC[V03].decode_result(PUSH_CREATE, copy.deepcopy(PUSH_SET_J03), loss, PUSH_CREATE.request())
     assert dump_p10(res) == PUSH_CREATE_P10
-    assert rpc.result_from_canonical(PUSH_CREATE, V03, res, loss) == PUSH_SET_J03
+    assert RPC[V03].encode_result(PUSH_CREATE, res, loss) == PUSH_SET_J03
     assert not loss
 
 
@@ -61,7 +63,7 @@ def test_push_auth_several_schemes_keeps_the_first() -> None:
     loss = LossReport()
     params = copy.deepcopy(PUSH_SET_J03)
     params["pushNotificationConfig"]["authentication"]["schemes"] = ["Bearer", "Basic"]
-    req = rpc.params_to_canonical(PUSH_CREATE, V03, params, loss)
+    req = RPC[V03].decode_params(PUSH_CREATE, params, loss)
     assert dump_p10(req) == PUSH_CREATE_P10
     assert loss.request == ["params.pushNotificationConfig.authentication.schemes[1:]"]
 
@@ -76,58 +78,55 @@ def test_push_auth_several_schemes_keeps_the_first() -> None:
 def test_push_get_params_to_p10(j03: dict[str, Any], p10: dict[str, Any],
                                 dropped: list[str]) -> None:
     loss = LossReport()
-    assert dump_p10(rpc.params_to_canonical(PUSH_GET, V03, j03, loss)) == p10
+    assert dump_p10(RPC[V03].decode_params(PUSH_GET, j03, loss)) == p10
     assert loss.request == dropped
 
 
 def test_push_get_and_delete_params_to_j03() -> None:
     # v0.3 `id` is the task id; v1.0 `id` is the config id.
     for op in (PUSH_GET, PUSH_DELETE):
-        req = rpc.params_to_canonical(op, V10, {"taskId": "t1", "id": "c1"}, LossReport())
-        assert rpc.params_from_canonical(op, V03, req, LossReport()) == {
+        req = RPC[V10].decode_params(op, {"taskId": "t1", "id": "c1"}, LossReport())
+        assert RPC[V03].encode_params(op, req, LossReport()) == {
             "id": "t1", "pushNotificationConfigId": "c1"}
 
 
 def test_push_delete_params_to_p10() -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(
-        PUSH_DELETE, V03, {"id": "t1", "pushNotificationConfigId": "c1", "metadata": {"a": 1}},
-        loss)
+    req = RPC[V03].decode_params(PUSH_DELETE, {"id": "t1", "pushNotificationConfigId": "c1", "metadata": {"a": 1}}, loss)
     assert dump_p10(req) == {"taskId": "t1", "id": "c1"}
     assert loss.request == ["params.metadata"]
     with pytest.raises(A2AError) as exc:  # required in v0.3 delete
-        rpc.params_to_canonical(PUSH_DELETE, V03, {"id": "t1"}, LossReport())
+        RPC[V03].decode_params(PUSH_DELETE, {"id": "t1"}, LossReport())
     assert exc.value.name == "InvalidParamsError"
 
 
 def test_push_delete_result() -> None:
     # v0.3 `result: null`; v1.0 Empty (py: null). Nothing to translate.
-    assert rpc.result_to_canonical(PUSH_DELETE, V03, None, LossReport()) is None
-    assert rpc.result_from_canonical(PUSH_DELETE, V03, None, LossReport()) is None
+    assert RPC[V03].decode_result(PUSH_DELETE, None, LossReport(), PUSH_DELETE.request()) is None
+    assert RPC[V03].encode_result(PUSH_DELETE, None, LossReport()) is None
 
 
 def test_push_list_params_both_ways() -> None:
     loss = LossReport()
-    req = rpc.params_to_canonical(PUSH_LIST, V03, {"id": "t1", "metadata": {"a": 1}}, loss)
+    req = RPC[V03].decode_params(PUSH_LIST, {"id": "t1", "metadata": {"a": 1}}, loss)
     assert dump_p10(req) == {"taskId": "t1"}
     assert loss.request == ["params.metadata"]
     loss = LossReport()
-    req = rpc.params_to_canonical(
-        PUSH_LIST, V10, {"taskId": "t1", "pageSize": 5, "pageToken": "p"}, loss)
-    assert rpc.params_from_canonical(PUSH_LIST, V03, req, loss) == {"id": "t1"}
+    req = RPC[V10].decode_params(PUSH_LIST, {"taskId": "t1", "pageSize": 5, "pageToken": "p"}, loss)
+    assert RPC[V03].encode_params(PUSH_LIST, req, loss) == {"id": "t1"}
     assert loss.request == ["params.pageSize", "params.pageToken"]
 
 
 def test_push_list_result_both_ways() -> None:
     # v0.3: a bare array of TaskPushNotificationConfig; v1.0: {"configs": [...]}.
     loss = LossReport()
-    res = rpc.result_to_canonical(PUSH_LIST, V03, [copy.deepcopy(PUSH_SET_J03)], loss)
+    res = RPC[V03].decode_result(PUSH_LIST, [copy.deepcopy(PUSH_SET_J03)], loss, PUSH_LIST.request())
     assert dump_p10(res) == {"configs": [PUSH_CREATE_P10]}
-    assert rpc.result_from_canonical(PUSH_LIST, V03, res, loss) == [PUSH_SET_J03]
+    assert RPC[V03].encode_result(PUSH_LIST, res, loss) == [PUSH_SET_J03]
     assert not loss
     res = parse_p10({"configs": [PUSH_CREATE_P10], "nextPageToken": "n"},
                     pb.ListTaskPushNotificationConfigsResponse)
-    assert rpc.result_from_canonical(PUSH_LIST, V03, res, loss) == [PUSH_SET_J03]
+    assert RPC[V03].encode_result(PUSH_LIST, res, loss) == [PUSH_SET_J03]
     assert loss.response == ["result.nextPageToken"]
 
 
@@ -145,18 +144,18 @@ def test_error_v10_example_both_ways() -> None:
     err = error_from_jsonrpc(ERROR_P10["error"])
     assert (err.name, err.message, err.metadata) == ("TaskNotFoundError", "Task not found",
                                                      {"taskId": "t9"})
-    assert rpc.failure(2, err, V10) == ERROR_P10
+    assert RPC[V10].failure(2, err) == ERROR_P10
     # v1.0 → v0.3: keep code and message, flatten ErrorInfo.metadata into `data`.
-    assert rpc.failure(2, err, V03) == ERROR_J03
+    assert RPC[V03].failure(2, err) == ERROR_J03
 
 
 def test_error_v03_to_v10_builds_error_info() -> None:
     err = error_from_jsonrpc(ERROR_J03["error"])
     assert err.name == "TaskNotFoundError"
-    assert rpc.failure(2, err, V10) == ERROR_P10
+    assert RPC[V10].failure(2, err) == ERROR_P10
     # v0.3 `data` values are stringified into ErrorInfo.metadata (map<string,string>).
     err = error_from_jsonrpc({"code": -32002, "message": "no", "data": {"n": 1, "s": "x"}})
-    assert rpc.failure(3, err, V10)["error"]["data"][0]["metadata"] == {"n": "1", "s": "x"}
+    assert RPC[V10].failure(3, err)["error"]["data"][0]["metadata"] == {"n": "1", "s": "x"}
 
 
 def test_error_classified_by_reason_before_code() -> None:
@@ -183,7 +182,7 @@ def test_error_data_passes_through_for_v10_ids() -> None:
         err = error_from_jsonrpc({"code": code, "message": "m", "data": [
             {"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": reason,
              "domain": "a2a-protocol.org"}]})
-        assert rpc.failure(1, err, V03) == {"jsonrpc": "2.0", "id": 1,
+        assert RPC[V03].failure(1, err) == {"jsonrpc": "2.0", "id": 1,
                                             "error": {"code": code, "message": "m"}}
 
 
@@ -201,7 +200,7 @@ def test_card_j03_to_p10() -> None:
     assert through_proto(p10, pb.AgentCard) == CARD_P10
     # And through the JSON-RPC rules for the extended card.
     loss = LossReport()
-    card = rpc.result_to_canonical(EXTENDED_CARD, V03, copy.deepcopy(CARD_J03), loss)
+    card = RPC[V03].decode_result(EXTENDED_CARD, copy.deepcopy(CARD_J03), loss, EXTENDED_CARD.request())
     assert dump_p10(card) == CARD_P10
     assert loss.fields() == ["capabilities.stateTransitionHistory"]
 
@@ -209,8 +208,8 @@ def test_card_j03_to_p10() -> None:
 def test_card_keeps_v03_only_fields_for_a_v03_reader() -> None:
     # A v0.3 backend's card on its way to a v0.3 client loses nothing both can carry.
     loss = LossReport()
-    card = rpc.result_to_canonical(EXTENDED_CARD, V03, copy.deepcopy(CARD_J03), loss)
-    back = rpc.result_from_canonical(EXTENDED_CARD, V03, card, loss)
+    card = RPC[V03].decode_result(EXTENDED_CARD, copy.deepcopy(CARD_J03), loss, EXTENDED_CARD.request())
+    back = RPC[V03].encode_result(EXTENDED_CARD, card, loss)
     assert back["capabilities"]["stateTransitionHistory"] is False
     assert not loss
 
@@ -221,7 +220,7 @@ def test_card_p10_to_j03() -> None:
     del expected["capabilities"]["stateTransitionHistory"]  # v1.0 cannot say it
     assert cards.card_to_j03(copy.deepcopy(CARD_P10), loss) == expected
     card = parse_p10(CARD_P10, pb.AgentCard)
-    assert rpc.result_from_canonical(EXTENDED_CARD, V03, card, loss) == expected
+    assert RPC[V03].encode_result(EXTENDED_CARD, card, loss) == expected
     assert not loss
 
 

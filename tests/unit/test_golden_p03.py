@@ -20,6 +20,7 @@ from golden_support import (
     norm03,
 )
 
+from translators import answers
 from translators import operations as ops
 from translators.errors import A2AError
 from translators.loss import CARRY_KEY, LossPolicy, LossReport
@@ -253,7 +254,7 @@ def test_send_configuration_blocking_to_p03(p10_conf: JSON | None, blocking: boo
 
 def test_history_length_zero_rules() -> None:
     # v0.3 0 = all = v1.0 unset; v1.0 0 = none, omitted toward v0.3 and enforced on the
-    # answer by strip_history (§3.7).
+    # answer by answers.strip_history (§3.7).
     get03 = v03.GetTaskRequest(name="tasks/t1", history_length=0)
     req = requests.request_to_p10(ops.GET_TASK, get03, LossReport())
     assert isinstance(req, pb.GetTaskRequest) and not req.HasField("history_length")
@@ -261,15 +262,15 @@ def test_history_length_zero_rules() -> None:
     out = requests.request_to_p03(ops.GET_TASK, get10, LossReport())
     assert dump_p03(out) == {"name": "tasks/t1"}
     answer = pb.Task(id="t1", history=[pb.Message(message_id="m")])
-    assert list(requests.strip_history(answer, get10).history) == []
+    assert list(answers.strip_history(answer, get10).history) == []
     kept = pb.Task(id="t1", history=[pb.Message(message_id="m")])
-    assert len(requests.strip_history(kept, pb.GetTaskRequest(id="t1")).history) == 1
+    assert len(answers.strip_history(kept, pb.GetTaskRequest(id="t1")).history) == 1
     send10 = parse_p10({"message": MESSAGE_P10, "configuration": {"historyLength": 0}},
                        pb.SendMessageRequest)
     sent = requests.request_to_p03(ops.SEND, send10, LossReport())
     assert "historyLength" not in dump_p03(sent)["configuration"]
     resp = pb.SendMessageResponse(task=pb.Task(id="t", history=[pb.Message(message_id="m")]))
-    assert not requests.strip_history(resp, send10).task.history
+    assert not answers.strip_history(resp, send10).task.history
 
 
 # ====================================================================== §3.8 results, streams

@@ -76,7 +76,7 @@ def test_rest_send_body_and_answer() -> None:
     assert p03_rest.body_from_canonical(route, req, loss) == norm03(SEND_P03,
                                                                    v03.SendMessageRequest)
     answer = {"task": {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}}
-    result = p03_rest.result_to_canonical(ops.BY_NAME[ops.SEND], answer, loss, req)
+    result = p03_rest.result_to_canonical(ops.BY_NAME[ops.SEND], answer, loss)
     assert result is not None and p03_rest.result_from_canonical(
         ops.BY_NAME[ops.SEND], result, loss) == answer
     assert not loss

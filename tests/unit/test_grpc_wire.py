@@ -10,8 +10,8 @@ from a2a.types import a2a_pb2 as pb
 from google.rpc import error_details_pb2, status_pb2
 
 from gateway.config import ConfigError, parse_config
-from translators import grpc_wire as wire
 from translators import operations as ops
+from translators.dialects import grpc as wire
 from translators.errors import ERROR_KINDS, A2AError, a2a_error
 from translators.grpc_errors import (
     error_from_grpc,
@@ -42,7 +42,7 @@ def _v03_send_bytes() -> bytes:
 def test_v03_send_bytes_are_read_with_the_v03_schema() -> None:
     raw = _v03_send_bytes()
     loss = LossReport()
-    request = wire.request_to_canonical(wire.wire_methods(V03)["SendMessage"], raw, loss)
+    request = wire.GRPC_V03.decode_request(wire.wire_methods(V03)["SendMessage"], raw, loss)
     assert isinstance(request, pb.SendMessageRequest)
     assert request.tenant == ""
     assert request.message.message_id == "m1" and request.message.role == pb.ROLE_USER
@@ -88,7 +88,7 @@ def test_method_tables_cover_both_services() -> None:
 
 def test_garbage_request_bytes_are_invalid_request() -> None:
     with pytest.raises(A2AError) as info:
-        wire.request_to_canonical(wire.wire_methods(V10)["GetTask"], b"\xff\xff", LossReport())
+        wire.GRPC_V10.decode_request(wire.wire_methods(V10)["GetTask"], b"\xff\xff", LossReport())
     assert info.value.kind.name == "InvalidRequestError"
 
 

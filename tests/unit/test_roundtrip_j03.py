@@ -39,13 +39,15 @@ from p10_strategies import (
     tasks_p10,
 )
 
-from translators import jsonrpc as rpc
 from translators import operations as ops
+from translators.dialects import jsonrpc as rpc
 from translators.j03 import objects as o
 from translators.j03.requests import send_params_to_p10
 from translators.loss import CARRY_KEY, LossPolicy, LossReport
 from translators.protojson import dump_p10, parse_p10
-from translators.versions import V03
+from translators.versions import V03, V10
+
+RPC = {V03: rpc.JSONRPC_V03, V10: rpc.JSONRPC_V10}
 
 PartFn = Callable[[JSON, str], JSON]
 
@@ -193,10 +195,10 @@ def without_false_flags(ev: JSON) -> JSON:
 def test_task_p10_j03_p10(task: JSON, policy: LossPolicy) -> None:
     original = canon(task, pb.Task)
     loss = LossReport(policy=policy)
-    j03 = rpc.result_from_canonical(GET_TASK, V03, parse_p10(original, pb.Task), loss)
+    j03 = RPC[V03].encode_result(GET_TASK, parse_p10(original, pb.Task), loss)
     v03.Task.model_validate(j03)
     back_loss = LossReport()
-    back = rpc.result_to_canonical(GET_TASK, V03, copy.deepcopy(j03), back_loss)
+    back = RPC[V03].decode_result(GET_TASK, copy.deepcopy(j03), back_loss, GET_TASK.request())
     assert back is not None
     lost: list[str] = []
     fn = reported(lost) if policy is LossPolicy.REPORT else carried
@@ -211,9 +213,9 @@ def test_task_p10_j03_p10(task: JSON, policy: LossPolicy) -> None:
 def test_message_result_p10_j03_p10(msg: JSON, policy: LossPolicy) -> None:
     original = canon({"message": msg}, pb.SendMessageResponse)
     loss = LossReport(policy=policy)
-    j03 = rpc.result_from_canonical(SEND, V03, parse_p10(original, pb.SendMessageResponse), loss)
+    j03 = RPC[V03].encode_result(SEND, parse_p10(original, pb.SendMessageResponse), loss)
     v03.Message.model_validate(j03)
-    back = rpc.result_to_canonical(SEND, V03, copy.deepcopy(j03), LossReport())
+    back = RPC[V03].decode_result(SEND, copy.deepcopy(j03), LossReport(), SEND.request())
     assert back is not None
     lost: list[str] = []
     fn = reported(lost) if policy is LossPolicy.REPORT else carried
@@ -226,12 +228,12 @@ def test_message_result_p10_j03_p10(msg: JSON, policy: LossPolicy) -> None:
 def test_stream_response_p10_j03_p10(resp: JSON, final: bool) -> None:
     original = canon(resp, pb.StreamResponse)
     loss = LossReport()
-    j03 = rpc.stream_item_from_canonical(V03, parse_p10(original, pb.StreamResponse), final, loss)
+    j03 = RPC[V03].encode_event(parse_p10(original, pb.StreamResponse), final, loss)
     v03.SendStreamingMessageSuccessResponse.model_validate(
         {"jsonrpc": "2.0", "id": 1, "result": j03})
     if "statusUpdate" in original:
         assert j03["final"] is final
-    back = rpc.stream_item_to_canonical(V03, copy.deepcopy(j03), LossReport())
+    back = RPC[V03].decode_event(copy.deepcopy(j03), LossReport(), pb.SendMessageRequest())
     lost: list[str] = []
     assert dump_p10(back) == walk_stream_response(original, "result", reported(lost))
     assert sorted(loss.fields()) == sorted(lost)
@@ -242,8 +244,8 @@ def test_stream_response_p10_j03_p10(resp: JSON, final: bool) -> None:
 def test_stream_response_carry(resp: JSON) -> None:
     original = canon(resp, pb.StreamResponse)
     loss = LossReport(policy=LossPolicy.CARRY)
-    j03 = rpc.stream_item_from_canonical(V03, parse_p10(original, pb.StreamResponse), False, loss)
-    back = rpc.stream_item_to_canonical(V03, copy.deepcopy(j03), loss)
+    j03 = RPC[V03].encode_event(parse_p10(original, pb.StreamResponse), False, loss)
+    back = RPC[V03].decode_event(copy.deepcopy(j03), loss, pb.SendMessageRequest())
     assert dump_p10(back) == walk_stream_response(original, "result", carried)
     assert not loss
 
@@ -253,10 +255,10 @@ def test_stream_response_carry(resp: JSON) -> None:
 def test_send_request_p10_j03_p10(req: JSON, policy: LossPolicy) -> None:
     original = canon(req, pb.SendMessageRequest)
     loss = LossReport(policy=policy)
-    j03 = rpc.params_from_canonical(SEND, V03, parse_p10(original, pb.SendMessageRequest), loss)
+    j03 = RPC[V03].encode_params(SEND, parse_p10(original, pb.SendMessageRequest), loss)
     v03.MessageSendParams.model_validate(j03)
     back_loss = LossReport()
-    back = rpc.params_to_canonical(SEND, V03, copy.deepcopy(j03), back_loss)
+    back = RPC[V03].decode_params(SEND, copy.deepcopy(j03), back_loss)
     lost: list[str] = []
     fn = reported(lost) if policy is LossPolicy.REPORT else carried
     expected = {**original, "message": walk_message(original["message"], "params.message", fn)}
@@ -280,13 +282,13 @@ def test_push_config_p10_j03_p10(cfg: JSON) -> None:
     original = canon(cfg, pb.TaskPushNotificationConfig)
     loss = LossReport()
     msg = parse_p10(original, pb.TaskPushNotificationConfig)
-    j03_params = rpc.params_from_canonical(PUSH_CREATE, V03, msg, loss)
-    j03_result = rpc.result_from_canonical(PUSH_CREATE, V03, msg, loss)
+    j03_params = RPC[V03].encode_params(PUSH_CREATE, msg, loss)
+    j03_result = RPC[V03].encode_result(PUSH_CREATE, msg, loss)
     assert j03_params == j03_result
     v03.TaskPushNotificationConfig.model_validate(j03_params)
-    back = rpc.params_to_canonical(PUSH_CREATE, V03, copy.deepcopy(j03_params), loss)
+    back = RPC[V03].decode_params(PUSH_CREATE, copy.deepcopy(j03_params), loss)
     assert dump_p10(back) == original
-    back = rpc.result_to_canonical(PUSH_CREATE, V03, copy.deepcopy(j03_result), loss)
+    back = RPC[V03].decode_result(PUSH_CREATE, copy.deepcopy(j03_result), loss, PUSH_CREATE.request())
     assert dump_p10(back) == original
     assert not loss
 
@@ -305,9 +307,9 @@ def test_task_j03_p10_j03(task: JSON) -> None:
     snapshot = copy.deepcopy(task)
     loss = LossReport()
     strict_p10(o.task_to_p10(copy.deepcopy(task), "result", LossReport()), pb.Task)
-    canonical = rpc.result_to_canonical(GET_TASK, V03, task, loss)
+    canonical = RPC[V03].decode_result(GET_TASK, task, loss, GET_TASK.request())
     assert task == snapshot  # translators do not mutate what they read
-    back = rpc.result_from_canonical(GET_TASK, V03, canonical, LossReport())
+    back = RPC[V03].encode_result(GET_TASK, canonical, LossReport())
     lost: list[str] = []
     expected = walk_task(snapshot, "result", j03_expected(lost))
     _assert_j03_roundtrip(back, expected)
@@ -323,10 +325,10 @@ def test_stream_item_j03_p10_j03(item: JSON) -> None:
     loss = LossReport()
     strict_p10(o.stream_item_to_p10(copy.deepcopy(item), "result", LossReport()),
                pb.StreamResponse)
-    canonical = rpc.stream_item_to_canonical(V03, item, loss)
+    canonical = RPC[V03].decode_event(item, loss, pb.SendMessageRequest())
     assert item == snapshot
     # `final` is the stream encoder's to decide (§3.6); give back what came in.
-    back = rpc.stream_item_from_canonical(V03, canonical, bool(item.get("final")), LossReport())
+    back = RPC[V03].encode_event(canonical, bool(item.get("final")), LossReport())
     lost: list[str] = []
     expected = walk_j03_item(snapshot, "result", j03_expected(lost))
     if expected["kind"] == "artifact-update":
@@ -339,8 +341,8 @@ def test_stream_item_j03_p10_j03(item: JSON) -> None:
 @given(messages_j03())
 def test_message_result_j03_p10_j03(msg: JSON) -> None:
     loss = LossReport()
-    canonical = rpc.result_to_canonical(SEND, V03, copy.deepcopy(msg), loss)
-    back = rpc.result_from_canonical(SEND, V03, canonical, LossReport())
+    canonical = RPC[V03].decode_result(SEND, copy.deepcopy(msg), loss, SEND.request())
+    back = RPC[V03].encode_result(SEND, canonical, LossReport())
     lost: list[str] = []
     _assert_j03_roundtrip(back, walk_message(msg, "result", j03_expected(lost)))
     assert sorted(loss.fields()) == sorted(lost)
@@ -361,8 +363,8 @@ def test_push_config_j03_p10_j03(task_id: str, cfg: JSON) -> None:
     params = {"taskId": task_id, "pushNotificationConfig": cfg}
     v03.TaskPushNotificationConfig.model_validate(params)
     loss = LossReport()
-    canonical = rpc.params_to_canonical(PUSH_CREATE, V03, copy.deepcopy(params), loss)
-    back = rpc.params_from_canonical(PUSH_CREATE, V03, canonical, LossReport())
+    canonical = RPC[V03].decode_params(PUSH_CREATE, copy.deepcopy(params), loss)
+    back = RPC[V03].encode_params(PUSH_CREATE, canonical, LossReport())
     lost: list[str] = []
     expected = {"taskId": task_id, "pushNotificationConfig": _expected_push_config(
         cfg, "params.pushNotificationConfig", lost)}
@@ -376,8 +378,8 @@ def test_send_params_j03_p10_j03(params: JSON) -> None:
     v03.MessageSendParams.model_validate(params)
     loss = LossReport()
     strict_p10(send_params_to_p10(copy.deepcopy(params), LossReport()), pb.SendMessageRequest)
-    canonical = rpc.params_to_canonical(SEND, V03, copy.deepcopy(params), loss)
-    back = rpc.params_from_canonical(SEND, V03, canonical, LossReport())
+    canonical = RPC[V03].decode_params(SEND, copy.deepcopy(params), loss)
+    back = RPC[V03].encode_params(SEND, canonical, LossReport())
     lost: list[str] = []
     expected: JSON = {**params, "message": walk_message(params["message"], "params.message",
                                                         j03_expected(lost))}

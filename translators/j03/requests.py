@@ -142,7 +142,7 @@ def get_task_to_p10(params: JSON, loss: LossReport) -> JSON:
 
 def get_task_to_j03(req: JSON, loss: LossReport) -> JSON:
     out: JSON = {"id": req.get("id", "")}
-    # historyLength 0 (v1.0 "none") is enforced on the answer: see strip_history.
+    # historyLength 0 (v1.0 "none") is enforced on the answer: translators/answers.py.
     if req.get("historyLength"):
         out["historyLength"] = req["historyLength"]
     return out
@@ -306,13 +306,3 @@ def j03_rules(op: str) -> J03Rules:
     if op == ops.EXTENDED_CARD:
         return _card_rules()
     return J03_RULES[op]
-
-
-def strip_history(result: JSON, request: JSON) -> JSON:
-    """v1.0 `historyLength: 0` means no history; a v0.3 backend cannot be told (§3.7)."""
-    conf = request.get("configuration", request)
-    if conf.get("historyLength") != 0 or "historyLength" not in conf:
-        return result
-    task = result.get("task", result)
-    task.pop("history", None)
-    return result

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03
 from a2a.types import a2a_pb2 as pb
@@ -46,14 +46,12 @@ from translators.p03.push import (
 from translators.validation import check_history_length
 from translators.versions import V03
 
-M = TypeVar("M", bound=ProtoMessage)
-
 # ---------------------------------------------------------------- SendMessage
 
 
 def _history_length_to_p03(value: int, field: str) -> int:
     """v1.0 N>0 → N; 0 ("no history") cannot be said to v0.3, where 0 means all: omit
-    it and let strip_history empty the answer (§3.7)."""
+    it and let the answer rules empty the answer (translators/answers.py, §3.7)."""
     check_history_length(value, field)
     return value
 
@@ -116,28 +114,6 @@ def send_request_to_p03(req: pb.SendMessageRequest, loss: LossReport,
     if req.HasField("metadata"):
         out.metadata.CopyFrom(req.metadata)
     return out
-
-
-def wants_no_history(request: ProtoMessage) -> bool:
-    """Whether a v1.0 request asked for `historyLength: 0`, which v0.3 cannot express."""
-    if isinstance(request, pb.SendMessageRequest):
-        conf = request.configuration
-        return conf.HasField("history_length") and conf.history_length == 0
-    if isinstance(request, pb.GetTaskRequest):
-        return request.HasField("history_length") and request.history_length == 0
-    return False
-
-
-def strip_history(response: M, request: ProtoMessage) -> M:
-    """Enforce v1.0 `historyLength: 0` on a v0.3 backend's answer (§3.7), in place."""
-    if not wants_no_history(request):
-        return response
-    if isinstance(response, pb.Task):
-        response.ClearField("history")
-    elif isinstance(response, pb.SendMessageResponse | pb.StreamResponse) \
-            and response.WhichOneof("payload") == "task":
-        response.task.ClearField("history")
-    return response
 
 
 # ---------------------------------------------------------------- task-named requests

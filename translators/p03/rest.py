@@ -32,7 +32,6 @@ from translators.p03.requests import (
     request_to_p10,
     response_to_p03,
     response_to_p10,
-    strip_history,
 )
 from translators.protojson import dump_p10, parse_p10
 from translators.rest_routes import Route
@@ -87,27 +86,21 @@ def _card_to_canonical(body: Any, loss: LossReport) -> pb.AgentCard:
     return parse_p10(cards.card_to_p10(body, loss), pb.AgentCard, error=_BAD_ANSWER)
 
 
-def result_to_canonical(op: ops.Operation, body: Any, loss: LossReport,
-                        request: ProtoMessage | None = None, *,
+def result_to_canonical(op: ops.Operation, body: Any, loss: LossReport, *,
                         bytes_mode: BytesMode = "auto") -> ProtoMessage | None:
     """A v0.3 REST backend's answer (or one SSE event, op = SendStreamingMessage)."""
-    loss.answering = True
     if op.name == ops.EXTENDED_CARD:
         return _card_to_canonical(body, loss)
     response_type = p03_rules(op.name).response_type
     if response_type is None:
         return None
     msg = parse_p03(body, response_type, error=_BAD_ANSWER)
-    result = response_to_p10(op.name, msg, loss, bytes_mode=bytes_mode)
-    if result is not None and request is not None:
-        strip_history(result, request)  # v1.0 historyLength 0 (§3.7)
-    return result
+    return response_to_p10(op.name, msg, loss, bytes_mode=bytes_mode)
 
 
 def result_from_canonical(op: ops.Operation, result: ProtoMessage | None, loss: LossReport,
                           *, bytes_mode: BytesMode = "double") -> Any:
     """The answer for a v0.3 REST client; `{}` for the delete's Empty (§8.13)."""
-    loss.answering = True
     if op.name == ops.EXTENDED_CARD and result is not None:
         # Only the v0.3 interfaces: a v0.3 card cannot say which entries speak 1.0.
         return cards.card_to_j03(dump_p10(result), loss, versions=(V03,))
@@ -118,5 +111,4 @@ def result_from_canonical(op: ops.Operation, result: ProtoMessage | None, loss: 
 def stream_item_from_canonical(item: pb.StreamResponse, final: bool, loss: LossReport, *,
                                bytes_mode: BytesMode = "double") -> dict[str, Any]:
     """One SSE event for a v0.3 REST client: a bare P03 StreamResponse (§3.8)."""
-    loss.answering = True
     return dump_p03(stream_response_to_p03(item, final, "", loss, bytes_mode=bytes_mode))

@@ -1,0 +1,125 @@
+"""What every dialect (binding x version) offers, and what they hand each other.
+
+A dialect is a codec for one of the six ways to speak A2A. The gateway's I/O side moves
+bytes and calls a dialect four times per call — decode the client's request, encode it
+for the backend, decode the backend's answer, encode the answer for the client — and
+twice per stream event (decode, encode). Everything between those calls is canonical:
+the v1.0 protobuf messages, a LossReport, an A2AError.
+
+The wire forms differ per binding (JSON-RPC: one JSON document; HTTP+JSON: a route, its
+path and query, a body; gRPC: message bytes), so each binding module defines its own
+request and answer types; the shape of the interface is the same for all six.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+from translators import operations as ops
+from translators.answers import enforce_answer_rules
+from translators.capabilities import precheck
+from translators.errors import A2AError, a2a_error, invalid_params
+from translators.json_text import number_refusal, parse_json
+from translators.loss import LossPolicy, LossReport
+from translators.protojson import reclassify
+from translators.validation import check_request
+from translators.versions import V03, V10
+
+# What every call toward a backend of a version carries besides its payload: v1.0 peers
+# (a2a-sdk 1.x) read a missing A2A-Version as 0.3 and refuse v1.0 methods (reference §1);
+# v0.3 peers may read either extensions header name (§1), so they get both.
+BACKEND_HEADERS: dict[str, dict[str, str]] = {V10: {"a2a-version": V10}, V03: {}}
+EXTENSION_HEADERS: dict[str, tuple[str, ...]] = {
+    V10: ("a2a-extensions",), V03: ("a2a-extensions", "x-a2a-extensions")}
+
+
+def has_tenant(cls: type[ProtoMessage]) -> bool:
+    return "tenant" in cls.DESCRIPTOR.fields_by_name
+
+
+@dataclass(frozen=True)
+class HttpAnswer:
+    """An answer for an HTTP client: status, body, and the headers that go with it."""
+
+    status: int
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    content_type: str = "application/json"
+
+
+@dataclass
+class DecodedCall:
+    """A client's call, decoded: the operation, the dialect it spoke, the canonical
+    request, and what the binding carried beside it."""
+
+    op: ops.Operation
+    dialect: Any  # the client's dialect (JsonRpcDialect, RestDialect or GrpcDialect)
+    request: ProtoMessage
+    loss: LossReport
+    tenant: str | None = None
+    request_id: Any = None  # JSON-RPC: the id to answer with
+    wire: Any = None  # what the client sent, as its dialect reads it (pass-through)
+    media_type: str = "application/json"  # HTTP+JSON: the type to answer with
+
+
+def backend_json(raw: bytes | str, what: str = "the answer") -> Any:
+    """A backend's JSON text; what is not JSON, or holds numbers no A2A field can, is the
+    backend's fault (InvalidAgentResponseError)."""
+    try:
+        parsed = parse_json(raw, what=what)
+    except A2AError as err:
+        raise a2a_error("InvalidAgentResponseError", err.message) from None
+    if parsed.bad_number is not None:
+        raise number_refusal(parsed.bad_number, "InvalidAgentResponseError")
+    return parsed.value
+
+
+def client_request(op: ops.Operation, decode: Callable[[], ProtoMessage]) -> ProtoMessage:
+    """A client's request, decoded and checked (the rules every dialect shares)."""
+    request = decode()
+    check_request(op.name, request)
+    return request
+
+
+def check_backend_card(op: ops.Operation, request: ProtoMessage, card: Any,
+                       extensions: Sequence[str]) -> None:
+    """What the backend's card rules out (spec §3.3.4) is refused before anything is sent;
+    no card known means no opinion."""
+    if card is not None:
+        refused = precheck(op.name, request, card, list(extensions))
+        if refused is not None:
+            raise refused
+
+
+def refuse_losses(loss: LossReport) -> None:
+    """Under `loss_policy: reject`, a request that lost fields in translation (toward the
+    canonical model or toward the backend) is refused before it is sent."""
+    if loss.request and loss.policy is LossPolicy.REJECT:
+        raise invalid_params(
+            f"the request carries fields the other protocol version cannot express: "
+            f"{', '.join(loss.request)} (loss_policy: reject)", fields=",".join(loss.request))
+
+
+def backend_answer(request: ProtoMessage, loss: LossReport,
+                   decode: Callable[[], ProtoMessage | None]) -> ProtoMessage | None:
+    """A backend's answer, decoded: its translation losses recorded on the answer's side,
+    a shape error blamed on the backend, and the spec's answer rules applied."""
+    loss.answering = True
+    try:
+        answer = decode()
+    except A2AError as err:
+        raise reclassify(err) from None
+    enforce_answer_rules(request, answer)
+    return answer
+
+
+def backend_event(request: ProtoMessage, loss: LossReport,
+                  decode: Callable[[], ProtoMessage | None]) -> pb.StreamResponse:
+    event = backend_answer(request, loss, decode)
+    assert isinstance(event, pb.StreamResponse)
+    return event

@@ -1,0 +1,315 @@
+"""The gRPC dialects: binding GRPC, versions 0.3 and 1.0 (reference §6).
+
+Both services can share one port: the package in the method path (`lf.a2a.v1` or
+`a2a.v1`) names the version, so no metadata is needed to pick a schema (§6.2). The
+method table is read from the two generated file descriptors and keyed on the operation
+table. v1.0 bytes are the canonical messages; v0.3 bytes go through the P03 translator.
+Errors are a status and message: v1.0 adds a google.rpc.Status with an ErrorInfo, v0.3
+prefixes the message with the error's name (grpc_errors.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
+from a2a.types import a2a_pb2 as pb
+from google.protobuf import message_factory
+from google.protobuf.descriptor import FileDescriptor
+from google.protobuf.message import DecodeError
+from google.protobuf.message import Message as ProtoMessage
+
+from translators import operations as ops
+from translators.dialects.base import (
+    DecodedCall,
+    backend_answer,
+    backend_event,
+    check_backend_card,
+    client_request,
+    has_tenant,
+    refuse_losses,
+)
+from translators.errors import A2AError, a2a_error
+from translators.grpc_errors import GrpcStatus, error_from_grpc, error_to_grpc
+from translators.loss import LossReport
+from translators.p03 import objects as p03_objects
+from translators.p03 import requests as p03
+from translators.p03.common import BytesMode
+from translators.tenancy import request_tenant
+from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
+
+GRPC = "GRPC"
+SERVICES = {V10: "lf.a2a.v1.A2AService", V03: "a2a.v1.A2AService"}
+# v0.3 requests have no tenant field: a gRPC client names its tenant in this metadata key
+# (v1.0 clients may too, when their request's `tenant` is empty).
+TENANT_KEY = "x-a2a-tenant"
+_FILES: dict[str, FileDescriptor] = {V10: pb.DESCRIPTOR, V03: v03pb.DESCRIPTOR}
+
+
+@dataclass(frozen=True)
+class WireMethod:
+    """One method of one version's A2AService and the operation it carries."""
+
+    op: ops.Operation
+    version: str
+    name: str
+    request: type[ProtoMessage]
+    response: type[ProtoMessage]  # google.protobuf.Empty for the delete
+    streaming: bool
+    path: str  # the full method path, /<service>/<name>
+
+
+def _method_name(op: ops.Operation, version: str) -> str | None:
+    return op.name if version == V10 else op.grpc_v03
+
+
+@cache
+def wire_methods(version: str) -> dict[str, WireMethod]:
+    """Every method of the version's service by name; checks the table against the proto."""
+    service = _FILES[version].services_by_name["A2AService"]
+    out: dict[str, WireMethod] = {}
+    for op in ops.OPERATIONS:
+        name = _method_name(op, version)
+        if name is None:
+            continue
+        desc = service.methods_by_name[name]
+        out[name] = WireMethod(op, version, name,
+                               message_factory.GetMessageClass(desc.input_type),
+                               message_factory.GetMessageClass(desc.output_type),
+                               desc.server_streaming, f"/{SERVICES[version]}/{name}")
+    missing = {m.name for m in service.methods} - set(out)
+    assert not missing, f"operations table lacks {SERVICES[version]} methods {missing}"
+    return out
+
+
+def wire_method(op: ops.Operation, version: str) -> WireMethod:
+    """The method that carries ``op`` in ``version``; UnsupportedOperationError if none."""
+    name = _method_name(op, version)
+    if name is None:
+        raise a2a_error("UnsupportedOperationError",
+                        f"{op.name} does not exist in A2A v0.3 and the backend speaks v0.3")
+    return wire_methods(version)[name]
+
+
+def parse_message(cls: type[ProtoMessage], raw: bytes, error: str, what: str) -> ProtoMessage:
+    msg = cls()
+    try:
+        msg.ParseFromString(raw)
+    except DecodeError as exc:
+        raise a2a_error(error, f"{what} is not a valid {cls.DESCRIPTOR.full_name}: {exc}",
+                        ) from None
+    # Fields a newer peer sent that this schema lacks are ignored (spec §5.7), never
+    # passed on to a peer whose parser may be strict.
+    msg.DiscardUnknownFields()
+    return msg
+
+
+def _bytes(msg: ProtoMessage) -> bytes:
+    out: bytes = msg.SerializeToString()
+    return out
+
+
+class GrpcDialect:
+    """gRPC of one version; the version-specific pieces are the subclasses'."""
+
+    binding = GRPC
+    version = ""
+    extension_header = ""  # metadata keys are lowercase
+
+    def _request_in(self, method: WireMethod, msg: ProtoMessage,
+                    loss: LossReport) -> ProtoMessage:
+        raise NotImplementedError
+
+    def _request_out(self, method: WireMethod, request: ProtoMessage,
+                     loss: LossReport) -> ProtoMessage:
+        raise NotImplementedError
+
+    def _answer_in(self, method: WireMethod, msg: ProtoMessage,
+                   loss: LossReport) -> ProtoMessage | None:
+        raise NotImplementedError
+
+    def _answer_out(self, method: WireMethod, result: ProtoMessage,
+                    loss: LossReport) -> ProtoMessage | None:
+        raise NotImplementedError
+
+    def _event_in(self, msg: ProtoMessage, loss: LossReport) -> pb.StreamResponse:
+        raise NotImplementedError
+
+    def _event_out(self, item: pb.StreamResponse, final: bool,
+                   loss: LossReport) -> ProtoMessage:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ client side
+
+    def decode_request(self, method: WireMethod, raw: bytes, loss: LossReport) -> ProtoMessage:
+        msg = parse_message(method.request, raw, "InvalidRequestError", "the request")
+        return self._request_in(method, msg, loss)
+
+    def answer(self, method: WireMethod, result: ProtoMessage | None,
+               loss: LossReport) -> bytes:
+        if result is None:
+            return b""  # google.protobuf.Empty
+        loss.answering = True
+        out = self._answer_out(method, result, loss)
+        return b"" if out is None else _bytes(out)
+
+    def event_frame(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> bytes:
+        """One event for a client; ``final`` is v0.3's flag (the stream encoder decides)."""
+        loss.answering = True
+        return _bytes(self._event_out(item, final, loss))
+
+    def status(self, err: A2AError) -> GrpcStatus:
+        return error_to_grpc(err, self.version)
+
+    # ------------------------------------------------------------ backend side
+
+    def encode_request(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
+                       tenant: str | None, card: Any = None,
+                       extensions: Sequence[str] = ()) -> tuple[WireMethod, bytes]:
+        """The method and bytes toward a backend whose own tenant is ``tenant`` (the
+        client's picked the backend; v0.3 messages have none); refused when the
+        backend's ``card`` rules the call out."""
+        check_backend_card(op, request, card, extensions)
+        method = wire_method(op, self.version)
+        if self.version != V10 or not has_tenant(type(request)):
+            payload = _bytes(self._request_out(method, request, loss))
+        else:
+            carrier: Any = request
+            own = carrier.tenant
+            carrier.tenant = tenant or ""
+            try:
+                payload = _bytes(self._request_out(method, request, loss))
+            finally:
+                carrier.tenant = own
+        refuse_losses(loss)
+        return method, payload
+
+    def read_answer(self, method: WireMethod, raw: bytes, loss: LossReport,
+                    request: ProtoMessage) -> ProtoMessage | None:
+        """A backend's answer as the canonical response (None for the delete's Empty)."""
+        msg = parse_message(method.response, raw, "InvalidAgentResponseError",
+                            "the backend's answer")
+        if method.op.response is None:
+            return None
+        return backend_answer(request, loss, lambda: self._answer_in(method, msg, loss))
+
+    def decode_event(self, raw: bytes, loss: LossReport,
+                     request: ProtoMessage) -> pb.StreamResponse:
+        cls = wire_methods(self.version)["SendStreamingMessage"].response
+        msg = parse_message(cls, raw, "InvalidAgentResponseError",
+                            "a stream event from the backend")
+        return backend_event(request, loss, lambda: self._event_in(msg, loss))
+
+    @staticmethod
+    def read_error(code: str, message: str, details: bytes | None) -> A2AError:
+        return error_from_grpc(code, message, details)
+
+
+class Grpc10(GrpcDialect):
+    version = V10
+    extension_header = "a2a-extensions"
+
+    def _request_in(self, method: WireMethod, msg: ProtoMessage,
+                    loss: LossReport) -> ProtoMessage:
+        return msg
+
+    def _request_out(self, method: WireMethod, request: ProtoMessage,
+                     loss: LossReport) -> ProtoMessage:
+        return request
+
+    def _answer_in(self, method: WireMethod, msg: ProtoMessage,
+                   loss: LossReport) -> ProtoMessage | None:
+        return msg
+
+    def _answer_out(self, method: WireMethod, result: ProtoMessage,
+                    loss: LossReport) -> ProtoMessage | None:
+        return result
+
+    def _event_in(self, msg: ProtoMessage, loss: LossReport) -> pb.StreamResponse:
+        assert isinstance(msg, pb.StreamResponse)
+        return msg
+
+    def _event_out(self, item: pb.StreamResponse, final: bool,
+                   loss: LossReport) -> ProtoMessage:
+        return item
+
+
+class Grpc03(GrpcDialect):
+    version = V03
+    extension_header = "x-a2a-extensions"
+
+    def __init__(self, decode_bytes: BytesMode = "auto", encode_bytes: BytesMode = "double",
+                 ) -> None:
+        self.decode_bytes, self.encode_bytes = decode_bytes, encode_bytes
+
+    def _request_in(self, method: WireMethod, msg: ProtoMessage,
+                    loss: LossReport) -> ProtoMessage:
+        return p03.request_to_p10(method.op.name, msg, loss, bytes_mode=self.decode_bytes)
+
+    def _request_out(self, method: WireMethod, request: ProtoMessage,
+                     loss: LossReport) -> ProtoMessage:
+        return p03.request_to_p03(method.op.name, request, loss, bytes_mode=self.encode_bytes)
+
+    def _answer_in(self, method: WireMethod, msg: ProtoMessage,
+                   loss: LossReport) -> ProtoMessage | None:
+        return p03.response_to_p10(method.op.name, msg, loss, bytes_mode=self.decode_bytes)
+
+    def _answer_out(self, method: WireMethod, result: ProtoMessage,
+                    loss: LossReport) -> ProtoMessage | None:
+        return p03.response_to_p03(method.op.name, result, loss, bytes_mode=self.encode_bytes)
+
+    def _event_in(self, msg: ProtoMessage, loss: LossReport) -> pb.StreamResponse:
+        assert isinstance(msg, v03pb.StreamResponse)
+        return p03_objects.stream_response_to_p10(msg, "", loss, bytes_mode=self.decode_bytes)
+
+    def _event_out(self, item: pb.StreamResponse, final: bool,
+                   loss: LossReport) -> ProtoMessage:
+        return p03_objects.stream_response_to_p03(item, final, "", loss,
+                                                  bytes_mode=self.encode_bytes)
+
+
+GRPC_V10 = Grpc10()
+GRPC_V03 = Grpc03()
+BY_VERSION: dict[str, GrpcDialect] = {V10: GRPC_V10, V03: GRPC_V03}
+
+
+class Refusal(Exception):
+    """A gRPC call refused before it ran, in the dialect of the caller."""
+
+    def __init__(self, error: A2AError, dialect: GrpcDialect) -> None:
+        super().__init__(error.message)
+        self.error, self.dialect = error, dialect
+
+
+def rc_refusal(header: str) -> A2AError:
+    return a2a_error(
+        "VersionNotSupportedError",
+        f"a2a.v1.A2AService called with a2a-version {header[:32]}: that is the A2A "
+        f"v1.0.0-rc protocol (package a2a.v1 with v1.0 messages), which this gateway does "
+        f"not serve. v1.0 clients call lf.a2a.v1.A2AService; v0.3 clients send a2a-version "
+        f"0.3 or none", requested=header[:32])
+
+
+def decode_call(method: WireMethod, raw: bytes, declared: str | None, md_tenant: str | None,
+                rules: VersionRules, max_bytes: int) -> DecodedCall:
+    """A client's gRPC call, decoded: the negotiated version, the canonical request,
+    checked, and its tenant (field or `x-a2a-tenant` metadata). Refusal otherwise."""
+    dialect = BY_VERSION[method.version]
+    if method.version == V03 and normalize_version(declared).startswith("1."):
+        # An `a2a.v1` caller that speaks 1.x is a v1.0.0-rc peer: its bytes have yet
+        # another numbering (reference §6.5). It reads errors the v1.0 way.
+        raise Refusal(rc_refusal(declared or "1.x"), GRPC_V10)
+    try:
+        negotiate(declared, method.version, rules)
+        if len(raw) > max_bytes:
+            raise a2a_error("PayloadTooLargeError", f"the request message is larger than "
+                            f"{max_bytes} bytes (max_body_bytes)", limit=max_bytes)
+        loss = LossReport()
+        request = client_request(method.op, lambda: dialect.decode_request(method, raw, loss))
+        tenant = request_tenant(request, md_tenant, "x-a2a-tenant metadata")
+    except A2AError as err:
+        raise Refusal(err, dialect) from None
+    return DecodedCall(method.op, dialect, request, loss, tenant, wire=raw)

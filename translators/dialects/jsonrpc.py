@@ -1,0 +1,390 @@
+"""The JSON-RPC dialects: binding JSONRPC, versions 0.3 and 1.0 (reference §2, §3.8, §7).
+
+One endpoint serves both: the method name says the version (`message/send` is v0.3,
+`SendMessage` v1.0; the names never overlap, reference §1). v1.0 params and results are
+P10 already; v0.3 ones go through the J03 translator's rules table. Errors travel with
+HTTP 200, except those about the transport (a body too large or too slow), which the
+JSON-RPC layer never saw. Streams are SSE whose every `data:` is a full JSON-RPC
+response with the request's id.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+from translators import operations as ops
+from translators.dialects.base import (
+    DecodedCall,
+    HttpAnswer,
+    backend_answer,
+    backend_event,
+    backend_json,
+    check_backend_card,
+    client_request,
+    has_tenant,
+    refuse_losses,
+)
+from translators.errors import (
+    A2AError,
+    a2a_error,
+    error_from_jsonrpc,
+    error_to_jsonrpc_v03,
+    error_to_jsonrpc_v10,
+    invalid_params,
+)
+from translators.j03.objects import stream_response_to_j03
+from translators.j03.requests import j03_rules
+from translators.json_text import dumps, number_refusal, parse_json
+from translators.loss import LossReport
+from translators.protojson import dump_p10, parse_p10
+from translators.sse import SseParser, sse_frame
+from translators.tenancy import request_tenant
+from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
+
+JSONRPC = "JSONRPC"
+# Errors about the request's transport, not its content: the HTTP status says them, and
+# the connection cannot be reused.
+TRANSPORT_ERRORS = frozenset({"PayloadTooLargeError", "RequestTimeoutError"})
+
+
+# ---------------------------------------------------------------- envelopes
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A JSON-RPC 2.0 request as far as the envelope goes: id, method, params."""
+
+    request_id: str | int | None
+    method: str
+    params: Any
+
+
+class Refusal(Exception):
+    """A call refused before it ran: the error, and how to answer it."""
+
+    def __init__(self, error: A2AError, dialect: JsonRpcDialect, request_id: Any = None,
+                 op: ops.Operation | None = None) -> None:
+        super().__init__(error.message)
+        self.error, self.dialect, self.request_id, self.op = error, dialect, request_id, op
+
+
+def _valid_id(value: Any) -> bool:
+    # JSON-RPC 2.0: a string, a number (without fraction), or null. bool is not a number;
+    # a string must be text (a lone surrogate is not).
+    if isinstance(value, str):
+        return value.isascii() or _is_text(value)
+    return value is None or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
+    """The envelope of a client's request; Refusal (InvalidRequest) for anything that is
+    not one JSON-RPC 2.0 request. An id that is not a string, integer or null is refused
+    before anything runs, and the answer's id is then null."""
+    if not isinstance(body, dict):
+        message = "batch requests are not supported" if isinstance(body, list) else \
+            "a JSON-RPC request is a JSON object"
+        raise Refusal(a2a_error("InvalidRequestError", message), dialect)
+    rid = body.get("id")
+    if not _valid_id(rid):
+        raise Refusal(a2a_error("InvalidRequestError",
+                                "the id must be a string, an integer or null"), dialect)
+    method = body.get("method")
+    if body.get("jsonrpc") != "2.0" or not isinstance(method, str):
+        raise Refusal(a2a_error("InvalidRequestError",
+                                "expected jsonrpc '2.0' and a string method"), dialect, rid)
+    return Envelope(rid, method, body.get("params"))
+
+
+def read_answer(body: Any, sent_id: str | int, *, empty_ok: bool = False) -> Any:
+    """A backend's JSON-RPC response to the request sent with ``sent_id``: its ``result``
+    (None when a successful answer has none, as a2a-sdk 0.3.26's push-config delete does),
+    or the A2AError its ``error`` names. Anything else — not a 2.0 response, another id —
+    is InvalidAgentResponseError."""
+    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
+        raise a2a_error("InvalidAgentResponseError", "not a JSON-RPC 2.0 response")
+    if "error" in body:
+        # An error may carry a null id (the backend could not read ours); still its error.
+        if body.get("id") not in (sent_id, None):
+            raise a2a_error("InvalidAgentResponseError",
+                            "a JSON-RPC error answering another request id")
+        raise error_from_jsonrpc(body["error"])
+    if body.get("id") != sent_id or isinstance(body.get("id"), bool):
+        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response to another request "
+                        "id than the one sent")
+    if "result" not in body and not empty_ok:
+        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response without result or "
+                        "error")
+    return body.get("result")
+
+
+def success(request_id: Any, result: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+
+# ---------------------------------------------------------------- the dialects
+
+
+class JsonRpcDialect:
+    """JSON-RPC of one version; the version-specific pieces are the subclasses'."""
+
+    binding = JSONRPC
+    version = ""
+    extension_header = ""  # how this version names the extensions header
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+
+    # ------------------------------------------------------------ per version
+
+    def method(self, op: ops.Operation) -> str:
+        raise NotImplementedError
+
+    def _params_in(self, op: ops.Operation, params: dict[str, Any], loss: LossReport) -> Any:
+        raise NotImplementedError
+
+    def _params_out(self, op: ops.Operation, p10: dict[str, Any], loss: LossReport,
+                    tenant: str | None) -> Any:
+        raise NotImplementedError
+
+    def _result_in(self, op: ops.Operation, result: Any, loss: LossReport) -> Any:
+        raise NotImplementedError
+
+    def _result_out(self, op: ops.Operation, p10: dict[str, Any], loss: LossReport) -> Any:
+        raise NotImplementedError
+
+    def _event_out(self, p10: dict[str, Any], final: bool, loss: LossReport) -> Any:
+        raise NotImplementedError
+
+    def error_body(self, err: A2AError) -> dict[str, Any]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ client side
+
+    def decode_params(self, op: ops.Operation, params: Any, loss: LossReport) -> ProtoMessage:
+        """A client's params as the operation's canonical request."""
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            raise invalid_params("params must be an object")
+        return parse_p10(self._params_in(op, params, loss), op.request)
+
+    def encode_result(self, op: ops.Operation, result: ProtoMessage | None,
+                      loss: LossReport) -> Any:
+        if result is None:
+            return None
+        loss.answering = True
+        return self._result_out(op, dump_p10(result), loss)
+
+    def encode_event(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> Any:
+        """One stream item; ``final`` is v0.3's flag (the stream encoder decides it)."""
+        loss.answering = True
+        return self._event_out(dump_p10(item), final, loss)
+
+    def answer(self, request_id: Any, op: ops.Operation, result: ProtoMessage | None,
+               loss: LossReport) -> bytes:
+        return dumps(success(request_id, self.encode_result(op, result, loss))).encode()
+
+    def event_frame(self, request_id: Any, item: pb.StreamResponse, final: bool,
+                    loss: LossReport) -> bytes:
+        return sse_frame(success(request_id, self.encode_event(item, final, loss)))
+
+    def failure(self, request_id: Any, err: A2AError) -> dict[str, Any]:
+        return {"jsonrpc": "2.0", "id": request_id, "error": self.error_body(err)}
+
+    def refusal(self, request_id: Any, err: A2AError) -> HttpAnswer:
+        status = err.kind.http if err.kind.name in TRANSPORT_ERRORS else 200
+        return HttpAnswer(status, dumps(self.failure(request_id, err)).encode())
+
+    def error_frame(self, request_id: Any, err: A2AError) -> bytes:
+        # An error inside a stream is one more data line with the same id (§3.8).
+        return sse_frame(self.failure(request_id, err))
+
+    # ------------------------------------------------------------ backend side
+
+    def encode_params(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
+                      tenant: str | None = None) -> Any:
+        return self._params_out(op, dump_p10(request), loss, tenant)
+
+    def call_body(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
+                  tenant: str | None, card: Any = None,
+                  extensions: Sequence[str] = ()) -> tuple[bytes, int]:
+        """The request toward a backend (whose own tenant is ``tenant``: the client's
+        picked the backend), and the id it carries; refused when the backend's ``card``
+        rules it out."""
+        check_backend_card(op, request, card, extensions)
+        sent_id = next(self._ids)
+        body: dict[str, Any] = {"jsonrpc": "2.0", "id": sent_id, "method": self.method(op)}
+        params = self.encode_params(op, request, loss, tenant)
+        refuse_losses(loss)
+        if params is not None:
+            body["params"] = params
+        return dumps(body).encode(), sent_id
+
+    def decode_result(self, op: ops.Operation, result: Any, loss: LossReport,
+                      request: ProtoMessage) -> ProtoMessage | None:
+        """A backend's `result` as the canonical answer. Shape errors are the backend's
+        (InvalidAgentResponseError), never the client's."""
+        if op.response is None:
+            return None
+        return backend_answer(request, loss, lambda: parse_p10(
+            self._result_in(op, result, loss), op.response,  # type: ignore[arg-type]
+            error="InvalidAgentResponseError"))
+
+    def read_answer(self, op: ops.Operation, raw: bytes, sent_id: int, loss: LossReport,
+                    request: ProtoMessage) -> ProtoMessage | None:
+        result = read_answer(backend_json(raw, "the answer"), sent_id,
+                             empty_ok=op.response is None)
+        return self.decode_result(op, result, loss, request)
+
+    def decode_event(self, result: Any, loss: LossReport,
+                     request: ProtoMessage) -> pb.StreamResponse:
+        op = ops.BY_NAME[ops.STREAM]
+        return backend_event(request, loss, lambda: parse_p10(
+            self._result_in(op, result, loss), pb.StreamResponse,
+            error="InvalidAgentResponseError"))
+
+    def event_reader(self, sent_id: int, loss: LossReport, request: ProtoMessage,
+                     max_event_bytes: int) -> EventReader:
+        return EventReader(self, sent_id, loss, request, max_event_bytes)
+
+
+class EventReader:
+    """A backend's event stream, fed as it arrives: SSE frames of JSON-RPC responses, each
+    one event as a canonical StreamResponse."""
+
+    def __init__(self, dialect: JsonRpcDialect, sent_id: int, loss: LossReport,
+                 request: ProtoMessage, max_event_bytes: int) -> None:
+        self._dialect, self._sent_id, self._loss, self._request = dialect, sent_id, loss, request
+        self._sse = SseParser(max_event_bytes)
+
+    def _events(self, frames: list[Any]) -> list[pb.StreamResponse]:
+        return [self._dialect.decode_event(
+            read_answer(backend_json(frame.data, "a stream event"), self._sent_id),
+            self._loss, self._request) for frame in frames]
+
+    def feed(self, chunk: bytes) -> list[pb.StreamResponse]:
+        return self._events(self._sse.feed(chunk))
+
+    def close(self) -> list[pb.StreamResponse]:
+        return self._events(self._sse.close())
+
+
+class JsonRpc10(JsonRpcDialect):
+    version = V10
+    extension_header = "A2A-Extensions"
+
+    def method(self, op: ops.Operation) -> str:
+        return op.name
+
+    def _params_in(self, op: ops.Operation, params: dict[str, Any], loss: LossReport) -> Any:
+        return params
+
+    def _params_out(self, op: ops.Operation, p10: dict[str, Any], loss: LossReport,
+                    tenant: str | None) -> Any:
+        p10.pop("tenant", None)
+        if tenant and has_tenant(op.request):
+            p10["tenant"] = tenant
+        return p10
+
+    def _result_in(self, op: ops.Operation, result: Any, loss: LossReport) -> Any:
+        return result
+
+    def _result_out(self, op: ops.Operation, p10: dict[str, Any], loss: LossReport) -> Any:
+        return p10
+
+    def _event_out(self, p10: dict[str, Any], final: bool, loss: LossReport) -> Any:
+        return p10
+
+    def error_body(self, err: A2AError) -> dict[str, Any]:
+        return error_to_jsonrpc_v10(err)
+
+
+class JsonRpc03(JsonRpcDialect):
+    version = V03
+    extension_header = "X-A2A-Extensions"
+
+    def method(self, op: ops.Operation) -> str:
+        if op.jsonrpc_v03 is None:
+            raise a2a_error("UnsupportedOperationError",
+                            f"{op.name} does not exist in A2A v0.3 and the backend speaks v0.3")
+        return op.jsonrpc_v03
+
+    def _params_in(self, op: ops.Operation, params: dict[str, Any], loss: LossReport) -> Any:
+        return j03_rules(op.name).params_to_p10(params, loss)
+
+    def _params_out(self, op: ops.Operation, p10: dict[str, Any], loss: LossReport,
+                    tenant: str | None) -> Any:
+        self.method(op)  # refuses what v0.3 cannot express before anything is sent
+        return j03_rules(op.name).params_to_j03(p10, loss)
+
+    def _result_in(self, op: ops.Operation, result: Any, loss: LossReport) -> Any:
+        return j03_rules(op.name).result_to_p10(result, loss)
+
+    def _result_out(self, op: ops.Operation, p10: dict[str, Any], loss: LossReport) -> Any:
+        return j03_rules(op.name).result_to_j03(p10, loss)
+
+    def _event_out(self, p10: dict[str, Any], final: bool, loss: LossReport) -> Any:
+        return stream_response_to_j03(p10, final, "result", loss)
+
+    def error_body(self, err: A2AError) -> dict[str, Any]:
+        return error_to_jsonrpc_v03(err)
+
+
+JSONRPC_V10 = JsonRpc10()
+JSONRPC_V03 = JsonRpc03()
+_BY_VERSION: dict[str, JsonRpcDialect] = {V10: JSONRPC_V10, V03: JSONRPC_V03}
+
+
+def operation_for_method(method: str) -> tuple[ops.Operation, JsonRpcDialect] | None:
+    """The operation a method name calls and the dialect it belongs to (names never
+    overlap between versions, reference §1)."""
+    op = ops.BY_JSONRPC_V03.get(method)
+    if op is not None:
+        return op, JSONRPC_V03
+    op = ops.BY_NAME.get(method)
+    return (op, JSONRPC_V10) if op is not None else None
+
+
+# ---------------------------------------------------------------- the front door
+
+
+def decode_call(body: bytes, declared: str | None, path_tenant: str | None,
+                rules: VersionRules) -> DecodedCall:
+    """A client's JSON-RPC request, decoded: the envelope, the method (and so the version),
+    the negotiated version, the params as the canonical request, checked, and its tenant.
+    Refusal says how to answer what cannot be decoded."""
+    fallback = _BY_VERSION[V10 if normalize_version(declared) == V10 else V03]
+    try:
+        parsed = parse_json(body)
+    except A2AError as err:
+        raise Refusal(err, fallback) from None
+    envelope = read_envelope(parsed.value, fallback)
+    found = operation_for_method(envelope.method)
+    if found is None:
+        raise Refusal(a2a_error("MethodNotFoundError", f"Method not found: "
+                                f"{envelope.method[:100]}"), fallback, envelope.request_id)
+    op, dialect = found
+    loss = LossReport()
+    try:
+        negotiate(declared, dialect.version, rules)
+        if parsed.bad_number is not None:
+            raise number_refusal(parsed.bad_number)
+        request = client_request(op, lambda: dialect.decode_params(op, envelope.params, loss))
+        tenant = request_tenant(request, path_tenant)
+    except A2AError as err:
+        raise Refusal(err, dialect, envelope.request_id, op) from None
+    return DecodedCall(op, dialect, request, loss, tenant, envelope.request_id, envelope.params)

@@ -1,0 +1,349 @@
+"""The HTTP+JSON dialects: binding HTTP+JSON, versions 0.3 and 1.0 (reference §2, §3.8, §7).
+
+A REST call is a route of rest_routes.py (the route says the version), path variables,
+query parameters and a JSON body. v1.0 bodies are P10; v0.3 bodies are ProtoJSON of the
+v0.3 proto (P03), read with the v0.3 messages and translated by translators/p03/. Errors
+are an HTTP status with the version's body: google.rpc.Status for v1.0, `{"message"}`
+for v0.3. Streams are SSE whose `data:` lines are bare StreamResponse objects, and an
+error inside a stream is an `event: error` frame carrying the error body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+from translators import operations as ops
+from translators.dialects.base import (
+    DecodedCall,
+    HttpAnswer,
+    backend_answer,
+    backend_event,
+    backend_json,
+    check_backend_card,
+    client_request,
+    refuse_losses,
+)
+from translators.errors import A2AError, a2a_error, invalid_params
+from translators.j03.common import iso_to_p10
+from translators.j03.objects import STATE_J03_TO_P10
+from translators.json_text import dumps, number_refusal, parse_json
+from translators.loss import LossReport
+from translators.p03 import rest as p03_rest
+from translators.p03.common import BytesMode
+from translators.protojson import dump_p10, parse_p10
+from translators.rest_errors import error_from_rest, error_to_rest
+from translators.rest_routes import (
+    Route,
+    allowed_verbs,
+    dialect_of_path,
+    is_jsonrpc_path,
+    match_route,
+    query_string_values,
+    query_values,
+    route_for,
+)
+from translators.sse import SseParser, sse_frame
+from translators.tenancy import request_tenant
+from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
+
+HTTP_JSON = "HTTP+JSON"
+A2A_JSON = "application/a2a+json"
+
+
+class Refusal(Exception):
+    """A REST call refused before it ran, and how to answer it."""
+
+    def __init__(self, error: A2AError, dialect: RestDialect, op: ops.Operation | None = None,
+                 allow: set[str] | None = None, media_type: str = "application/json") -> None:
+        super().__init__(error.message)
+        self.error, self.dialect, self.op, self.allow = error, dialect, op, allow
+        self.media_type = media_type
+
+
+class IsJsonRpc(Exception):
+    """`POST /{tenant}`: JSON-RPC with the tenant in the path, not a REST route."""
+
+    def __init__(self, tenant: str | None) -> None:
+        super().__init__(tenant)
+        self.tenant = tenant
+
+
+@dataclass(frozen=True)
+class BackendCall:
+    """A call toward a REST backend: verb, path below the base, query, body."""
+
+    verb: str
+    path: str
+    query: dict[str, str]
+    body: bytes | None
+
+
+def _lenient_query(values: dict[str, Any]) -> dict[str, Any]:
+    state = values.get("status")
+    if isinstance(state, str) and not state.startswith("TASK_STATE_"):
+        # Accept the v0.3 spellings too (`working`), as a courtesy to hand-written URLs.
+        values["status"] = STATE_J03_TO_P10.get(state.lower(), state)
+    if "statusTimestampAfter" in values:
+        values["statusTimestampAfter"] = iso_to_p10(values["statusTimestampAfter"],
+                                                    "statusTimestampAfter")
+    return values
+
+
+class RestDialect:
+    """HTTP+JSON of one version; the version-specific pieces are the subclasses'."""
+
+    binding = HTTP_JSON
+    version = ""
+    extension_header = ""
+
+    # ------------------------------------------------------------ per version
+
+    def _request_in(self, route: Route, params: dict[str, str], data: dict[str, Any],
+                    loss: LossReport) -> ProtoMessage:
+        raise NotImplementedError
+
+    def _body_out(self, route: Route, request: ProtoMessage, p10: dict[str, Any],
+                  variables: dict[str, str], loss: LossReport) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _answer_in(self, op: ops.Operation, body: Any, loss: LossReport) -> ProtoMessage | None:
+        raise NotImplementedError
+
+    def _answer_out(self, op: ops.Operation, result: ProtoMessage, loss: LossReport) -> Any:
+        raise NotImplementedError
+
+    def _event_out(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> Any:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ client side
+
+    def decode_request(self, route: Route, params: dict[str, str],
+                       query: dict[str, list[str]], body: Any,
+                       loss: LossReport) -> ProtoMessage:
+        if body is not None and not isinstance(body, dict):
+            raise invalid_params("the request body must be a JSON object")
+        data: dict[str, Any] = dict(body) if route.body and body else {}
+        data.update(_lenient_query(query_values(route, query)))
+        return self._request_in(route, params, data, loss)
+
+    def encode_result(self, op: ops.Operation, result: ProtoMessage | None,
+                      loss: LossReport) -> Any:
+        loss.answering = True
+        if result is None:
+            return {}  # google.protobuf.Empty (DELETE answers `{}`, reference §8.13)
+        return self._answer_out(op, result, loss)
+
+    def answer(self, op: ops.Operation, result: ProtoMessage | None, loss: LossReport) -> bytes:
+        return dumps(self.encode_result(op, result, loss)).encode()
+
+    def encode_event(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> Any:
+        loss.answering = True
+        return self._event_out(item, final, loss)
+
+    def event_frame(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> bytes:
+        return sse_frame(self.encode_event(item, final, loss))
+
+    def refusal(self, err: A2AError) -> HttpAnswer:
+        status, body = error_to_rest(err, self.version)
+        return HttpAnswer(status, dumps(body).encode())
+
+    def error_frame(self, err: A2AError) -> bytes:
+        return sse_frame(error_to_rest(err, self.version)[1], event="error")
+
+    # ------------------------------------------------------------ backend side
+
+    def backend_calls(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
+                      tenant: str | None, *, stream: bool, subscribe_verb: str = "POST",
+                      card: Any = None, extensions: Sequence[str] = ()) -> list[BackendCall]:
+        """The calls to try, in order: one, except subscribe, which tries the configured
+        verb, then the other on 405 (peers disagree on it, §2). Refused when the
+        backend's ``card`` rules the call out."""
+        check_backend_card(op, request, card, extensions)
+        if op.name != ops.SUBSCRIBE:
+            routes = [route_for(op.name, self.version)]
+        else:
+            second = "GET" if subscribe_verb == "POST" else "POST"
+            routes = [route_for(op.name, self.version, subscribe_verb),
+                      route_for(op.name, self.version, second)]
+        calls = [self._backend_call(route, request, loss, tenant, stream) for route in routes]
+        refuse_losses(loss)
+        return calls
+
+    def _backend_call(self, route: Route, request: ProtoMessage, loss: LossReport,
+                      tenant: str | None, stream: bool) -> BackendCall:
+        p10 = dump_p10(request)
+        variables = {name: str(p10.get(name, "")) for name in route.pattern.groupindex}
+        query = query_string_values(route, p10)
+        if stream:
+            query["alt"] = "sse"  # gRPC-transcoding front ends answer arrays without it
+        body = self._body_out(route, request, p10, variables, loss)
+        if body is None and route.verb == "POST":
+            body = {}  # `{}` rather than no body: some peers refuse an empty or null one
+        prefix = f"/{tenant}" if tenant and self.version == V10 else ""
+        return BackendCall(route.verb, prefix + route.path_for(variables), query,
+                           None if body is None else dumps(body).encode())
+
+    def read_answer(self, op: ops.Operation, status: int, raw: bytes, loss: LossReport,
+                    request: ProtoMessage) -> ProtoMessage | None:
+        """A backend's answer: its error when the status says so, else the result."""
+        if status >= 400:
+            try:
+                body = parse_json(raw).value if raw.strip() else None
+            except A2AError:
+                body = None  # an error page that is not JSON: the status says enough
+            raise error_from_rest(status, body)
+        body = backend_json(raw) if raw.strip() else {}
+        if op.response is None:
+            return None
+        return backend_answer(request, loss, lambda: self._answer_in(op, body, loss))
+
+    def decode_event(self, data: Any, loss: LossReport,
+                     request: ProtoMessage) -> pb.StreamResponse:
+        op = ops.BY_NAME[ops.STREAM]
+        return backend_event(request, loss, lambda: self._answer_in(op, data, loss))
+
+    def event_reader(self, loss: LossReport, request: ProtoMessage,
+                     max_event_bytes: int) -> EventReader:
+        return EventReader(self, loss, request, max_event_bytes)
+
+
+def stream_error(body: Any) -> A2AError:
+    """The error an SSE `error` event of a REST stream carries. The event has no HTTP
+    status of its own: a v1.0 body's google.rpc.Status says it, else the body's shape."""
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    status = code if isinstance(code, int) and 400 <= code < 600 else 500
+    return error_from_rest(status, body)
+
+
+class EventReader:
+    """A REST backend's event stream, fed as it arrives."""
+
+    def __init__(self, dialect: RestDialect, loss: LossReport, request: ProtoMessage,
+                 max_event_bytes: int) -> None:
+        self._dialect, self._loss, self._request = dialect, loss, request
+        self._sse = SseParser(max_event_bytes)
+
+    def _events(self, frames: list[Any]) -> list[pb.StreamResponse]:
+        out = []
+        for frame in frames:
+            data = backend_json(frame.data)
+            if frame.event == "error":
+                raise stream_error(data)
+            out.append(self._dialect.decode_event(data, self._loss, self._request))
+        return out
+
+    def feed(self, chunk: bytes) -> list[pb.StreamResponse]:
+        return self._events(self._sse.feed(chunk))
+
+    def close(self) -> list[pb.StreamResponse]:
+        return self._events(self._sse.close())
+
+
+class Rest10(RestDialect):
+    version = V10
+    extension_header = "A2A-Extensions"
+
+    def _request_in(self, route: Route, params: dict[str, str], data: dict[str, Any],
+                    loss: LossReport) -> ProtoMessage:
+        data.update(params)
+        return parse_p10(data, ops.BY_NAME[route.op].request)
+
+    def _body_out(self, route: Route, request: ProtoMessage, p10: dict[str, Any],
+                  variables: dict[str, str], loss: LossReport) -> dict[str, Any] | None:
+        if not route.body:
+            return None
+        return {k: v for k, v in p10.items() if k not in variables and k != "tenant"}
+
+    def _answer_in(self, op: ops.Operation, body: Any, loss: LossReport) -> ProtoMessage | None:
+        assert op.response is not None
+        return parse_p10(body, op.response, error="InvalidAgentResponseError")
+
+    def _answer_out(self, op: ops.Operation, result: ProtoMessage, loss: LossReport) -> Any:
+        return dump_p10(result)
+
+    def _event_out(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> Any:
+        return dump_p10(item)
+
+
+class Rest03(RestDialect):
+    version = V03
+    extension_header = "X-A2A-Extensions"
+
+    def __init__(self, decode_bytes: BytesMode = "auto", encode_bytes: BytesMode = "double",
+                 ) -> None:
+        self.decode_bytes, self.encode_bytes = decode_bytes, encode_bytes
+
+    def _request_in(self, route: Route, params: dict[str, str], data: dict[str, Any],
+                    loss: LossReport) -> ProtoMessage:
+        return p03_rest.request_to_canonical(route, params, data, loss,
+                                             bytes_mode=self.decode_bytes)
+
+    def _body_out(self, route: Route, request: ProtoMessage, p10: dict[str, Any],
+                  variables: dict[str, str], loss: LossReport) -> dict[str, Any] | None:
+        return p03_rest.body_from_canonical(route, request, loss, bytes_mode=self.encode_bytes)
+
+    def _answer_in(self, op: ops.Operation, body: Any, loss: LossReport) -> ProtoMessage | None:
+        return p03_rest.result_to_canonical(op, body, loss, bytes_mode=self.decode_bytes)
+
+    def _answer_out(self, op: ops.Operation, result: ProtoMessage, loss: LossReport) -> Any:
+        return p03_rest.result_from_canonical(op, result, loss, bytes_mode=self.encode_bytes)
+
+    def _event_out(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> Any:
+        return p03_rest.stream_item_from_canonical(item, final, loss,
+                                                   bytes_mode=self.encode_bytes)
+
+
+REST_V10 = Rest10()
+REST_V03 = Rest03()
+_BY_VERSION: dict[str, RestDialect] = {V10: REST_V10, V03: REST_V03}
+
+
+def media_type(content_type: str, accept: str) -> str:
+    # v1.0 SHOULD use application/a2a+json; answer in the type the client used.
+    return A2A_JSON if A2A_JSON in content_type + accept else "application/json"
+
+
+def decode_call(verb: str, path: str, query: dict[str, list[str]], body: bytes,
+                declared: str | None, rules: VersionRules, content_type: str = "",
+                accept: str = "") -> DecodedCall:
+    """A client's REST request, decoded (route, version, the canonical request, checked,
+    its tenant). IsJsonRpc for `POST /{tenant}`; Refusal says how to answer the rest."""
+    media = media_type(content_type, accept)
+    version = normalize_version(declared)
+    match = match_route(verb, path, version)
+    if match is None:
+        if verb == "POST" and is_jsonrpc_path(path):
+            raise IsJsonRpc(path.strip("/") or None)
+        dialect = _BY_VERSION[dialect_of_path(path, version)]
+        shown = path if len(path) <= 200 else path[:200] + "..."
+        allowed = allowed_verbs(path, version)
+        if allowed:
+            raise Refusal(a2a_error("MethodNotAllowedError",
+                                    f"{verb[:16]} is not allowed on {shown}"), dialect,
+                          allow=allowed, media_type=media)
+        raise Refusal(a2a_error("MethodNotFoundError", f"no A2A route for {verb[:16]} {shown}"),
+                      dialect, media_type=media)
+    route = match.route
+    op = ops.BY_NAME[route.op]
+    dialect = _BY_VERSION[route.version]
+    loss = LossReport()
+    try:
+        negotiate(declared, route.version, rules)
+        data: Any = None
+        if route.body and body.strip():
+            parsed = parse_json(body)
+            if parsed.bad_number is not None:
+                raise number_refusal(parsed.bad_number)
+            data = parsed.value
+        request = client_request(op, lambda: dialect.decode_request(
+            route, match.params, query, data, loss))
+        tenant = request_tenant(request, match.tenant)
+    except A2AError as err:
+        raise Refusal(err, dialect, op, media_type=media) from None
+    return DecodedCall(op, dialect, request, loss, tenant, media_type=media)
