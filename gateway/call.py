@@ -11,6 +11,7 @@ from typing import Any
 
 from google.protobuf.message import Message as ProtoMessage
 
+from translators.dialects.base import WireRequest
 from translators.loss import LossReport
 from translators.operations import Operation
 
@@ -27,6 +28,7 @@ class CallOutcome:
     # extensions), lowercase names.
     response_headers: dict[str, str] = field(default_factory=dict)
     events: int = 0
+    forwarded: bool = False  # passed through as sent (same dialect on both sides)
 
 
 @dataclass
@@ -63,3 +65,5 @@ class Call:
     # The backend's card (P10), when its pre-checks apply: the backend's dialect refuses
     # what it rules out before anything is sent.
     backend_card: Any = None
+    # What the client sent, for a backend of the same dialect (translators.dialects.base).
+    wire: WireRequest | None = None

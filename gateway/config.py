@@ -86,6 +86,10 @@ class BackendConfig(_Model):
                                     description="Static headers added to every backend call")
     subscribe_verb: Literal["POST", "GET"] = Field(
         "POST", description="HTTP+JSON subscribe verb tried first (the other on 405)")
+    pass_through: bool = Field(True, description="Forward a unary call whose client speaks "
+                               "this backend's dialect (binding and version) as it came, "
+                               "without translating it, when the gateway has nothing in it "
+                               "to change (no push config, no tenant field)")
 
     _v = field_validator("version", mode="before")(_as_version)
 

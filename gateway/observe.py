@@ -68,6 +68,8 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
     }
     if ctx.outcome.events:
         fields["stream_events"] = ctx.outcome.events
+    if ctx.outcome.forwarded:
+        fields["forwarded"] = True  # same dialect on both sides: passed through as sent
     if ctx.loss.dropped:
         fields["dropped"] = list(ctx.loss.dropped)
     if isinstance(error, A2AError):

@@ -34,7 +34,9 @@ from gateway.streams import bounded_stream
 from gateway.tenants import TenantRoute
 from gateway.v03_streams import v03_repaired
 from translators import operations as ops
+from translators.dialects.base import WireAnswer, check_backend_card, forwardable
 from translators.errors import A2AError, a2a_error
+from translators.loss import LossReport
 from translators.versions import VersionRules
 
 
@@ -158,16 +160,32 @@ class Gateway:
             call.backend_card = await route.card_json()
         return route, backend
 
-    async def unary(self, call: Call) -> ProtoMessage | None:
+    async def unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
+        """The call's result, canonical; or, when the backend speaks the client's dialect
+        and the call needs no change (``backend.pass_through``), the backend's answer as
+        it came."""
         with self._tracked():
             return await self._unary(call)
 
-    async def _unary(self, call: Call) -> ProtoMessage | None:
+    async def _unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         route, backend = await self._admit(call)
-        await self.relay.rewrite_request(call)
+        forward = (call.wire is not None and route.config.pass_through
+                   and forwardable(call.op, call.request, call.dialect, backend.dialect,
+                                   backend.config.tenant))
+        if forward:
+            # What decoding dropped is not lost: the backend gets the client's own bytes.
+            call.ctx.loss = LossReport(policy=call.ctx.loss.policy)
+            call.ctx.outcome.forwarded = True
+            if call.backend_card is not None:
+                check_backend_card(call.op, call.request, call.backend_card,
+                                   call.ctx.extensions)
+        else:
+            await self.relay.rewrite_request(call)
         async with self.limits.call(route):
             started = time.monotonic()
             try:
+                if forward:
+                    return await backend.forward(call)
                 result = await backend.unary(call)
             except A2AError as err:
                 call.ctx.outcome.backend_error = err.kind.reason

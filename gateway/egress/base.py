@@ -9,7 +9,7 @@ request id finds them (non-negotiable "nothing secret reaches a caller").
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Any, Protocol
 
 import structlog
 from a2a.types import a2a_pb2 as pb
@@ -17,7 +17,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS
+from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS, WireAnswer
 from translators.errors import A2AError, a2a_error
 from translators.versions import V10
 
@@ -29,8 +29,11 @@ ECHOED_HEADERS = ("a2a-extensions", "x-a2a-extensions")
 
 class Backend(Protocol):
     config: BackendConfig
+    dialect: Any  # the backend's dialect (translators/dialects)
 
     async def unary(self, call: Call) -> ProtoMessage | None: ...
+
+    async def forward(self, call: Call) -> WireAnswer: ...
 
     def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]: ...
 

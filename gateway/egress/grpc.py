@@ -29,7 +29,14 @@ from gateway.egress.base import (
     backend_unavailable,
     too_large,
 )
-from translators.dialects.grpc import GRPC_V03, GRPC_V10, TENANT_KEY, GrpcDialect
+from translators.dialects.base import WireAnswer
+from translators.dialects.grpc import (
+    GRPC_V03,
+    GRPC_V10,
+    TENANT_KEY,
+    GrpcDialect,
+    wire_method,
+)
 from translators.errors import A2AError
 from translators.grpc_errors import STATUS_DETAILS_KEY
 from translators.versions import V10
@@ -136,6 +143,25 @@ class GrpcBackend:
         except grpc.aio.AioRpcError as exc:
             raise self._error(call, exc, timeout) from None
         return self.dialect.read_answer(method, raw, call.ctx.loss, call.request)
+
+    async def forward(self, call: Call) -> WireAnswer:
+        """The client's own message bytes, to a backend of its dialect; its answer bytes
+        as they come, its errors read as a translated call's are."""
+        assert call.wire is not None
+        timeout = call.ctx.remaining(self.config.timeout)
+        rpc = self.channel().unary_unary(wire_method(call.op, self.version).path)
+        try:
+            pending = rpc(call.wire.body, timeout=timeout, metadata=self._metadata(call))
+            raw = await pending
+            self._echo(call, await pending.initial_metadata())
+        except grpc.aio.AioRpcError as exc:
+            raise self._error(call, exc, timeout) from None
+        if self.dialect.forwards(call.op, self.version, raw):
+            return WireAnswer(raw)
+        result = self.dialect.read_answer(wire_method(call.op, self.version), raw,
+                                          call.ctx.loss, call.request)  # names the fault
+        return WireAnswer(self.dialect.answer(wire_method(call.op, self.version), result,
+                                              call.ctx.loss))
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
         method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,

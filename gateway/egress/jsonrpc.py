@@ -14,6 +14,7 @@ from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.egress.base import backend_headers, bad_response
 from gateway.egress.http import backend_request, check_proxy_page, is_event_stream, read_capped
+from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10, JsonRpcDialect
 from translators.versions import V10
 
@@ -43,6 +44,20 @@ class JsonRpcBackend:
             check_proxy_page(call, self.config, resp)
             raw = await read_capped(call, self.config, resp)
         return self.dialect.read_answer(call.op, raw, sent_id, call.ctx.loss, call.request)
+
+    async def forward(self, call: Call) -> WireAnswer:
+        """The client's own document, to a backend of its dialect; a result as it comes.
+        An error (rare) is read as a translated answer is, so that it is logged, counted
+        and rendered the one way errors are."""
+        assert call.wire is not None
+        async with self._post(call, call.wire.body, stream=False) as resp:
+            check_proxy_page(call, self.config, resp)
+            raw = await read_capped(call, self.config, resp)
+        if resp.status == 200 and self.dialect.forwards(raw, call.request_id):
+            return WireAnswer(raw)
+        result = self.dialect.read_answer(call.op, raw, call.request_id, call.ctx.loss,
+                                          call.request)
+        return WireAnswer(self.dialect.answer(call.request_id, call.op, result, call.ctx.loss))
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
         body, sent_id = self.dialect.call_body(call.op, call.request, call.ctx.loss,

@@ -18,6 +18,7 @@ from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.egress.base import backend_headers, bad_response
 from gateway.egress.http import backend_request, check_proxy_page, is_event_stream, read_capped
+from translators.dialects.base import WireAnswer
 from translators.dialects.rest import REST_V03, REST_V10, BackendCall, RestDialect
 from translators.versions import V10
 
@@ -57,6 +58,28 @@ class RestBackend:
     async def unary(self, call: Call) -> ProtoMessage | None:
         async with self._send(call, self._calls(call, False)[0], stream=False) as resp:
             return await self._answer(call, resp)
+
+    async def forward(self, call: Call) -> WireAnswer:
+        """The client's own request, to a backend of its dialect; a JSON result as it
+        comes. An error (rare) is read as a translated answer is, so that it is logged,
+        counted and rendered the one way errors are."""
+        wire = call.wire
+        assert wire is not None
+        headers = backend_headers(call, self.config)
+        headers["accept"] = "application/json"
+        if wire.body:
+            headers["content-type"] = "application/json"
+        async with backend_request(self._session, self.config, call, wire.verb,
+                                   self._base + wire.path, stream=False,
+                                   params=wire.query, data=wire.body or None,
+                                   headers=headers) as resp:
+            check_proxy_page(call, self.config, resp)
+            raw = await read_capped(call, self.config, resp)
+            status, content_type = resp.status, resp.content_type
+        if self.dialect.forwards(status, content_type, raw):
+            return WireAnswer(raw, status)
+        result = self.dialect.read_answer(call.op, status, raw, call.ctx.loss, call.request)
+        return WireAnswer(self.dialect.answer(call.op, result, call.ctx.loss))
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
         tries = self._calls(call, True)

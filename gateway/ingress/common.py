@@ -107,7 +107,8 @@ def bind(ctx: CallContext, decoded: DecodedCall) -> Call:
     ctx.extension_header = dialect.extension_header
     ctx.tenant = decoded.tenant
     ctx.loss = decoded.loss
-    return Call(decoded.op, decoded.request, ctx, dialect, decoded.request_id)
+    return Call(decoded.op, decoded.request, ctx, dialect, decoded.request_id,
+                wire=decoded.wire)
 
 
 def dialect_headers(ctx: CallContext) -> dict[str, str]:

@@ -27,6 +27,7 @@ from gateway.observe import log_call
 from gateway.pipeline import Gateway
 from gateway.streams import with_final_flags, without_final_flags
 from translators.dialects import grpc as wire
+from translators.dialects.base import WireAnswer
 from translators.errors import A2AError, a2a_error
 from translators.grpc_errors import STATUS_DETAILS_KEY
 from translators.versions import V03, V10
@@ -103,7 +104,8 @@ def _unary_handler(current: Current, method: wire.WireMethod,
         try:
             call = _decode(gateway, method, md, ctx, raw)
             result = await gateway.unary(call)
-            out: bytes = call.dialect.answer(method, result, ctx.loss)
+            out: bytes = (result.body if isinstance(result, WireAnswer)
+                          else call.dialect.answer(method, result, ctx.loss))
         except Exception as exc:  # A2AError, or a bug of ours: answer, keep serving
             log_call(ctx, method.op.name, exc)
             await _abort(context, ctx, exc)

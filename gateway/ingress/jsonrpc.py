@@ -24,7 +24,7 @@ from gateway.ingress.common import (
 from gateway.ingress.sse_out import serve_sse
 from gateway.observe import log_call
 from translators.dialects import jsonrpc as rpc
-from translators.dialects.base import HttpAnswer
+from translators.dialects.base import HttpAnswer, WireAnswer
 from translators.errors import A2AError, a2a_error
 
 
@@ -57,7 +57,8 @@ async def handle_body(request: web.Request, path_tenant: str | None,
         return await _stream(request, call)
     try:
         result = await gateway.unary(call)
-        answer = call.dialect.answer(call.request_id, call.op, result, ctx.loss)
+        answer = (result.body if isinstance(result, WireAnswer)
+                  else call.dialect.answer(call.request_id, call.op, result, ctx.loss))
     except A2AError as err:
         log_call(ctx, call.op.name, err)
         return refused(call.dialect.refusal(call.request_id, err), err, ctx)

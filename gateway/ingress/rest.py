@@ -26,7 +26,7 @@ from gateway.ingress.errors import render_error
 from gateway.ingress.sse_out import serve_sse
 from gateway.observe import log_call
 from translators.dialects import rest
-from translators.dialects.base import HttpAnswer
+from translators.dialects.base import HttpAnswer, WireAnswer
 from translators.errors import A2AError, a2a_error
 
 
@@ -60,8 +60,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
         return await _stream(request, call, decoded.media_type)
     try:
         result = await gateway.unary(call)
-        answer = HttpAnswer(200, call.dialect.answer(call.op, result, ctx.loss),
-                            content_type=decoded.media_type)
+        if isinstance(result, WireAnswer):
+            answer = HttpAnswer(result.status, result.body, content_type=decoded.media_type)
+        else:
+            answer = HttpAnswer(200, call.dialect.answer(call.op, result, ctx.loss),
+                                content_type=decoded.media_type)
     except A2AError as err:
         log_call(ctx, call.op.name, err)
         return refused(_typed(call.dialect.refusal(err), decoded.media_type), err, ctx)

@@ -21,7 +21,9 @@ from gateway.config import ConfigError, parse_config
 def _config(port: int, demo: int, **extra: Any) -> dict[str, Any]:
     return {"listen": {"http": f"127.0.0.1:{port}"},
             "demo_agent": {"listen": f"127.0.0.1:{demo}"},
-            "tenants": {"d": v03(f"http://127.0.0.1:{demo}/")},
+            # Translated: the reload test reads loss_policy from a lost field.
+            "tenants": {"d": {"backend": {**v03(f"http://127.0.0.1:{demo}/")["backend"],
+                                          "pass_through": False}}},
             "public_url": "https://public.example", "reload_interval": 0.2, **extra}
 
 

@@ -190,7 +190,10 @@ async def test_loss_is_reported_in_header(http: aiohttp.ClientSession, chained: 
 
 async def test_loss_policy_reject(http: aiohttp.ClientSession, make_gateway: MakeGateway,
                                   demo_agent: str) -> None:
-    url = await make_gateway({"demo": v03(demo_agent)}, loss_policy="reject") + "/"
+    # Translated (a same-dialect backend gets the client's own bytes, metadata and all:
+    # tests/integration/test_pass_through.py).
+    tenant = {"backend": {**v03(demo_agent)["backend"], "pass_through": False}}
+    url = await make_gateway({"demo": tenant}, loss_policy="reject") + "/"
     reply, _ = await rpc(http, url, "tasks/get", {"id": "t", "metadata": {"a": 1}})
     assert reply["error"]["code"] == -32602
     assert "params.metadata" in reply["error"]["message"]
@@ -284,7 +287,7 @@ async def test_backend_garbage_and_timeout(http: aiohttp.ClientSession,
     base = f"http://127.0.0.1:{port}"
     try:
         url = await make_gateway({
-            "garbage": v03(base + "/garbage"), "shape": v03(base + "/shape"),
+            "garbage": v03(base + "/garbage"), "shape": {"backend": {**v03(base + "/shape")["backend"], "pass_through": False}},
             "slow": {"backend": {**v03(base + "/slow")["backend"], "timeout": 0.3}},
         })
         reply, _ = await rpc(http, url + "/garbage", "message/send",

@@ -47,8 +47,10 @@ class Proc:
 def base_config(port: int, demo_port: int, **extra: Any) -> dict[str, Any]:
     return {"listen": {"http": f"127.0.0.1:{port}"},
             "demo_agent": {"listen": f"127.0.0.1:{demo_port}"},
+            # Translated calls (their losses and log lines) are what these tests read; a
+            # same-dialect call passes through (tests/integration/test_pass_through.py).
             "tenants": {"demo": {"backend": {"url": f"http://127.0.0.1:{demo_port}/",
-                                             "version": "0.3"}}},
+                                             "version": "0.3", "pass_through": False}}},
             "reload_interval": 0.2, "shutdown_grace": 3, **extra}
 
 

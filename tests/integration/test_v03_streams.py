@@ -97,3 +97,34 @@ async def test_v03_resubscribe_ends_with_a_final_status(
     assert kinds == ["task", "artifact-update", "status-update"]
     last = events[-1][1]
     assert (last["status"]["state"], last["final"]) == ("completed", True)
+
+
+async def test_subscribing_to_an_ended_task_is_unsupported_for_v10_clients(
+        http: aiohttp.ClientSession, make_gateway: MakeGateway) -> None:
+    # Defect 17: a v0.3 backend refuses to resubscribe to a task that has ended with
+    # InvalidParams (as a2a-sdk 0.3.26 does); v1.0 says UnsupportedOperationError.
+    async def rpc(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        if body["method"] == "tasks/get":
+            task = {"kind": "task", "id": "t1", "contextId": "c1",
+                    "status": {"state": "completed"}}
+            return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": task})
+        error = {"code": -32602, "message": "Task t1 is in terminal state: completed"}
+        return web.json_response({"jsonrpc": "2.0", "id": body["id"], "error": error})
+
+    app = web.Application()
+    app.router.add_post("/", rpc)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        gw = await make_gateway({"q": v03(f"http://127.0.0.1:{port}/")})
+        request = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                   "params": {"id": "t1"}}
+        async with http.post(gw + "/", json=request, headers={"A2A-Version": "1.0"}) as resp:
+            answer = await resp.json(content_type=None)
+    finally:
+        await runner.cleanup()
+    assert answer["error"]["code"] == -32004, answer  # UnsupportedOperationError
+    assert "terminal" in answer["error"]["message"]

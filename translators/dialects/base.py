@@ -13,6 +13,7 @@ request and answer types; the shape of the interface is the same for all six.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +53,56 @@ class HttpAnswer:
     content_type: str = "application/json"
 
 
+@dataclass(frozen=True)
+class WireRequest:
+    """A client's request as its dialect carried it, for a backend of the same dialect:
+    JSON-RPC the whole document, gRPC the message bytes, HTTP+JSON the body with the
+    verb, the route's path below any tenant prefix and the query."""
+
+    body: bytes
+    verb: str = "POST"
+    path: str = ""
+    query: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class WireAnswer:
+    """A backend's answer, passed through as it came (same dialect on both sides)."""
+
+    body: bytes
+    status: int = 200
+
+
+# Operations a backend of the client's own dialect gets as the client sent them. Not the
+# others: push configs and the extended card carry addresses the gateway rewrites (relay
+# URLs, its own interfaces), and streams keep the gateway's per-event bounds.
+FORWARDED_OPS = frozenset({ops.SEND, ops.GET_TASK, ops.CANCEL, ops.LIST_TASKS})
+
+
+def forwardable(op: ops.Operation, request: ProtoMessage, client: Any, backend: Any,
+                backend_tenant: str | None) -> bool:
+    """Whether a call may skip translation: same dialect on both sides, and nothing in
+    it that the gateway must change (a push config to relay, a tenant to rename)."""
+    if client is not backend or op.name not in FORWARDED_OPS or backend_tenant:
+        return False
+    if getattr(request, "tenant", ""):
+        return False
+    if isinstance(request, pb.SendMessageRequest):
+        return not request.configuration.HasField("task_push_notification_config")
+    return True
+
+
+def json_object(raw: bytes) -> dict[str, Any] | None:
+    """A forwarded answer as a JSON object, or None when it is not one (it then goes the
+    translated way, which names what is wrong). Numbers are not checked: the client gets
+    the backend's text, not the gateway's reading of it."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass
 class DecodedCall:
     """A client's call, decoded: the operation, the dialect it spoke, the canonical
@@ -63,7 +114,7 @@ class DecodedCall:
     loss: LossReport
     tenant: str | None = None
     request_id: Any = None  # JSON-RPC: the id to answer with
-    wire: Any = None  # what the client sent, as its dialect reads it (pass-through)
+    wire: WireRequest | None = None  # what the client sent (same-dialect pass-through)
     media_type: str = "application/json"  # HTTP+JSON: the type to answer with
 
 

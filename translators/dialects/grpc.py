@@ -25,6 +25,7 @@ from google.protobuf.message import Message as ProtoMessage
 from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
+    WireRequest,
     backend_answer,
     backend_event,
     check_backend_card,
@@ -187,6 +188,17 @@ class GrpcDialect:
         refuse_losses(loss)
         return method, payload
 
+    @staticmethod
+    def forwards(op: ops.Operation, version: str, raw: bytes) -> bool:
+        """Whether a same-dialect backend's answer may reach the client as it came: bytes
+        that parse as the method's response message (what does not is read the translated
+        way, which names what is wrong)."""
+        try:
+            wire_method(op, version).response.FromString(raw)
+        except DecodeError:
+            return False
+        return True
+
     def read_answer(self, method: WireMethod, raw: bytes, loss: LossReport,
                     request: ProtoMessage) -> ProtoMessage | None:
         """A backend's answer as the canonical response (None for the delete's Empty)."""
@@ -312,4 +324,4 @@ def decode_call(method: WireMethod, raw: bytes, declared: str | None, md_tenant:
         tenant = request_tenant(request, md_tenant, "x-a2a-tenant metadata")
     except A2AError as err:
         raise Refusal(err, dialect) from None
-    return DecodedCall(method.op, dialect, request, loss, tenant, wire=raw)
+    return DecodedCall(method.op, dialect, request, loss, tenant, wire=WireRequest(raw))

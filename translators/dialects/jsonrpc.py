@@ -22,12 +22,14 @@ from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
     HttpAnswer,
+    WireRequest,
     backend_answer,
     backend_event,
     backend_json,
     check_backend_card,
     client_request,
     has_tenant,
+    json_object,
     refuse_losses,
 )
 from translators.errors import (
@@ -244,6 +246,17 @@ class JsonRpcDialect:
             self._result_in(op, result, loss), op.response,  # type: ignore[arg-type]
             error="InvalidAgentResponseError"))
 
+    @staticmethod
+    def forwards(raw: bytes, sent_id: Any) -> bool:
+        """Whether a same-dialect backend's answer may reach the client as it came: a
+        JSON-RPC result for the id sent. Errors, and answers that are wrong, are read the
+        translated way, so they are checked, logged and counted alike."""
+        body = json_object(raw)
+        if body is None or body.get("jsonrpc") != "2.0" or "error" in body:
+            return False
+        answered = body.get("id")
+        return "result" in body and answered == sent_id and not isinstance(answered, bool)
+
     def read_answer(self, op: ops.Operation, raw: bytes, sent_id: int, loss: LossReport,
                     request: ProtoMessage) -> ProtoMessage | None:
         result = read_answer(backend_json(raw, "the answer"), sent_id,
@@ -387,4 +400,5 @@ def decode_call(body: bytes, declared: str | None, path_tenant: str | None,
         tenant = request_tenant(request, path_tenant)
     except A2AError as err:
         raise Refusal(err, dialect, envelope.request_id, op) from None
-    return DecodedCall(op, dialect, request, loss, tenant, envelope.request_id, envelope.params)
+    return DecodedCall(op, dialect, request, loss, tenant, envelope.request_id,
+                       WireRequest(body))

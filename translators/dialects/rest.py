@@ -21,11 +21,13 @@ from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
     HttpAnswer,
+    WireRequest,
     backend_answer,
     backend_event,
     backend_json,
     check_backend_card,
     client_request,
+    json_object,
     refuse_losses,
 )
 from translators.errors import A2AError, a2a_error, invalid_params
@@ -188,6 +190,13 @@ class RestDialect:
         return BackendCall(route.verb, prefix + route.path_for(variables), query,
                            None if body is None else dumps(body).encode())
 
+    @staticmethod
+    def forwards(status: int, content_type: str, raw: bytes) -> bool:
+        """Whether a same-dialect backend's answer may reach the client as it came: a
+        JSON object with a success status. Errors, and answers that are wrong, are read
+        the translated way, so they are checked, logged and counted alike."""
+        return status < 400 and "json" in content_type and json_object(raw) is not None
+
     def read_answer(self, op: ops.Operation, status: int, raw: bytes, loss: LossReport,
                     request: ProtoMessage) -> ProtoMessage | None:
         """A backend's answer: its error when the status says so, else the result."""
@@ -346,4 +355,6 @@ def decode_call(verb: str, path: str, query: dict[str, list[str]], body: bytes,
         tenant = request_tenant(request, match.tenant)
     except A2AError as err:
         raise Refusal(err, dialect, op, media_type=media) from None
-    return DecodedCall(op, dialect, request, loss, tenant, media_type=media)
+    below = path[len(match.tenant) + 1:] if match.tenant else path
+    wire = WireRequest(body, verb, below, tuple((k, v) for k, vs in query.items() for v in vs))
+    return DecodedCall(op, dialect, request, loss, tenant, wire=wire, media_type=media)
