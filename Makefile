@@ -56,8 +56,11 @@ matrix: setup venvs
 	A2A_MATRIX_RESULTS=$(MATRIX_RESULTS) $(BIN)/pytest -q -p no:cacheprovider tests/interop/test_matrix.py
 	$(BIN)/python tests/interop/matrix_report.py $(MATRIX_RESULTS) --readme README.md
 
+# bench/README.md: the gateway against a direct call and a plain proxy (bench.run), then
+# 10,000 idle streams through it to an HTTP and to a gRPC backend (bench.idle_streams).
 bench: setup venvs
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.idle_streams
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis .matrix

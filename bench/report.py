@@ -111,6 +111,42 @@ def route_rows() -> list[list[str]]:
     return [[r.name, r.description] for r in BY_NAME.values()]
 
 
+# bench/RESULTS.md holds sections that other modules write between their own markers
+# (`<!-- NAME:begin -->` ... `<!-- NAME:end -->`): bench.run rewrites the file and keeps
+# them; each module replaces only its own.
+IDLE_SECTION = "idle-streams"
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+
+
+def _span(document: str, name: str) -> tuple[int, int] | None:
+    begin, end = _markers(name)
+    start = document.find(begin)
+    stop = document.find(end, start + len(begin)) if start >= 0 else -1
+    return None if stop < 0 else (start, stop + len(end))
+
+
+def section(document: str, name: str) -> str | None:
+    """The text of section `name` of a document (markers left out), or None."""
+    span = _span(document, name)
+    if span is None:
+        return None
+    begin, end = _markers(name)
+    return document[span[0] + len(begin):span[1] - len(end)].strip()
+
+
+def put_section(document: str, name: str, body: str) -> str:
+    """The document with section `name` replaced by ``body`` (appended if it had none)."""
+    begin, end = _markers(name)
+    block = f"{begin}\n{body.strip()}\n{end}"
+    span = _span(document, name)
+    if span is not None:
+        return document[:span[0]] + block + document[span[1]:]
+    return f"{document.rstrip()}\n\n{block}\n" if document.strip() else f"{block}\n"
+
+
 def markdown(run: dict[str, Any]) -> str:
     m, machine = run["metrics"], run["machine"]
     rows = table_rows(run["results"], m)

@@ -221,7 +221,13 @@ def main(argv: list[str] | None = None) -> int:
     data["json_written"] = str(args.json)
     args.json.write_text(json.dumps(data, indent=1, default=str) + "\n")
     if str(args.md) != "-":
-        args.md.write_text(report.markdown(data))
+        # Keep the idle-streams section (bench/idle_streams.py writes it).
+        kept = report.section(args.md.read_text() if args.md.exists() else "",
+                              report.IDLE_SECTION)
+        text = report.markdown(data)
+        if kept is not None:
+            text = report.put_section(text, report.IDLE_SECTION, kept)
+        args.md.write_text(text)
     missed = [t for t in data["targets"] if t["status"] == "FAIL"]
     print(f"\n{len(missed)} target(s) missed; wrote {args.json}"
           + ("" if str(args.md) == "-" else f" and {args.md}")

@@ -3,7 +3,8 @@
 Every target is a ratio measured within the same run (gateway vs the plain reverse
 proxy in front of the same backend) or a memory figure of the gateway process, so it
 means the same on a fast and a slow machine. Metric names are `<group>:<route>.<metric>`
-(see bench/scenarios.py and bench/report.py), or `memory.*` and `all.*`.
+(see bench/scenarios.py and bench/report.py), or `memory.*` and `all.*`; those of
+bench/idle_streams.py are `idle:<case>.<metric>` (IDLE_STREAM_TARGETS).
 
 A missed target is reported, not fatal: `make bench` exits 0 unless the run broke;
 `python -m bench.run --strict` exits 1 on a miss.
@@ -57,6 +58,24 @@ TARGETS: list[Target] = [
     Target("memory.peak_mb", "<=", 200.0, "gateway peak RSS (VmHWM) ≤ 200 MB"),
     # Correctness under load: every answer was the expected one.
     Target("all.errors", "<=", 0, "no failed or wrong answers in any scenario"),
+]
+
+
+# bench/idle_streams.py: 10,000 idle streams held open through the gateway, per case
+# (`idle:http-backend`: gRPC in, JSON-RPC/SSE out; `idle:grpc-backend`: JSON-RPC/SSE in,
+# gRPC out). Ratios are to the same unary probe on the idle gateway, in the same run.
+IDLE_STREAM_TARGETS: list[Target] = [
+    target
+    for case, path in (("http-backend", "gRPC → gateway → JSON-RPC backend"),
+                       ("grpc-backend", "JSON-RPC → gateway → gRPC backend"))
+    for target in (
+        Target(f"idle:{case}.rss_open_mb", "<=", 1024.0,
+               f"gateway RSS with 10,000 idle streams open ({path}) under 1 GiB"),
+        Target(f"idle:{case}.unary_p50_vs_idle", "<=", 2.0,
+               f"unary p50 to the same backend with the streams open ≤ 2x idle ({path})"),
+        Target(f"idle:{case}.stream_failures", "<=", 0,
+               f"every stream opened and stayed open until closed ({path})"),
+    )
 ]
 
 
