@@ -153,6 +153,8 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
         finally:
             await _close(items)
             log_call(ctx, method.op.name, error)
+            if isinstance(error, asyncio.CancelledError):
+                error = None  # no cycle through its traceback (see sse_out.serve_sse)
         if error is not None:
             await _abort(context, ctx, error)
         context.set_trailing_metadata(tuple(_trailers(ctx)))

@@ -70,9 +70,10 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
                 async with asyncio.timeout(write_timeout):
                     await response.write(frame_item(*pending))
                 pending = await anext(items, None)
-    except asyncio.CancelledError:
+    except asyncio.CancelledError as exc:
         if not streams.draining:
-            raise  # the client went away
+            error = exc  # the client went away: logged and counted as CLIENT_CANCELLED
+            raise
         # The gateway is shutting down: end the stream properly, not by a reset.
         asyncio.current_task().uncancel()  # type: ignore[union-attr]
     except TimeoutError as exc:
@@ -89,5 +90,10 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     finally:
         await items.aclose()
         log_call(ctx, call.op.name, error)
+        if isinstance(error, asyncio.CancelledError):
+            # Its traceback holds this frame: keeping it here would make a cycle that
+            # only the collector frees (full collections stall the loop when 10,000
+            # streams are open).
+            error = None
     await response.write_eof()
     return response
