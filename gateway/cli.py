@@ -1,4 +1,5 @@
-"""`a2a-gateway`: serve, check a config, print the config schema, run the demo agent."""
+"""`a2a-gateway`: serve, check a config, print the config schema, run the demo agent,
+probe an agent (doctor), read who still calls a gateway (usage)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,18 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(["--host", args.host, "--port", str(args.port)])
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from gateway.doctor.commands import run_doctor
+
+    return run_doctor(args)
+
+
+def _usage(args: argparse.Namespace) -> int:
+    from gateway.doctor.commands import run_usage
+
+    return run_usage(args)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="a2a-gateway", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -57,6 +70,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9009)
     p.set_defaults(func=_demo)
+    p = sub.add_parser("doctor", help="probe an agent: what it speaks, and what the gateway "
+                       "would do in front of it (exit 1 when a target cannot be served)")
+    p.add_argument("url", nargs="?", help="agent card URL, agent base URL, or host:port (gRPC)")
+    p.add_argument("--config", help="probe every tenant's backend of this gateway config")
+    p.add_argument("--through-gateway", metavar="URL",
+                   help="run the probes through a running gateway (per tenant: URL/{tenant})")
+    p.add_argument("--send", metavar="TEXT", help="also send TEXT: a message, a stream, a "
+                   "cancel and push-config calls on the task made")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.set_defaults(func=_doctor)
+    p = sub.add_parser("usage", help="which client versions and bindings call a gateway "
+                       "(from its /metrics)")
+    p.add_argument("url", help="the gateway's base URL (or its /metrics URL)")
+    p.add_argument("--json", action="store_true", help="print the usage as JSON")
+    p.set_defaults(func=_usage)
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
