@@ -6,8 +6,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
+from collections.abc import Coroutine
 from pathlib import Path
+from typing import Any
 
 from gateway.config import ConfigError, json_schema, load_config
 from gateway.preflight import preflight
@@ -18,7 +21,24 @@ def _serve(args: argparse.Namespace) -> int:
 
     config = load_config(args.config)
     preflight(config)
-    return asyncio.run(serve(config, Path(args.config)))
+    return run_on_loop(serve(config, Path(args.config)),
+                       os.environ.get("A2A_GATEWAY_LOOP") or config.event_loop)
+
+
+def run_on_loop(main: Coroutine[Any, Any, int], loop: str) -> int:
+    """Run ``main`` on the chosen event loop (`event_loop`, or A2A_GATEWAY_LOOP)."""
+    if loop == "uvloop":
+        try:
+            import uvloop
+        except ImportError:
+            main.close()
+            raise ConfigError("event_loop: uvloop needs the uvloop package "
+                              "(pip install 'a2a-gateway[speed]')") from None
+        return uvloop.run(main)
+    if loop != "asyncio":
+        main.close()
+        raise ConfigError(f"unknown event loop {loop!r} (asyncio or uvloop)")
+    return asyncio.run(main)
 
 
 def _check(args: argparse.Namespace) -> int:

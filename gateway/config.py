@@ -287,6 +287,9 @@ class GatewayConfig(_Model):
     readiness_timeout: float = Field(2.0, gt=0, description="Seconds /readyz waits per backend")
     push_relay: PushRelayConfig = Field(default_factory=PushRelayConfig)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    event_loop: Literal["asyncio", "uvloop"] = Field(
+        "asyncio", description="The event loop `serve` runs on; uvloop needs the `uvloop` "
+        "package (`pip install a2a-gateway[speed]`). A2A_GATEWAY_LOOP overrides it.")
 
     @field_validator("versions", mode="before")
     @classmethod

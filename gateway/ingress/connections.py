@@ -18,7 +18,7 @@ import json
 import resource
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from prometheus_client import Counter, Gauge
@@ -143,7 +143,8 @@ class GuardedProtocol(asyncio.Protocol):
     # ---------------------------------------------------------------- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # A stream transport (uvloop's is not an asyncio.Transport subclass).
+        transport = cast(asyncio.Transport, transport)
         self._transport = transport
         if not self._guard._admit():
             CLOSED_CONNECTIONS.labels("refused_at_cap").inc()
