@@ -60,13 +60,22 @@ class _StreamChannels:
         self._open: list[tuple[grpc.aio.Channel, list[int]]] = []
 
     def acquire(self) -> tuple[grpc.aio.Channel, list[int]]:
-        for channel, count in self._open:
-            if count[0] < STREAMS_PER_CONNECTION:
-                count[0] += 1
-                return channel, count
+        for entry in self._open:
+            if entry[1][0] < STREAMS_PER_CONNECTION:
+                entry[1][0] += 1
+                return entry
         entry = (self._make(), [1])
         self._open.append(entry)
         return entry
+
+    async def release(self, entry: tuple[grpc.aio.Channel, list[int]]) -> None:
+        """A stream on ``entry`` ended. A channel left with none is closed, except the
+        last one (kept for the next stream): a burst of streams does not leave its
+        connections open for ever."""
+        entry[1][0] -= 1
+        if entry[1][0] == 0 and len(self._open) > 1:
+            self._open.remove(entry)
+            await entry[0].close()
 
     async def close(self) -> None:
         for channel, _ in self._open:
@@ -171,8 +180,8 @@ class GrpcBackend:
         # are bounded by the pipeline (first event, idle, total).
         deadline = (None if call.ctx.deadline is None
                     else max(0.001, call.ctx.deadline - time.monotonic()))
-        channel, count = self._streams.acquire()
-        pending = channel.unary_stream(method.path)(
+        entry = self._streams.acquire()
+        pending = entry[0].unary_stream(method.path)(
             payload, timeout=deadline, metadata=self._metadata(call))
         try:
             first = True
@@ -190,7 +199,7 @@ class GrpcBackend:
         finally:
             # The client went away (or we failed): the backend call ends with us.
             pending.cancel()
-            count[0] -= 1
+            await self._streams.release(entry)
 
     async def close(self) -> None:
         if self._unary is not None:
