@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import aiohttp
+from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.config import BackendConfig
@@ -16,8 +17,10 @@ from gateway.egress.base import (
     ECHOED_HEADERS,
     backend_timeout,
     backend_unavailable,
+    bad_response,
     too_large,
 )
+from translators.errors import A2AError
 
 # What a status page from something in front of the backend (a proxy, a load balancer)
 # means when its body is not the backend's own error.
@@ -81,3 +84,25 @@ def check_proxy_page(call: Call, config: BackendConfig, resp: aiohttp.ClientResp
 
 def is_event_stream(resp: aiohttp.ClientResponse) -> bool:
     return resp.headers.get("content-type", "").startswith("text/event-stream")
+
+
+class EventReader(Protocol):
+    def feed(self, chunk: bytes) -> list[pb.StreamResponse]: ...
+
+    def close(self) -> list[pb.StreamResponse]: ...
+
+
+async def read_events(resp: aiohttp.ClientResponse,
+                      reader: EventReader) -> AsyncIterator[pb.StreamResponse]:
+    """A backend's event stream as it arrives, read by the backend dialect's reader."""
+    async for chunk in resp.content.iter_any():
+        for event in reader.feed(chunk):
+            yield event
+    for event in reader.close():
+        yield event
+
+
+def not_an_event_stream(call: Call, config: BackendConfig,
+                        resp: aiohttp.ClientResponse) -> A2AError:
+    return bad_response(call, config, "expected an event stream, got "
+                        f"{resp.headers.get('content-type', 'no content type')!r}")

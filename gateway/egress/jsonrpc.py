@@ -12,8 +12,15 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers, bad_response
-from gateway.egress.http import backend_request, check_proxy_page, is_event_stream, read_capped
+from gateway.egress.base import backend_headers
+from gateway.egress.http import (
+    backend_request,
+    check_proxy_page,
+    is_event_stream,
+    not_an_event_stream,
+    read_capped,
+    read_events,
+)
 from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10, JsonRpcDialect
 from translators.versions import V10
@@ -69,14 +76,10 @@ class JsonRpcBackend:
                 check_proxy_page(call, self.config, resp)
                 raw = await read_capped(call, self.config, resp)
                 self.dialect.read_answer(call.op, raw, sent_id, call.ctx.loss, call.request)
-                raise bad_response(call, self.config, "expected an event stream, got "
-                                   f"{resp.headers.get('content-type', 'no content type')!r}")
+                raise not_an_event_stream(call, self.config, resp)
             reader = self.dialect.event_reader(sent_id, call.ctx.loss, call.request,
                                                self.config.max_answer_bytes)
-            async for chunk in resp.content.iter_any():
-                for event in reader.feed(chunk):
-                    yield event
-            for event in reader.close():
+            async for event in read_events(resp, reader):
                 yield event
 
     async def close(self) -> None:

@@ -16,8 +16,15 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers, bad_response
-from gateway.egress.http import backend_request, check_proxy_page, is_event_stream, read_capped
+from gateway.egress.base import backend_headers
+from gateway.egress.http import (
+    backend_request,
+    check_proxy_page,
+    is_event_stream,
+    not_an_event_stream,
+    read_capped,
+    read_events,
+)
 from translators.dialects.base import WireAnswer
 from translators.dialects.rest import REST_V03, REST_V10, BackendCall, RestDialect
 from translators.versions import V10
@@ -89,14 +96,10 @@ class RestBackend:
                     continue
                 if not is_event_stream(resp):
                     await self._answer(call, resp)  # raises the backend's error, if it sent one
-                    raise bad_response(call, self.config, "expected an event stream, got "
-                                       f"{resp.headers.get('content-type', 'no content type')!r}")
+                    raise not_an_event_stream(call, self.config, resp)
                 reader = self.dialect.event_reader(call.ctx.loss, call.request,
                                                    self.config.max_answer_bytes)
-                async for chunk in resp.content.iter_any():
-                    for event in reader.feed(chunk):
-                        yield event
-                for event in reader.close():
+                async for event in read_events(resp, reader):
                     yield event
                 return
 

@@ -28,6 +28,7 @@ from translators.errors import A2AError, a2a_error, invalid_params
 from translators.json_text import number_refusal, parse_json
 from translators.loss import LossPolicy, LossReport
 from translators.protojson import reclassify
+from translators.sse import SseEvent, SseParser
 from translators.validation import check_request
 from translators.versions import V03, V10
 
@@ -101,6 +102,23 @@ def json_object(raw: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
+
+
+class SseEventReader:
+    """A backend's event stream over SSE, fed as it arrives, each frame read as one
+    canonical StreamResponse by ``read_frame`` (the binding's framing rules)."""
+
+    def __init__(self, max_event_bytes: int) -> None:
+        self._sse = SseParser(max_event_bytes)
+
+    def read_frame(self, frame: SseEvent) -> pb.StreamResponse:
+        raise NotImplementedError
+
+    def feed(self, chunk: bytes) -> list[pb.StreamResponse]:
+        return [self.read_frame(frame) for frame in self._sse.feed(chunk)]
+
+    def close(self) -> list[pb.StreamResponse]:
+        return [self.read_frame(frame) for frame in self._sse.close()]
 
 
 @dataclass

@@ -22,6 +22,7 @@ from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
     HttpAnswer,
+    SseEventReader,
     WireRequest,
     backend_answer,
     backend_event,
@@ -45,7 +46,7 @@ from translators.j03.requests import j03_rules
 from translators.json_text import dumps, number_refusal, parse_json
 from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10
-from translators.sse import SseParser, sse_frame
+from translators.sse import SseEvent, sse_frame
 from translators.tenancy import request_tenant
 from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
 
@@ -275,25 +276,18 @@ class JsonRpcDialect:
         return EventReader(self, sent_id, loss, request, max_event_bytes)
 
 
-class EventReader:
-    """A backend's event stream, fed as it arrives: SSE frames of JSON-RPC responses, each
-    one event as a canonical StreamResponse."""
+class EventReader(SseEventReader):
+    """A backend's event stream: SSE frames of JSON-RPC responses, each one event."""
 
     def __init__(self, dialect: JsonRpcDialect, sent_id: int, loss: LossReport,
                  request: ProtoMessage, max_event_bytes: int) -> None:
+        super().__init__(max_event_bytes)
         self._dialect, self._sent_id, self._loss, self._request = dialect, sent_id, loss, request
-        self._sse = SseParser(max_event_bytes)
 
-    def _events(self, frames: list[Any]) -> list[pb.StreamResponse]:
-        return [self._dialect.decode_event(
+    def read_frame(self, frame: SseEvent) -> pb.StreamResponse:
+        return self._dialect.decode_event(
             read_answer(backend_json(frame.data, "a stream event"), self._sent_id),
-            self._loss, self._request) for frame in frames]
-
-    def feed(self, chunk: bytes) -> list[pb.StreamResponse]:
-        return self._events(self._sse.feed(chunk))
-
-    def close(self) -> list[pb.StreamResponse]:
-        return self._events(self._sse.close())
+            self._loss, self._request)
 
 
 class JsonRpc10(JsonRpcDialect):

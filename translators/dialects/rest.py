@@ -21,6 +21,7 @@ from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
     HttpAnswer,
+    SseEventReader,
     WireRequest,
     backend_answer,
     backend_event,
@@ -49,7 +50,7 @@ from translators.rest_routes import (
     query_values,
     route_for,
 )
-from translators.sse import SseParser, sse_frame
+from translators.sse import SseEvent, sse_frame
 from translators.tenancy import request_tenant
 from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
 
@@ -230,28 +231,20 @@ def stream_error(body: Any) -> A2AError:
     return error_from_rest(status, body)
 
 
-class EventReader:
-    """A REST backend's event stream, fed as it arrives."""
+class EventReader(SseEventReader):
+    """A REST backend's event stream: SSE frames of bare StreamResponse objects, and an
+    `error` event for a failure mid-stream."""
 
     def __init__(self, dialect: RestDialect, loss: LossReport, request: ProtoMessage,
                  max_event_bytes: int) -> None:
+        super().__init__(max_event_bytes)
         self._dialect, self._loss, self._request = dialect, loss, request
-        self._sse = SseParser(max_event_bytes)
 
-    def _events(self, frames: list[Any]) -> list[pb.StreamResponse]:
-        out = []
-        for frame in frames:
-            data = backend_json(frame.data)
-            if frame.event == "error":
-                raise stream_error(data)
-            out.append(self._dialect.decode_event(data, self._loss, self._request))
-        return out
-
-    def feed(self, chunk: bytes) -> list[pb.StreamResponse]:
-        return self._events(self._sse.feed(chunk))
-
-    def close(self) -> list[pb.StreamResponse]:
-        return self._events(self._sse.close())
+    def read_frame(self, frame: SseEvent) -> pb.StreamResponse:
+        data = backend_json(frame.data)
+        if frame.event == "error":
+            raise stream_error(data)
+        return self._dialect.decode_event(data, self._loss, self._request)
 
 
 class Rest10(RestDialect):
