@@ -169,7 +169,9 @@ class Gateway:
 
     async def _unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         route, backend = await self._admit(call)
-        forward = (call.wire is not None and route.config.pass_through
+        # Same dialect object on both sides first: a translated call asks no more.
+        forward = (call.dialect is backend.dialect and call.wire is not None
+                   and route.config.pass_through
                    and forwardable(call.op, call.request, call.dialect, backend.dialect,
                                    backend.config.tenant))
         if forward:
