@@ -12,6 +12,7 @@ import grpc
 import structlog
 from aiohttp import web
 
+from gateway import tracing
 from gateway.config import GatewayConfig
 from gateway.ingress import cards, jsonrpc, rest
 from gateway.ingress.common import GATEWAY_KEY, gateway_of
@@ -104,6 +105,7 @@ class Server:
         self._holder: GatewayHolder | None = None
         self._retiring: dict[asyncio.Task[None], Gateway] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._traced = False  # this server turned tracing on (gateway/tracing.py)
 
     @property
     def holder(self) -> GatewayHolder:
@@ -112,6 +114,7 @@ class Server:
 
     async def start(self) -> None:
         config = self.config
+        self._traced = tracing.configure(config.tracing)  # one tracer per process
         if config.demo_agent is not None:
             from gateway.demo_agent import start_demo_agent
 
@@ -140,8 +143,10 @@ class Server:
         """Swap in a new config. Calls in flight finish on the gateway they started on;
         the listeners and the demo agent stay as they are (changing them needs a
         restart, and the log says so)."""
-        if config.listen != self.config.listen or config.demo_agent != self.config.demo_agent:
-            log.warning("listen and demo_agent changes take effect at the next restart")
+        if (config.listen, config.demo_agent, config.tracing) != (
+                self.config.listen, self.config.demo_agent, self.config.tracing):
+            log.warning("listen, demo_agent and tracing changes take effect at the next "
+                        "restart")
         assert self._session is not None
         old = self.holder.current
         self.holder.current = Gateway(config, self._session)
@@ -184,6 +189,9 @@ class Server:
             await gateway.close()
         if self._session is not None:
             await self._session.close()
+        if self._traced:
+            self._traced = False
+            await asyncio.to_thread(tracing.shutdown)  # flushes spans, maybe to ourselves
 
 
 async def serve(config: GatewayConfig, config_path: Path | None = None) -> int:

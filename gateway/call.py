@@ -48,6 +48,7 @@ class CallContext:
     started: float = field(default_factory=time.monotonic)
     loss: LossReport = field(default_factory=LossReport)
     outcome: CallOutcome = field(default_factory=CallOutcome)
+    trace: Any = None  # gateway.tracing.CallTrace: the client's trace context, the spans
 
     def remaining(self, default: float) -> float:
         if self.deadline is None:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.tracing import TracingConfig
 from translators.loss import LossPolicy
 
 Binding = Literal["JSONRPC", "HTTP+JSON", "GRPC"]
@@ -287,6 +288,7 @@ class GatewayConfig(_Model):
     readiness_timeout: float = Field(2.0, gt=0, description="Seconds /readyz waits per backend")
     push_relay: PushRelayConfig = Field(default_factory=PushRelayConfig)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio", description="The event loop `serve` runs on; uvloop needs the `uvloop` "
         "package (`pip install a2a-gateway[speed]`). A2A_GATEWAY_LOOP overrides it.")

@@ -10,6 +10,7 @@ from typing import Any
 
 import structlog
 
+from gateway import tracing
 from gateway.call import CallContext
 from gateway.metrics import LOSSES, record_call
 from translators.errors import A2AError
@@ -66,6 +67,9 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         "outcome": outcome_of(error),
         "duration_ms": round(seconds * 1000, 2),
     }
+    trace_id = tracing.trace_id(ctx)
+    if trace_id is not None:
+        fields["trace_id"] = trace_id
     if ctx.outcome.events:
         fields["stream_events"] = ctx.outcome.events
     if ctx.outcome.forwarded:
@@ -78,6 +82,7 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         log.error("call", **fields, exc_info=error)
     else:
         log.info("call", **fields)
+    tracing.finish(ctx, operation, fields["outcome"], error)
 
 
 _dropped_logged: set[tuple[str, str, tuple[str, ...]]] = set()

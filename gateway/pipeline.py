@@ -21,6 +21,7 @@ import aiohttp
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
+from gateway import tracing
 from gateway.call import Call, CallContext
 from gateway.cards.publisher import CardPublisher
 from gateway.config import BackendConfig, ConfigError, GatewayConfig
@@ -183,7 +184,7 @@ class Gateway:
                                    call.ctx.extensions)
         else:
             await self.relay.rewrite_request(call)
-        async with self.limits.call(route):
+        async with self.limits.call(route), tracing.backend_span(call.ctx, call.op.name):
             started = time.monotonic()
             try:
                 if forward:
@@ -208,7 +209,7 @@ class Gateway:
     async def _stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
         route, backend = await self._admit(call)
         await self.relay.rewrite_request(call)
-        async with self.limits.stream(route):
+        async with self.limits.stream(route), tracing.backend_span(call.ctx, call.op.name):
             first = True
             started = time.monotonic()
             items = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,

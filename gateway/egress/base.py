@@ -15,6 +15,7 @@ import structlog
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
+from gateway import tracing
 from gateway.call import Call
 from gateway.config import BackendConfig
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS, WireAnswer
@@ -54,6 +55,7 @@ def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
         value = ",".join(call.ctx.extensions)
         for name in EXTENSION_HEADERS[version]:
             headers[name] = value
+    headers.update(tracing.outgoing(call.ctx))  # traceparent/tracestate
     return headers
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from aiohttp import web
 
+from gateway import tracing
 from gateway.call import Call, CallContext
 from gateway.pipeline import Gateway
 from translators.dialects.base import DecodedCall, HttpAnswer
@@ -97,6 +98,7 @@ def client_context(request: web.Request, gateway: Gateway, binding: str) -> Call
                            if h in request.headers}
     ctx.extensions = _extensions(request)
     ctx.public_base = gateway.cards.address.http_base(request)
+    tracing.take(ctx, request.headers)
     return ctx
 
 
@@ -107,6 +109,7 @@ def bind(ctx: CallContext, decoded: DecodedCall) -> Call:
     ctx.extension_header = dialect.extension_header
     ctx.tenant = decoded.tenant
     ctx.loss = decoded.loss
+    tracing.decoded(ctx, decoded)
     return Call(decoded.op, decoded.request, ctx, dialect, decoded.request_id,
                 wire=decoded.wire)
 

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import grpc
 from grpc_reflection.v1alpha import reflection
 
+from gateway import tracing
 from gateway.call import Call, CallContext
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
@@ -60,6 +61,7 @@ def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
     ctx.forward_headers = {h: md[h][0] for h in gateway.config.forward_headers if h in md}
     ctx.extensions = split_extensions([*md.get("a2a-extensions", []),
                                        *md.get("x-a2a-extensions", [])])
+    tracing.take_metadata(ctx, md)
     remaining = context.time_remaining()
     if remaining is not None:
         ctx.deadline = time.monotonic() + remaining

@@ -34,6 +34,7 @@ import aiohttp
 import structlog
 from a2a.types import a2a_pb2 as pb
 
+from gateway import tracing
 from gateway.config import PushRelayConfig
 from gateway.metrics import PUSH_DELIVERIES
 from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
@@ -169,7 +170,7 @@ class Delivery:
                         # Fetched after the same change as the one just delivered.
                         self.counters.bump("coalesced")
                         return
-                attempts, error = await self._post(target, body)
+                attempts, error = await tracing.delivery(target, self._post(target, body))
                 if snapshot is not None and not error:
                     self._last_snapshot[key] = snapshot
                     self._last_snapshot.move_to_end(key)
@@ -223,7 +224,7 @@ class Delivery:
     async def _post(self, target: RelayTarget, body: JSON) -> tuple[int, str]:
         """POST with retries; (attempts, last error or "" on success)."""
         data = dumps(body).encode()
-        headers = delivery_headers(target)
+        headers = {**delivery_headers(target), **tracing.delivery_headers()}
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout)
         attempt, error = 0, ""
         for attempt in range(1, self.settings.retries + 2):
