@@ -18,6 +18,7 @@ from translators.operations import Operation
 
 @dataclass
 class CallOutcome:
+    tenant: str | None = None  # the configured tenant the call reached (metrics label)
     backend_version: str | None = None
     backend_binding: str | None = None
     # Seconds the backend took (its answer, or a stream's first event), and the reason

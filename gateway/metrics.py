@@ -15,8 +15,9 @@ from gateway.call import CallContext
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 
-CALLS = Counter("a2a_gateway_calls_total", "Calls handled, by dialects and outcome",
-                ["operation", "client_version", "client_binding", "backend_version",
+CALLS = Counter("a2a_gateway_calls_total", "Calls handled, by tenant, dialects and outcome "
+                "(tenant `none`: refused before a configured tenant was reached)",
+                ["tenant", "operation", "client_version", "client_binding", "backend_version",
                  "backend_binding", "outcome"])
 CALL_SECONDS = Histogram("a2a_gateway_call_duration_seconds", "Whole call, as the client sees it",
                          ["operation", "client_binding", "backend_binding"],
@@ -48,8 +49,9 @@ _INDEX = re.compile(r"\[\d+(?::\d*)?\]")
 def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) -> None:
     backend_version = ctx.outcome.backend_version or "none"
     backend_binding = ctx.outcome.backend_binding or "none"
-    CALLS.labels(operation, ctx.client_version, ctx.client_binding, backend_version,
-                 backend_binding, outcome).inc()
+    # Only a configured tenant names a series: what a client wrote is not a label value.
+    CALLS.labels(ctx.outcome.tenant or "none", operation, ctx.client_version,
+                 ctx.client_binding, backend_version, backend_binding, outcome).inc()
     CALL_SECONDS.labels(operation, ctx.client_binding, backend_binding).observe(seconds)
     if ctx.outcome.backend_seconds is not None:
         BACKEND_SECONDS.labels(backend_binding, operation).observe(ctx.outcome.backend_seconds)

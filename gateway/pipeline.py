@@ -152,7 +152,7 @@ class Gateway:
 
     async def _admit(self, call: Call) -> tuple[TenantRoute, Backend]:
         route = self.tenant_for(call.ctx.tenant)
-        call.ctx.tenant = route.name
+        call.ctx.tenant = call.ctx.outcome.tenant = route.name
         backend = await route.backend(call)
         call.ctx.outcome.backend_version = backend.config.version
         call.ctx.outcome.backend_binding = backend.config.binding

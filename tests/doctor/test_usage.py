@@ -49,9 +49,10 @@ async def test_usage_after_calls(demo_agent: str, make_gateway: MakeGateway) -> 
     assert delta[("0.3", "JSONRPC")] == 3
     assert delta[("1.0", "JSONRPC")] == 1
     assert delta[("0.3", "HTTP+JSON")] == 1
-    (overall,) = doc["tenants"]  # the counter has no tenant label: one overall view
-    assert overall["tenant"] == ALL
-    assert abs(sum(v["share"] for v in overall["versions"]) - 1) < 0.01
+    # The counter is labelled by tenant: one view per configured tenant.
+    demo = next(t for t in doc["tenants"] if t["tenant"] == "demo")
+    assert all(t["tenant"] != ALL for t in doc["tenants"])
+    assert abs(sum(v["share"] for v in demo["versions"]) - 1) < 0.01
     code, text = await cli("usage", gateway)
     assert code == 0
     assert "client dialect" in text and "JSONRPC 0.3" in text

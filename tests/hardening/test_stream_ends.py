@@ -21,7 +21,7 @@ STREAMS = 10
 
 def _cancelled(binding: str) -> float:
     return REGISTRY.get_sample_value("a2a_gateway_calls_total", {
-        "operation": "SendStreamingMessage", "client_version": "0.3" if binding != "GRPC"
+        "tenant": "b", "operation": "SendStreamingMessage", "client_version": "0.3" if binding != "GRPC"
         else "1.0", "client_binding": binding, "backend_version": "0.3",
         "backend_binding": "JSONRPC", "outcome": "CLIENT_CANCELLED"}) or 0.0
 

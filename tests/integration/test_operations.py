@@ -94,6 +94,9 @@ async def test_log_lines_and_metrics_after_real_calls(gateway_proc: Proc) -> Non
         lossy = await rpc(http, base + "/", "tasks/get",
                           {"id": "nope", "metadata": {"secret": "do-not-log"}})
         assert lossy["error"]["code"] == -32001
+        # A tenant the client made up is no label value (unbounded series otherwise).
+        stray = await rpc(http, base + "/made-up-tenant", "tasks/get", {"id": "x"})
+        assert stray["error"]["code"] == -32602
         async with http.get(base + "/metrics") as resp:
             text = await resp.text()
     await asyncio.sleep(0.1)
@@ -110,10 +113,13 @@ async def test_log_lines_and_metrics_after_real_calls(gateway_proc: Proc) -> Non
     lossy_line = next(c for c in calls.values() if c.get("dropped"))
     assert lossy_line["dropped"] == ["params.metadata"]
     assert "do-not-log" not in gateway_proc.log_path.read_text()
-    assert metric(text, "a2a_gateway_calls_total", operation="SendMessage",
+    assert metric(text, "a2a_gateway_calls_total", tenant="demo", operation="SendMessage",
                   client_version="0.3", client_binding="JSONRPC", outcome="ok") == 1
     assert metric(text, "a2a_gateway_calls_total", operation="GetTask",
                   client_binding="HTTP+JSON", outcome="TASK_NOT_FOUND") == 1
+    assert metric(text, "a2a_gateway_calls_total", tenant="none",
+                  outcome="TENANT_NOT_FOUND") == 1
+    assert "made-up-tenant" not in text
     assert metric(text, "a2a_gateway_translation_losses_total", field="params.metadata",
                   direction="request") == 1
     assert metric(text, "a2a_gateway_backend_errors_total", tenant="demo",
