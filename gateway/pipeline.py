@@ -11,9 +11,6 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import (
-    AbstractAsyncContextManager,
-    AsyncExitStack,
-    asynccontextmanager,
     contextmanager,
 )
 
@@ -29,7 +26,7 @@ from gateway.egress.base import Backend
 from gateway.egress.grpc import GrpcBackend
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
-from gateway.limits import Slots
+from gateway.limits import CallLimits
 from gateway.relay.hooks import PushRelay
 from gateway.streams import bounded_stream
 from gateway.tenants import TenantRoute
@@ -39,45 +36,6 @@ from translators.dialects.base import WireAnswer, check_backend_card, forwardabl
 from translators.errors import A2AError, a2a_error
 from translators.loss import LossReport
 from translators.versions import VersionRules
-
-
-class CallLimits:
-    """The slots of one config: open streams gateway-wide and per tenant, and per backend
-    address the unary calls in flight and the open streams (tenants that share a backend
-    address share its slots, with the smallest size any of them configures)."""
-
-    def __init__(self, config: GatewayConfig) -> None:
-        self.wait = config.limits.pool_wait
-        self._streams = Slots("max_streams", "gateway", config.limits.max_streams)
-        self._tenant_streams = {
-            name: Slots("tenant.max_streams", name, t.max_streams)
-            for name, t in config.tenants.items() if t.max_streams is not None}
-        by_address: dict[str, list[BackendConfig]] = {}
-        for t in config.tenants.values():
-            by_address.setdefault(_address(t.backend), []).append(t.backend)
-        self._calls = {a: Slots("backend.max_calls", a, min(b.max_calls for b in bs))
-                       for a, bs in by_address.items()}
-        self._backend_streams = {a: Slots("backend.max_streams", a,
-                                          min(b.max_streams for b in bs))
-                                 for a, bs in by_address.items()}
-
-    def call(self, route: TenantRoute) -> AbstractAsyncContextManager[None]:
-        return self._calls[_address(route.config)].hold(self.wait)
-
-    @asynccontextmanager
-    async def stream(self, route: TenantRoute) -> AsyncIterator[None]:
-        async with AsyncExitStack() as held:
-            await held.enter_async_context(self._streams.hold(self.wait))
-            tenant = self._tenant_streams.get(route.name)
-            if tenant is not None:
-                await held.enter_async_context(tenant.hold(self.wait))
-            await held.enter_async_context(
-                self._backend_streams[_address(route.config)].hold(self.wait))
-            yield
-
-
-def _address(config: BackendConfig) -> str:
-    return str(config.url or config.card)
 
 
 def make_backend(config: BackendConfig, session: aiohttp.ClientSession) -> Backend:
