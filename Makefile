@@ -56,10 +56,19 @@ matrix: setup venvs
 	A2A_MATRIX_RESULTS=$(MATRIX_RESULTS) $(BIN)/pytest -q -p no:cacheprovider tests/interop/test_matrix.py
 	$(BIN)/python tests/interop/matrix_report.py $(MATRIX_RESULTS) --readme README.md
 
-# bench/README.md: the gateway against a direct call and a plain proxy (bench.run), then
+# bench/README.md: the gateway against nginx, a bare aiohttp proxy and a direct call, the
+# middle hop pinned to one core (bench.run, peers), the same with real backends, then
 # 10,000 idle streams through it to an HTTP and to a gRPC backend (bench.idle_streams).
+# nginx-light (Debian) and uvloop are installed for the bench when missing; without nginx
+# the nginx rows are reported missing. BENCH_ARGS passes options to bench.run.
+BENCH_ARGS ?=
 bench: setup venvs
-	$(BIN)/python -m bench.run
+	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light) || \
+	  echo "bench: nginx-light could not be installed: the nginx rows will be missing"
+	@$(BIN)/python -c 'import uvloop' 2>/dev/null || $(BIN)/pip install $(PIP_FLAGS) uvloop || \
+	  echo "bench: uvloop could not be installed: only the asyncio loop will be measured"
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 	$(BIN)/python -m bench.idle_streams
 
 clean:

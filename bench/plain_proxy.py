@@ -9,6 +9,9 @@ cost of the A2A work from the cost of being an extra Python/aiohttp hop.
 
     python -m bench.plain_proxy --port P --route d03=http://127.0.0.1:9009/ [--route ...]
 
+It runs on uvloop when A2A_GATEWAY_LOOP=uvloop is in its environment (the gateway's own
+switch; bench.peers sets it for both), else on asyncio.
+
 `POST /d03` goes to `http://127.0.0.1:9009/`, `POST /d03/x` to `http://127.0.0.1:9009/x`:
 the first path segment picks the backend, like the gateway's `/{tenant}`.
 """
@@ -16,6 +19,8 @@ the first path segment picks the backend, like the gateway's `/{tenant}`.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import os
 
 import aiohttp
 from aiohttp import web
@@ -88,6 +93,9 @@ def main() -> int:
     for item in args.route:
         name, _, url = item.partition("=")
         routes[name] = url if url.endswith("/") else url + "/"
+    if os.environ.get("A2A_GATEWAY_LOOP") == "uvloop":
+        import uvloop
+        asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     web.run_app(build_app(routes), host=args.host, port=args.port, access_log=None,
                 print=None, shutdown_timeout=2.0)
     return 0

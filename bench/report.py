@@ -163,6 +163,9 @@ def markdown(run: dict[str, Any]) -> str:
         f"commit {machine['commit']}. Whole run: {run['elapsed_s']:.0f} s. Every number "
         "below comes from this one run.",
         "",
+        run.get("peers_md", ""),
+        "## Real backends, shared cores",
+        "",
         "All processes run on 127.0.0.1 and share the machine's cores: the load client "
         "(aiohttp), the backends, the plain proxy and the gateway (`a2a-gateway serve`, "
         "default settings, `log_level: info`, its log on a file). Latency `lat` = 1 "
@@ -184,15 +187,15 @@ def markdown(run: dict[str, Any]) -> str:
         "1000 requests (streams: per 1000 streams), measured phases only. Gateway "
         "memory is VmRSS/VmHWM from /proc/<pid>/status.",
         "",
-        "## Routes",
+        "### Routes",
         "",
         md_table(["route", "what"], route_rows(), left=2),
         "",
-        "## Results",
+        "### Results",
         "",
         md_table(COLUMNS, rows),
         "",
-        "## Gateway memory (VmRSS, MiB)",
+        "### Gateway memory (VmRSS, MiB)",
         "",
         md_table(["when", "MiB"], memory_rows(run["memory"])),
         "",

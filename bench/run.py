@@ -1,5 +1,12 @@
 """`make bench`: the gateway against a direct call and a plain reverse proxy, in one run.
 
+First the peer comparison (bench/peers.py): the middle hop alone on CPU 0 (nginx as a
+reverse proxy, the bare aiohttp pass-through, the gateway same-dialect and translating),
+the load client and a fixed-answer backend (nginx `return 200`, bench/echo_stub.py) on
+CPU 1; `--loop` picks the event loop of the gateway and the bare proxy (the other loop is
+measured too, for throughput, unless `--one-loop`). Then the groups below, with real
+backends and shared cores.
+
 Starts on 127.0.0.1, as real processes: the demo agent (v0.3 JSON-RPC, bench/backend.py),
 the official a2a-sdk 1.3.0 agent (v1.0, tests/interop/peers/agent_v10.py), the plain
 reverse proxy (bench/plain_proxy.py) and the gateway (`a2a-gateway serve` with a
@@ -33,7 +40,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bench import report
+from bench import peers, report
 from bench.procs import (
     ROOT,
     BenchError,
@@ -146,10 +153,24 @@ def run_groups(procs: dict[str, Proc], ports: dict[str, int], todo: list[Scenari
     return results, skipped
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    started = time.monotonic()
-    machine = machine_info()
-    logs = Path(tempfile.mkdtemp(prefix="a2a-bench-"))
+def run_peers(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
+    if args.skip_peers:
+        return {"skipped": True, "nginx": "not run (--skip-peers)", "results": []}
+    other = None if args.one_loop else next(x for x in peers.LOOPS if x != args.loop)
+    if "uvloop" in (args.loop, other) and not peers.ensure_uvloop():
+        if args.loop == "uvloop":
+            raise BenchError("--loop uvloop: uvloop is not installed and cannot be")
+        print("peers: uvloop cannot be installed; measuring asyncio only", flush=True)
+        other = None
+    print(f"peers: middle hop on CPU {peers.MIDDLE_CORE}, load client and stubs on CPU "
+          f"{peers.LOAD_CORE}; loop {args.loop}" + (f" (and {other})" if other else ""),
+          flush=True)
+    return peers.run_peers(logs / "peers", args.loop, other, args.only)
+
+
+def run_real(args: argparse.Namespace, logs: Path,
+             ) -> tuple[list[dict[str, Any]], list[str], dict[str, float]]:
+    """The groups of bench/scenarios.py: real backends, cores shared."""
     ports = {"d03": free_port(), "s10": free_port(), "plain": free_port(), "gw": free_port()}
     todo = [s for s in scenarios(args.scale) if re.search(args.only, s.id)]
     print(f"a2a-gateway bench: {len(todo)} scenarios, logs in {logs}", flush=True)
@@ -176,8 +197,20 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         code = processes.stop(procs["gw"])
         if code != 0:
             raise BenchError(f"the gateway exited {code} on SIGTERM:\n{procs['gw'].log_tail()}")
+    return results, skipped, memory
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    machine = machine_info()
+    logs = Path(tempfile.mkdtemp(prefix="a2a-bench-"))
+    logs.chmod(0o755)  # nginx's worker (nobody) reads its files under it
+    (logs / "peers").mkdir(mode=0o755)
+    peers_data = run_peers(args, logs)
+    results, skipped, memory = ([], [], {}) if args.skip_groups else run_real(args, logs)
     metrics = report.derive(results)
     metrics.update({f"memory.{k}": v for k, v in memory.items()})
+    metrics.update(peers.derive(peers_data))
     shutil.rmtree(logs, ignore_errors=True)
     return {"machine": machine, "elapsed_s": time.monotonic() - started,
             "groups": {g.name: {"concurrency": g.concurrency, "rounds": g.rounds}
@@ -185,6 +218,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "scale": args.scale,
             "loadavg_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             "results": results, "skipped": skipped, "memory": memory, "metrics": metrics,
+            "peers": peers_data,
             "targets": evaluate(metrics)}
 
 
@@ -194,9 +228,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every request count (0.1 for a smoke run)")
-    parser.add_argument("--budget", type=float, default=150.0,
+    parser.add_argument("--budget", type=float, default=110.0,
                         help="seconds for all scenarios; the rest are skipped")
     parser.add_argument("--only", default="", help="regex: run matching scenario ids only")
+    parser.add_argument("--loop", choices=peers.LOOPS, default="asyncio",
+                        help="event loop of the gateway and the bare proxy in the peer "
+                             "comparison (A2A_GATEWAY_LOOP); the other one is measured too")
+    parser.add_argument("--one-loop", action="store_true",
+                        help="peers: measure only --loop, not the other loop as well")
+    parser.add_argument("--skip-peers", action="store_true",
+                        help="skip the peer comparison (nginx, bare proxy, gateway, pinned)")
+    parser.add_argument("--skip-groups", action="store_true",
+                        help="run only the peer comparison, not the real-backend groups")
+    parser.add_argument("--render", type=Path, metavar="JSON",
+                        help="run nothing: write the report of a saved run (last-run.json)")
     parser.add_argument("--json", type=Path, default=HERE / "last-run.json")
     parser.add_argument("--md", type=Path, default=HERE / "RESULTS.md",
                         help="markdown summary ('-' to skip)")
@@ -205,12 +250,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    try:
-        data = run(args)
-    except BenchError as exc:
-        print(f"bench: the run broke: {exc}", file=sys.stderr)
-        return 2
+    if args.render is not None:
+        # Report a saved run again (e.g. after a change to the report): same numbers.
+        data = json.loads(args.render.read_text())
+        metrics = report.derive(data["results"])
+        metrics.update({f"memory.{k}": v for k, v in data["memory"].items()})
+        metrics.update(peers.derive(data["peers"]))
+        data["metrics"], data["targets"] = metrics, evaluate(metrics)
+    else:
+        try:
+            data = run(args)
+        except BenchError as exc:
+            print(f"bench: the run broke: {exc}", file=sys.stderr)
+            return 2
     rows = report.table_rows(data["results"], data["metrics"])
+    data["peers_md"] = peers.markdown(data["peers"], data["metrics"], data["targets"])
+    print()
+    print(report.text_table(["measure", "value", "target"],
+                            peers.readme_rows(data["metrics"], data["targets"])))
     print()
     print(report.text_table(report.COLUMNS, rows))
     print("\ngateway RSS (MiB): " + ", ".join(
@@ -219,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report.text_table(report.TARGET_COLUMNS, report.target_rows(data["targets"]),
                             left=3))
     data["json_written"] = str(args.json)
-    args.json.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    if args.render is None:
+        args.json.write_text(json.dumps(data, indent=1, default=str) + "\n")
     if str(args.md) != "-":
         # Keep the idle-streams section (bench/idle_streams.py writes it).
         kept = report.section(args.md.read_text() if args.md.exists() else "",

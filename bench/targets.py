@@ -61,6 +61,27 @@ TARGETS: list[Target] = [
 ]
 
 
+# bench/peers.py (issue 14): the middle hop alone on one core, the load client and a
+# fixed-answer backend on the other, 32 connections; ratios to the bare aiohttp
+# pass-through (bench/plain_proxy.py) in front of the same backend, in the same run.
+PEER_TARGETS: list[Target] = [
+    Target("peers:tput.translated_vs_bare", ">=", 0.75,
+           "translated unary throughput (v0.3 → gateway → v1.0) ≥ 75% of bare aiohttp"),
+    Target("peers:tput.same_vs_bare", ">=", 0.90,
+           "same-dialect unary throughput (v1.0 → gateway → v1.0) ≥ 90% of bare aiohttp"),
+    Target("peers:lat.translated_added_p50_ms", "<=", 0.25,
+           "translated p50 at 1 connection ≤ bare aiohttp's + 0.25 ms"),
+    Target("peers:lat.same_added_p50_ms", "<=", 0.25,
+           "same-dialect p50 at 1 connection ≤ bare aiohttp's + 0.25 ms"),
+    Target("peers:stream.translated_events_per_s", ">=", 20_000.0,
+           "≥ 20,000 translated SSE events/s through one core"),
+    Target("peers:stream.first_event_added_ms", "<=", 2.0,
+           "first event of a translated stream ≤ 2 ms after the backend's, 16-way load"),
+    Target("peers:all.errors", "<=", 0, "no failed or wrong answers in the peer comparison"),
+]
+TARGETS += PEER_TARGETS
+
+
 # bench/idle_streams.py: 10,000 idle streams held open through the gateway, per case
 # (`idle:http-backend`: gRPC in, JSON-RPC/SSE out; `idle:grpc-backend`: JSON-RPC/SSE in,
 # gRPC out). Ratios are to the same unary probe on the idle gateway, in the same run.
