@@ -8,11 +8,12 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
+from aiohttp import web
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
@@ -82,3 +83,16 @@ MakeGateway = Callable[..., Awaitable[str]]
 def v03(url: str, version: str = "0.3", binding: str = "JSONRPC") -> dict[str, Any]:
     """A tenant entry for a backend (v0.3 JSON-RPC unless told otherwise)."""
     return {"backend": {"url": url, "version": version, "binding": binding}}
+
+
+@contextlib.asynccontextmanager
+async def serving(app: web.Application) -> AsyncIterator[str]:
+    """An aiohttp app on a free 127.0.0.1 port for the block; yields its base URL."""
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()

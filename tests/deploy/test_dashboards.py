@@ -34,7 +34,7 @@ import pytest
 import yaml
 from aiohttp import web
 from deploy_support import DEPLOY, load_file
-from helpers import free_port, v03, write_config
+from helpers import free_port, serving, v03, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.app import Server
@@ -229,12 +229,8 @@ async def webhook() -> AsyncIterator[tuple[str, asyncio.Queue[Any]]]:
 
     app = web.Application()
     app.router.add_post("/hook", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}/hook", received
-    await runner.cleanup()
+    async with serving(app) as base:
+        yield f"{base}/hook", received
 
 
 async def _scrape(http: aiohttp.ClientSession, base: str) -> str:

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 from hardening_support import V10, j03_message, p10_message, post, rpc_body
-from helpers import MakeGateway, free_port, v03
+from helpers import MakeGateway, serving, v03
 
 Hooks = list[tuple[str, Any]]
 
@@ -30,12 +30,8 @@ async def hooks() -> AsyncIterator[tuple[str, Hooks]]:
 
     app = web.Application()
     app.router.add_post("/{name}", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}", received
-    await runner.cleanup()
+    async with serving(app) as base:
+        yield f"{base}", received
 
 
 async def _victim_config(http: aiohttp.ClientSession, gw: str, demo: str,

@@ -15,7 +15,7 @@ import aiohttp
 import grpc
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port
+from helpers import MakeGateway, free_port, serving
 
 TASK = {"id": "t-1", "contextId": "c-1", "kind": "task",
         "status": {"state": "completed"}, "x-unknown": {"kept": True}}
@@ -37,14 +37,8 @@ async def _http_backend(answer: Any, recorder: Recorder) -> AsyncIterator[str]:
 
     app = web.Application()
     app.router.add_route("*", "/{path:.*}", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
+    async with serving(app) as base:
+        yield base
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any, cast
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, v03
+from helpers import MakeGateway, free_port, serving, v03
 from structlog.testing import capture_logs
 
 from gateway.config import PushRelayConfig, parse_config
@@ -137,12 +137,8 @@ async def receiver() -> AsyncIterator[Hooks]:
 
     app = web.Application()
     app.router.add_post("/{name}", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}", received
-    await runner.cleanup()
+    async with serving(app) as base:
+        yield f"{base}", received
 
 
 async def rpc(http: aiohttp.ClientSession, url: str, method: str, params: Any,

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, v03
+from helpers import MakeGateway, free_port, serving, v03
 
 QUIET = 1.0
 
@@ -114,17 +114,11 @@ async def test_subscribing_to_an_ended_task_is_unsupported_for_v10_clients(
 
     app = web.Application()
     app.router.add_post("/", rpc)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
-        gw = await make_gateway({"q": v03(f"http://127.0.0.1:{port}/")})
+    async with serving(app) as base:
+        gw = await make_gateway({"q": v03(base + "/")})
         request = {"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
                    "params": {"id": "t1"}}
         async with http.post(gw + "/", json=request, headers={"A2A-Version": "1.0"}) as resp:
             answer = await resp.json(content_type=None)
-    finally:
-        await runner.cleanup()
     assert answer["error"]["code"] == -32004, answer  # UnsupportedOperationError
     assert "terminal" in answer["error"]["message"]

@@ -24,7 +24,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as v03_grpc
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc as pb_grpc
 from aiohttp import web
-from helpers import MakeGateway, free_port, v03
+from helpers import MakeGateway, free_port, serving, v03
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from gateway import tracing
@@ -328,12 +328,8 @@ async def webhook() -> AsyncIterator[tuple[str, asyncio.Queue[dict[str, str]]]]:
 
     app = web.Application()
     app.router.add_post("/{name}", hook)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    port = free_port()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    yield f"http://127.0.0.1:{port}", received
-    await runner.cleanup()
+    async with serving(app) as base:
+        yield f"{base}", received
 
 
 @pytest.mark.parametrize("on", [False, True], ids=["off", "on"])
