@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator
 
 from a2a.types import a2a_pb2 as pb
@@ -26,43 +25,22 @@ def ends_stream(state: int) -> bool:
     return state in _ENDS_V03_STREAM
 
 
-async def with_final_flags(source: AsyncIterator[pb.StreamResponse], lookahead: float,
+async def with_final_flags(source: AsyncIterator[pb.StreamResponse],
                            ) -> AsyncGenerator[tuple[pb.StreamResponse, bool], None]:
     """Pair each event with the `final` flag a v0.3 client expects (reference §3.6).
 
-    A status update is final when its state ends a stream, or when it is the last event
-    before the backend closes. To know the latter, a non-final status update waits up
-    to ``lookahead`` seconds for the next event; past that it goes out as not final, so
-    a quiet backend never delays what the client sees by more than ``lookahead``.
+    A status update is final when its state ends a stream. When the backend closes the
+    stream right after a status update that did not end it, that update is sent again,
+    marked final: every event goes out as soon as it comes, and nothing waits to learn
+    whether an update was the last.
     """
-    nxt: asyncio.Future[pb.StreamResponse | None] | None = None
-    try:
-        pending = await anext(source, None)
-        while pending is not None:
-            if pending.HasField("status_update") and not ends_v03_stream(pending):
-                nxt = asyncio.ensure_future(anext(source, None))
-                done, _ = await asyncio.wait({nxt}, timeout=lookahead)
-                if done:
-                    error = nxt.exception()
-                    if error is not None:  # what came before the failure still goes out
-                        nxt = None
-                        yield pending, False
-                        raise error
-                    following = nxt.result()
-                    yield pending, following is None
-                else:
-                    yield pending, False
-                    following = await nxt
-                nxt = None
-            else:
-                yield pending, ends_v03_stream(pending)
-                following = await anext(source, None)
-            pending = following
-    finally:
-        if nxt is not None and not nxt.done():
-            nxt.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await nxt
+    unended: pb.StreamResponse | None = None
+    async for item in source:
+        final = ends_v03_stream(item)
+        yield item, final
+        unended = item if item.HasField("status_update") and not final else None
+    if unended is not None:
+        yield unended, True
 
 
 async def without_final_flags(source: AsyncIterator[pb.StreamResponse],

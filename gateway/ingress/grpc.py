@@ -22,7 +22,6 @@ from gateway import tracing
 from gateway.call import Call, CallContext
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
-from gateway.ingress.sse_out import FINAL_LOOKAHEAD_SECONDS
 from gateway.lifecycle import Streams
 from gateway.observe import log_call
 from gateway.pipeline import Gateway
@@ -134,7 +133,7 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
             await _abort(context, ctx, exc)
         source = gateway.stream(call)
         # v1.0 has no `final`; v0.3 clients need it on the last status (reference §3.6).
-        items = (with_final_flags(source, FINAL_LOOKAHEAD_SECONDS) if ctx.client_version == V03
+        items = (with_final_flags(source) if ctx.client_version == V03
                  else without_final_flags(source))
         error: BaseException | None = None
         tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()

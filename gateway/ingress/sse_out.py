@@ -17,7 +17,6 @@ from translators.errors import A2AError, a2a_error
 from translators.versions import V03
 
 # How long a v0.3 client's status update may wait to learn whether it is the last one.
-FINAL_LOOKAHEAD_SECONDS = 0.25
 
 FrameItem = Callable[[pb.StreamResponse, bool], bytes]
 FrameError = Callable[[A2AError], bytes]
@@ -37,7 +36,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     ctx = call.ctx
     gateway = gateway_of(request)
     source = gateway.stream(call)
-    items = (with_final_flags(source, FINAL_LOOKAHEAD_SECONDS) if ctx.client_version == V03
+    items = (with_final_flags(source) if ctx.client_version == V03
              else without_final_flags(source))
     first_error: A2AError | None = None
     try:

@@ -122,3 +122,51 @@ async def test_subscribing_to_an_ended_task_is_unsupported_for_v10_clients(
             answer = await resp.json(content_type=None)
     assert answer["error"]["code"] == -32004, answer  # UnsupportedOperationError
     assert "terminal" in answer["error"]["message"]
+
+
+def _v10_stream_backend(pause: float, then_state: str | None) -> web.Application:
+    """A v1.0 JSON-RPC backend whose stream sends a working status, waits ``pause``,
+    then a status in ``then_state`` (None: it closes instead)."""
+    async def rpc(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+
+        async def status(state: str) -> None:
+            event = {"statusUpdate": {"taskId": "t1", "contextId": "c1",
+                                      "status": {"state": state}}}
+            frame = {"jsonrpc": "2.0", "id": body["id"], "result": event}
+            await response.write(f"data: {json.dumps(frame)}\n\n".encode())
+
+        await status("TASK_STATE_WORKING")
+        await asyncio.sleep(pause)
+        if then_state is not None:
+            await status(then_state)
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/", rpc)
+    return app
+
+
+async def test_v03_clients_get_each_status_at_once_and_a_final_one_at_the_end(
+        http: aiohttp.ClientSession, make_gateway: MakeGateway) -> None:
+    send = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
+        "kind": "message", "messageId": "m", "role": "user",
+        "parts": [{"kind": "text", "text": "x"}]}}}
+    backend = {"version": "1.0", "precheck": False}
+    # A working status is not held back to learn whether it is the last one.
+    async with serving(_v10_stream_backend(QUIET, "TASK_STATE_COMPLETED")) as base:
+        gw = await make_gateway({"q": {"backend": {"url": base + "/", **backend}}})
+        events = await _events(http, gw + "/", send, {})
+    (first_at, first), (_, last) = events
+    assert (first["status"]["state"], first["final"]) == ("working", False)
+    assert first_at < QUIET / 5
+    assert (last["status"]["state"], last["final"]) == ("completed", True)
+    # A stream that closes after a status that did not end it: that status again, final.
+    async with serving(_v10_stream_backend(0.0, None)) as base:
+        gw = await make_gateway({"q": {"backend": {"url": base + "/", **backend}}})
+        events = await _events(http, gw + "/", send, {})
+    assert [(e["status"]["state"], e["final"]) for _, e in events] == [
+        ("working", False), ("working", True)]
