@@ -40,7 +40,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bench import peers, report
+from bench import peers, peers_report, report
 from bench.procs import (
     ROOT,
     BenchError,
@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results, skipped, memory = ([], [], {}) if args.skip_groups else run_real(args, logs)
     metrics = report.derive(results)
     metrics.update({f"memory.{k}": v for k, v in memory.items()})
-    metrics.update(peers.derive(peers_data))
+    metrics.update(peers_report.derive(peers_data))
     shutil.rmtree(logs, ignore_errors=True)
     return {"machine": machine, "elapsed_s": time.monotonic() - started,
             "groups": {g.name: {"concurrency": g.concurrency, "rounds": g.rounds}
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         data = json.loads(args.render.read_text())
         metrics = report.derive(data["results"])
         metrics.update({f"memory.{k}": v for k, v in data["memory"].items()})
-        metrics.update(peers.derive(data["peers"]))
+        metrics.update(peers_report.derive(data["peers"]))
         data["metrics"], data["targets"] = metrics, evaluate(metrics)
     else:
         try:
@@ -264,10 +264,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench: the run broke: {exc}", file=sys.stderr)
             return 2
     rows = report.table_rows(data["results"], data["metrics"])
-    data["peers_md"] = peers.markdown(data["peers"], data["metrics"], data["targets"])
+    data["peers_md"] = peers_report.markdown(data["peers"], data["metrics"], data["targets"])
     print()
     print(report.text_table(["measure", "value", "target"],
-                            peers.readme_rows(data["metrics"], data["targets"])))
+                            peers_report.readme_rows(data["metrics"], data["targets"])))
     print()
     print(report.text_table(report.COLUMNS, rows))
     print("\ngateway RSS (MiB): " + ", ".join(
