@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,7 @@ class CallContext:
     extension_header: str = "A2A-Extensions"
     deadline: float | None = None  # time.monotonic() value
     # The gateway's public HTTP base as this client reached it (cards list it).
-    public_base: str | None = None
+    public_base: Callable[[], str] | None = None
     started: float = field(default_factory=time.monotonic)
     loss: LossReport = field(default_factory=LossReport)
     outcome: CallOutcome = field(default_factory=CallOutcome)

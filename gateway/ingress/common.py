@@ -97,7 +97,8 @@ def client_context(request: web.Request, gateway: Gateway, binding: str) -> Call
     ctx.forward_headers = {h: request.headers[h] for h in gateway.config.forward_headers
                            if h in request.headers}
     ctx.extensions = _extensions(request)
-    ctx.public_base = gateway.cards.address.http_base(request)
+    # Read only by the extended card: not worked out for every call.
+    ctx.public_base = lambda: gateway.cards.address.http_base(request)
     tracing.take(ctx, request.headers)
     return ctx
 
