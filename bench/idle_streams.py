@@ -42,7 +42,7 @@ import aiohttp
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench import idle_report
+from bench import idle_report, report
 from bench.idle_clients import probe_latencies
 from bench.load import percentile
 from bench.procs import HOST, PYTHON, ROOT, BenchError, Proc, Processes, free_port, gateway_cmd
@@ -338,11 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     args.json.write_text(json.dumps(data, indent=1, default=str) + "\n")
     if str(args.md) != "-":
         idle_report.write_section(args.md, data)
-    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
-    print(f"\n{len(missed)} target(s) missed; wrote {args.json}"
-          + ("" if str(args.md) == "-" else f" and {args.md}")
-          + f" in {data['elapsed_s']:.0f} s")
-    return 1 if args.strict and missed else 0
+    return report.summarize(data, args.json, args.md, args.strict)
 
 
 if __name__ == "__main__":

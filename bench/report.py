@@ -212,3 +212,13 @@ def markdown(run: dict[str, Any]) -> str:
     if run.get("skipped"):
         parts += [f"Skipped (time budget): {', '.join(run['skipped'])}", ""]
     return "\n".join(parts)
+
+
+def summarize(data: dict[str, Any], json_path: Any, md_path: Any, strict: bool) -> int:
+    """The closing line of a bench run, and its exit code (1 under --strict when a target
+    is missed)."""
+    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
+    print(f"\n{len(missed)} target(s) missed; wrote {json_path}"
+          + ("" if str(md_path) == "-" else f" and {md_path}")
+          + f" in {data['elapsed_s']:.0f} s")
+    return 1 if strict and missed else 0

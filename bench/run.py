@@ -286,11 +286,7 @@ def main(argv: list[str] | None = None) -> int:
         if kept is not None:
             text = report.put_section(text, report.IDLE_SECTION, kept)
         args.md.write_text(text)
-    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
-    print(f"\n{len(missed)} target(s) missed; wrote {args.json}"
-          + ("" if str(args.md) == "-" else f" and {args.md}")
-          + f" in {data['elapsed_s']:.0f} s")
-    return 1 if args.strict and missed else 0
+    return report.summarize(data, args.json, args.md, args.strict)
 
 
 if __name__ == "__main__":
