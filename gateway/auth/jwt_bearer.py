@@ -94,7 +94,7 @@ class JwtVerifier:
         except jwt.InvalidAlgorithmError:
             raise TokenRefused("algorithm_not_allowed", "the token's signature algorithm is "
                                "not allowed") from None
-        except jwt.InvalidKeyError:
+        except (jwt.InvalidKeyError, TypeError):  # a key that does not fit the algorithm
             raise TokenRefused("algorithm_not_allowed", "the token's signature algorithm "
                                "does not fit the issuer's key") from None
         except jwt.InvalidIssuedAtError:
@@ -122,7 +122,7 @@ class JwtVerifier:
     def _scopes(self, claims: Mapping[str, Any]) -> list[str]:
         if self.config.scopes_claim is not None:
             return _strings(claims.get(self.config.scopes_claim))
-        if "scope" in claims:
+        if claims.get("scope") is not None:
             return _strings(claims["scope"])
         return _strings(claims.get("scp"))
 
