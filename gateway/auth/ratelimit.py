@@ -39,7 +39,7 @@ class LocalBuckets:
         now = self._clock()
         tokens, last = self._buckets.get(key, (float(burst), now))
         tokens = min(float(burst), tokens + (now - last) * rate)
-        if tokens >= 1.0:
+        if tokens >= 1.0 - 1e-9:  # float sums of refills: 0.01 s x 100/s is one token
             self._put(key, tokens - 1.0, now)
             return None
         self._put(key, tokens, now)
