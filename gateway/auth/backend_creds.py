@@ -11,10 +11,12 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import quote
 
 import aiohttp
 import structlog
@@ -80,15 +82,16 @@ class OAuthTokens:
             form["scope"] = cfg.scope
         if cfg.audience:
             form["audience"] = cfg.audience
-        auth = None
+        headers = {"accept": "application/json"}
         if cfg.auth_method == "client_secret_basic":
-            auth = aiohttp.BasicAuth(cfg.client_id, self._secret)
+            # RFC 6749 §2.3.1: both form-urlencoded, then HTTP Basic.
+            pair = f"{quote(cfg.client_id, safe='')}:{quote(self._secret, safe='')}"
+            headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
             form.update(client_id=cfg.client_id, client_secret=self._secret)
         timeout = aiohttp.ClientTimeout(total=cfg.timeout)
         async with aiohttp.ClientSession(timeout=timeout) as session, session.post(
-                cfg.token_url, data=form, auth=auth, allow_redirects=False,
-                headers={"accept": "application/json"}) as resp:
+                cfg.token_url, data=form, allow_redirects=False, headers=headers) as resp:
             body = await resp.content.read(MAX_TOKEN_ANSWER)
             if resp.status != 200:
                 raise ValueError(f"token endpoint answered HTTP {resp.status}")
