@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
+import structlog
+
 from gateway.auth.config import SecretSource
+
+log = structlog.get_logger("a2a_gateway.auth")
 
 
 class SecretError(Exception):
@@ -21,6 +26,8 @@ def read_secret(file: str | None = None, env: str | None = None) -> str:
             raise SecretError(f"cannot read secret file {file}: {exc.strerror}") from None
         value = text.splitlines()[0].strip() if text.strip() else ""
         where = f"file {file}"
+        if _world_readable(file):
+            log.warning("secret file readable by every user; chmod 600 it", file=file)
     elif env is not None:
         value = os.environ.get(env, "").strip()
         where = f"environment variable {env}"
@@ -33,3 +40,10 @@ def read_secret(file: str | None = None, env: str | None = None) -> str:
 
 def read_source(source: SecretSource) -> str:
     return read_secret(source.file, source.env)
+
+
+def _world_readable(path: str) -> bool:
+    try:
+        return bool(os.stat(path).st_mode & stat.S_IROTH)
+    except OSError:
+        return False

@@ -41,13 +41,16 @@ class TenantAuth:
 
 class GatewayAuth:
     """Every tenant's :class:`TenantAuth`, sharing JWK set caches (one per source) and
-    the rate-limit store."""
+    the rate-limit store. On a config reload, build a new one with the old one as
+    ``previous``: buckets and open-call counts carry over (a reload is no rate reset)."""
 
     def __init__(self, default: AuthConfig | None, tenants: Mapping[str, AuthConfig | None],
-                 buckets: BucketStore | None = None) -> None:
+                 buckets: BucketStore | None = None,
+                 previous: GatewayAuth | None = None) -> None:
         self.default = default or AuthConfig()
-        self.buckets = buckets or LocalBuckets()
-        self.concurrency = Concurrency()
+        self.buckets: BucketStore = buckets or (previous.buckets if previous
+                                                else LocalBuckets())
+        self.concurrency: Concurrency = previous.concurrency if previous else Concurrency()
         self._jwks: dict[str, JwksSource] = {}
         self.tenants = {name: self._build(name, override)
                         for name, override in tenants.items()}

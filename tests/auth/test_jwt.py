@@ -231,3 +231,12 @@ async def test_jwks_file_and_the_authenticator_challenge(tmp_path: Path) -> None
     assert err.metadata[CHALLENGE_KEY] == ('Bearer realm="a2a-gateway", error="invalid_token", '
                                            'error_description="the token has expired"')
     assert expired not in err.message and expired not in json.dumps(err.metadata)
+
+
+async def test_tenants_claim_binds_the_principal(jwks_server: JwksServer) -> None:
+    cfg = config(jwks_server.url, tenants_claim="tenants")
+    principal = await JwtVerifier(cfg, JwksSource(cfg), "a").verify(
+        token(tenants=["a", "b"]))
+    assert principal.tenants == {"a"}  # bound to the tenant whose config verified it
+    unbound = await JwtVerifier(cfg, JwksSource(cfg)).verify(token(tenants="b c"))
+    assert unbound.tenants == {"b", "c"}

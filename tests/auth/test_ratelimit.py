@@ -97,3 +97,19 @@ def test_concurrent_calls_and_streams_per_principal() -> None:
     with lim.hold(ALICE, streaming=False):  # released when the call ended
         pass
     assert lim.concurrency.held("max_calls_per_principal:t:jwt:alice") == 0
+
+
+def test_a_rebuilt_policy_keeps_buckets_and_open_calls() -> None:
+    from gateway.auth.config import AuthConfig
+    from gateway.auth.service import GatewayAuth
+
+    cfg = AuthConfig.model_validate({"rate_limits": {"principal": {"rate": 0.1, "burst": 1},
+                                                     "max_calls_per_principal": 1}})
+    old = GatewayAuth(cfg, {"t": None})
+    old.for_tenant("t").limits.admit(ALICE)
+    with old.for_tenant("t").limits.hold(ALICE, streaming=False):
+        new = GatewayAuth(cfg, {"t": None}, previous=old)
+        with pytest.raises(A2AError):
+            new.for_tenant("t").limits.admit(ALICE)
+        with pytest.raises(A2AError), new.for_tenant("t").limits.hold(ALICE, streaming=False):
+            pass
