@@ -19,6 +19,7 @@ from auth_pki import Issued, issue, make_ca
 
 from gateway.auth.config import MtlsConfig
 from gateway.auth.mtls import cert_principal
+from gateway.auth.peer import grpc_peer_cert, http_peer_cert
 from gateway.auth.tls import (
     ReloadingServerContext,
     client_context,
@@ -31,7 +32,7 @@ from gateway.auth.tls_config import ClientTlsConfig, ServerTlsConfig
 
 CA, OTHER_CA = make_ca("gateway test CA"), make_ca("another CA")
 SERVER = issue(CA, "server-1", server=True)
-CLIENT = issue(CA, "billing-agent")
+CLIENT = issue(CA, "billing-agent", dns=("billing.agents.internal",))
 STRANGER = issue(OTHER_CA, "stranger")
 
 
@@ -48,8 +49,7 @@ def pki(tmp_path: Path) -> dict[str, str]:
 
 async def serve(ctx: ssl.SSLContext, port: int) -> Callable[[], Any]:
     async def hello(request: web.Request) -> web.Response:
-        peer = request.transport.get_extra_info("peercert") if request.transport else None
-        principal = cert_principal(MtlsConfig(), peer)
+        principal = cert_principal(MtlsConfig(), http_peer_cert(request.transport))
         return web.Response(text=f"hello {principal.name if principal else 'anonymous'}")
 
     app = web.Application()
@@ -146,8 +146,9 @@ async def test_rotated_files_are_used_by_new_handshakes(pki: dict[str, str], tmp
 
 def _echo() -> grpc.GenericRpcHandler:
     async def echo(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        cn = context.auth_context().get("x509_common_name", [b"anonymous"])[0]
-        return request + b" " + cn
+        principal = cert_principal(MtlsConfig(principal_from="san_dns"),
+                                   grpc_peer_cert(context.auth_context()))
+        return request + b" " + (principal.name if principal else "anonymous").encode()
 
     return grpc.method_handlers_generic_handler(
         "test.Echo", {"Echo": grpc.unary_unary_rpc_method_handler(echo)})
@@ -171,7 +172,7 @@ async def test_grpc_credentials_from_the_same_config(pki: dict[str, str],
 
         ok = ClientTlsConfig(ca_file=pki["ca"], cert_file=pki["client_cert"],
                              key_file=pki["client_key"], server_name="localhost")
-        assert await call(ok) == b"hi billing-agent"
+        assert await call(ok) == b"hi billing.agents.internal"
         with pytest.raises(grpc.aio.AioRpcError) as caught:
             await call(ClientTlsConfig(ca_file=pki["ca"], server_name="localhost"))
         assert caught.value.code() == grpc.StatusCode.UNAVAILABLE
