@@ -90,9 +90,6 @@ class Authenticator:
             if principal is not None:
                 return principal
         if self.config.required:
-            return self._missing()
+            raise self._refuse("missing", "authentication is required: no credential was "
+                               "presented")
         return None
-
-    def _missing(self) -> Principal:
-        raise self._refuse("missing", "authentication is required: no credential was "
-                           "presented")

@@ -18,7 +18,7 @@ from jwt import PyJWK
 from jwt.exceptions import InvalidKeyError, PyJWKError
 
 from gateway.auth.config import JwtConfig
-from translators.errors import a2a_error
+from translators.errors import A2AError, a2a_error
 
 log = structlog.get_logger("a2a_gateway.auth")
 
@@ -62,7 +62,7 @@ def parse_jwks(data: Any) -> dict[str | None, SigningKey]:
 
 
 class JwksSource:
-    """Where one JWT config's keys come from. ``fetch`` may be replaced (tests)."""
+    """Where one JWT config's keys come from; ``clock`` is replaceable (tests)."""
 
     def __init__(self, config: JwtConfig, clock: Callable[[], float] = time.monotonic,
                  ) -> None:
@@ -73,6 +73,17 @@ class JwksSource:
         self._file_mtime: float | None = None
         self._lock = asyncio.Lock()
         self.fetches = 0  # how many times the set was fetched (tests, metrics)
+
+    async def prime(self) -> None:
+        """Load the keys at start: a JWK set file that cannot be read is a config error
+        (JwksError); an issuer that cannot be reached yet is only logged (tokens are
+        refused as unavailable until it can be)."""
+        try:
+            await self._refresh(force=True)
+        except A2AError:
+            if self.config.jwks_file is not None:
+                raise JwksError(f"cannot use the JWK set file {self.config.jwks_file}") \
+                    from None
 
     async def key_for(self, kid: str | None) -> SigningKey | None:
         """The key ``kid`` names (a token without a kid: the set's only key)."""

@@ -60,6 +60,11 @@ class GatewayAuth:
         return any(t.config.authenticates or t.config.rate_limits or t.config.allow
                    for t in self.tenants.values())
 
+    async def prime(self) -> None:
+        """Load every JWK set once at start (JwksError for an unusable file)."""
+        for source in self._jwks.values():
+            await source.prime()
+
     def for_tenant(self, name: str) -> TenantAuth:
         return self.tenants[name]
 

@@ -240,3 +240,22 @@ async def test_tenants_claim_binds_the_principal(jwks_server: JwksServer) -> Non
     assert principal.tenants == {"a"}  # bound to the tenant whose config verified it
     unbound = await JwtVerifier(cfg, JwksSource(cfg)).verify(token(tenants="b c"))
     assert unbound.tenants == {"b", "c"}
+
+
+async def test_prime_loads_at_start_and_refuses_a_broken_file(
+        tmp_path: Path, jwks_server: JwksServer, unused_tcp_port: int) -> None:
+    from gateway.auth.config import AuthConfig
+    from gateway.auth.jwks import JwksError
+    from gateway.auth.service import GatewayAuth
+
+    auth = GatewayAuth(AuthConfig.model_validate({"jwt": {"jwks_url": jwks_server.url}}),
+                       {"a": None, "b": None})
+    await auth.prime()
+    assert jwks_server.hits == 1  # one source for both tenants, loaded once
+    down = AuthConfig.model_validate({"jwt": {
+        "jwks_url": f"http://127.0.0.1:{unused_tcp_port}/", "jwks_timeout": 1}})
+    await GatewayAuth(down, {"a": None}).prime()  # an issuer down at start is only logged
+    (tmp_path / "jwks.json").write_text("{}")
+    broken = AuthConfig.model_validate({"jwt": {"jwks_file": str(tmp_path / "jwks.json")}})
+    with pytest.raises(JwksError):
+        await GatewayAuth(broken, {"a": None}).prime()
