@@ -1,5 +1,5 @@
 """`a2a-gateway`: serve, check a config, print the config schema, run the demo agent,
-probe an agent (doctor), read who still calls a gateway (usage)."""
+probe an agent (doctor), read who still calls a gateway (usage), hash an API key."""
 
 from __future__ import annotations
 
@@ -57,6 +57,20 @@ def _schema(_: argparse.Namespace) -> int:
     return 0
 
 
+def _hash_key(_: argparse.Namespace) -> int:
+    """The SHA-256 of the API key on stdin (its first line), as `api_keys.keys[].sha256`
+    stores it: the key itself never goes into the config."""
+    from gateway.auth.apikeys import hash_key
+
+    lines = sys.stdin.read().splitlines()
+    key = lines[0].strip() if lines else ""
+    if not key:
+        print("a2a-gateway: hash-key reads the key from stdin; got none", file=sys.stderr)
+        return 2
+    print(hash_key(key))
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from gateway.demo_agent import main as demo_main
 
@@ -86,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=_check)
     p = sub.add_parser("schema", help="print the config's JSON Schema")
     p.set_defaults(func=_schema)
+    p = sub.add_parser("hash-key", help="print the SHA-256 of an API key read from stdin "
+                       "(for auth.api_keys.keys[].sha256)")
+    p.set_defaults(func=_hash_key)
     p = sub.add_parser("demo-agent", help="run only the built-in v0.3 demo agent")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9009)

@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.auth.config import AuthConfig
 from gateway.tracing import TracingConfig
 from translators.loss import LossPolicy
 
@@ -116,6 +117,8 @@ class TenantConfig(_Model):
     max_streams: int | None = Field(None, gt=0, description="Streams open through this "
                                     "tenant at once (null: only the backend's and the "
                                     "gateway's limits)")
+    auth: AuthConfig | None = Field(None, description="This tenant's auth settings; a "
+                                    "field set here replaces the gateway-wide `auth` one")
 
 
 class ListenConfig(_Model):
@@ -289,6 +292,8 @@ class GatewayConfig(_Model):
     push_relay: PushRelayConfig = Field(default_factory=PushRelayConfig)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    auth: AuthConfig | None = Field(None, description="Who may call, what, how often, over "
+                                    "what channel (README \"Security\"); tenants override")
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio", description="The event loop `serve` runs on; uvloop needs the `uvloop` "
         "package (`pip install a2a-gateway[speed]`). A2A_GATEWAY_LOOP overrides it.")
@@ -321,6 +326,10 @@ class GatewayConfig(_Model):
             if not name or "/" in name or ":" in name:
                 raise ValueError(f"tenant name {name!r} may not be empty or contain '/' or ':'")
         self.forward_headers = [h.lower() for h in self.forward_headers]
+        for name, tenant in self.tenants.items():
+            if tenant.auth is not None and tenant.auth.server_tls is not None:
+                raise ValueError(f"tenants.{name}.auth.server_tls: TLS on the listeners is "
+                                 f"gateway-wide (auth.server_tls)")
         if self.card_signing is not None and not self.public_url:
             raise ValueError("card_signing needs public_url: a signed card names the gateway "
                              "by its configured address, never by what a request says")

@@ -1,0 +1,129 @@
+"""Traffic limits per tenant and per principal: request rate (token buckets with a
+burst) and calls / streams open at once. Process-local here, behind ``BucketStore`` so
+a shared store can replace it. Refusals are ResourceExhaustedError with `limit` and
+`retry_after` (whole seconds) in the metadata: HTTP 429 + Retry-After, gRPC
+RESOURCE_EXHAUSTED, JSON-RPC -32603 with reason RESOURCE_EXHAUSTED."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Protocol
+
+from gateway.auth.config import RateLimitsConfig
+from gateway.auth.principal import Principal
+from gateway.limits import REFUSED
+from translators.errors import A2AError, a2a_error
+
+
+class BucketStore(Protocol):
+    def take(self, key: str, rate: float, burst: int) -> float | None:
+        """Take one token from ``key``'s bucket: None when taken, else the seconds until
+        one is there."""
+
+
+class LocalBuckets:
+    """Token buckets in this process, at most ``max_keys`` (the least recently used
+    bucket goes first; a new bucket starts full)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 max_keys: int = 100_000) -> None:
+        self._clock = clock
+        self._max = max_keys
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, key: str, rate: float, burst: int) -> float | None:
+        now = self._clock()
+        tokens, last = self._buckets.get(key, (float(burst), now))
+        tokens = min(float(burst), tokens + (now - last) * rate)
+        if tokens >= 1.0 - 1e-9:  # float sums of refills: 0.01 s x 100/s is one token
+            self._put(key, tokens - 1.0, now)
+            return None
+        self._put(key, tokens, now)
+        return (1.0 - tokens) / rate
+
+    def _put(self, key: str, tokens: float, now: float) -> None:
+        self._buckets[key] = (tokens, now)
+        self._buckets.move_to_end(key)
+        while len(self._buckets) > self._max:
+            self._buckets.popitem(last=False)
+
+
+class Concurrency:
+    """How many calls each key holds open now."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, int] = {}
+
+    def held(self, key: str) -> int:
+        return self._held.get(key, 0)
+
+    @contextmanager
+    def hold(self, key: str, cap: int | None, refuse: Callable[[], A2AError],
+             ) -> Iterator[None]:
+        if cap is not None and self._held.get(key, 0) >= cap:
+            raise refuse()
+        self._held[key] = self._held.get(key, 0) + 1
+        try:
+            yield
+        finally:
+            left = self._held[key] - 1
+            if left:
+                self._held[key] = left
+            else:
+                del self._held[key]
+
+
+def exhausted(limit: str, tenant: str, retry_after: float, what: str) -> A2AError:
+    REFUSED.labels(limit, tenant).inc()
+    seconds = max(1, math.ceil(retry_after))
+    return a2a_error("ResourceExhaustedError", f"{what} (tenant {tenant}); retry in "
+                     f"{seconds} s", limit=limit, retry_after=seconds)
+
+
+def principal_key(principal: Principal | None) -> str:
+    return "anonymous" if principal is None else principal.key
+
+
+class TrafficLimits:
+    """One tenant's limits. ``admit`` before a call, ``hold`` around it."""
+
+    def __init__(self, tenant: str, config: RateLimitsConfig | None, buckets: BucketStore,
+                 concurrency: Concurrency) -> None:
+        self.tenant = tenant
+        self.config = config or RateLimitsConfig()
+        self.buckets = buckets
+        self.concurrency = concurrency
+
+    def admit(self, principal: Principal | None) -> None:
+        """Take a token from the tenant's bucket and from the principal's."""
+        cfg, tenant = self.config, self.tenant
+        if cfg.tenant is not None:
+            wait = self.buckets.take(f"rate:tenant:{tenant}", cfg.tenant.rate, cfg.tenant.burst)
+            if wait is not None:
+                raise exhausted("rate_per_tenant", tenant, wait, "the tenant's request rate "
+                                f"({cfg.tenant.rate:g}/s, burst {cfg.tenant.burst}) is reached")
+        if cfg.principal is not None:
+            key = f"rate:principal:{tenant}:{principal_key(principal)}"
+            wait = self.buckets.take(key, cfg.principal.rate, cfg.principal.burst)
+            if wait is not None:
+                raise exhausted("rate_per_principal", tenant, wait, "the caller's request "
+                                f"rate ({cfg.principal.rate:g}/s, burst "
+                                f"{cfg.principal.burst}) is reached")
+
+    @contextmanager
+    def hold(self, principal: Principal | None, streaming: bool) -> Iterator[None]:
+        """A slot for one call (or stream) of ``principal`` while it runs."""
+        if streaming:
+            limit, cap, what = ("max_streams_per_principal",
+                                self.config.max_streams_per_principal, "streams")
+        else:
+            limit, cap, what = ("max_calls_per_principal",
+                                self.config.max_calls_per_principal, "calls")
+        key = f"{limit}:{self.tenant}:{principal_key(principal)}"
+        with self.concurrency.hold(key, cap, lambda: exhausted(
+                limit, self.tenant, 1, f"the caller has {cap} {what} open, its limit")):
+            yield

@@ -1,0 +1,45 @@
+"""TLS settings: the listeners' (server) and toward backends (client)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class ServerTlsConfig(BaseModel):
+    """TLS on the HTTP and gRPC listeners. Files are re-read when they change (new
+    handshakes use them; open connections keep theirs)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cert_file: str = Field(description="PEM certificate chain, leaf first")
+    key_file: str = Field(description="PEM private key of the certificate")
+    client_ca_file: str | None = Field(None, description="PEM CA bundle for client "
+                                       "certificates (mTLS)")
+    client_auth: Literal["none", "optional", "required"] = Field(
+        "required", description="With client_ca_file: whether a client certificate is "
+        "required (refused at the handshake without one) or only checked when sent")
+    min_version: Literal["1.2", "1.3"] = "1.2"
+    reload_interval: float = Field(10.0, ge=0, description="Seconds between checks of the "
+                                   "files for changes (0: never)")
+
+
+class ClientTlsConfig(BaseModel):
+    """TLS toward backends: `https://` URLs and gRPC channels."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ca_file: str | None = Field(None, description="PEM CA bundle trusted for the backend "
+                                "(null: the system's)")
+    cert_file: str | None = Field(None, description="PEM client certificate (mTLS)")
+    key_file: str | None = None
+    server_name: str | None = Field(None, description="Name checked in the backend's "
+                                    "certificate (null: the URL's host)")
+    grpc: bool = Field(False, description="Use a secure channel toward a gRPC backend")
+
+    @model_validator(mode="after")
+    def _pair(self) -> ClientTlsConfig:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together")
+        return self
