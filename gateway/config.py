@@ -12,6 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gateway.state.config import StateConfig
 from gateway.tracing import TracingConfig
 from translators.loss import LossPolicy
 
@@ -289,6 +290,7 @@ class GatewayConfig(_Model):
     push_relay: PushRelayConfig = Field(default_factory=PushRelayConfig)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    state: StateConfig = Field(default_factory=StateConfig)
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio", description="The event loop `serve` runs on; uvloop needs the `uvloop` "
         "package (`pip install a2a-gateway[speed]`). A2A_GATEWAY_LOOP overrides it.")

@@ -72,3 +72,10 @@ def check_redis_url(url: str) -> None:
     db = parts.path.strip("/")
     if db and not db.isdigit():
         raise ValueError(f"state.url path must be a database number, got {parts.path!r}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its user and password, for logs."""
+    scheme, sep, rest = url.partition("://")
+    _creds, at, host = rest.rpartition("@")
+    return f"{scheme}{sep}***@{host}" if at else url

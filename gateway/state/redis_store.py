@@ -23,7 +23,7 @@ from gateway.state.base import (
     decode_token,
     encode_token,
 )
-from gateway.state.config import RetentionConfig
+from gateway.state.config import RetentionConfig, redact_url
 
 _BATCH = 500
 
@@ -44,7 +44,7 @@ class RedisStore:
         self._redis = aioredis.Redis.from_url(
             url, decode_responses=True, socket_timeout=timeout,
             socket_connect_timeout=timeout, health_check_interval=30, **extra)
-        self._url = _redact(url)
+        self._url = redact_url(url)
         self._upsert = self._redis.register_script(redis_lua.UPSERT)
         self._list = self._redis.register_script(redis_lua.LIST)
         self._delete = self._redis.register_script(redis_lua.DELETE)
@@ -152,9 +152,3 @@ def _record(f: list[Any]) -> TaskRecord:
     owner = f[6] or ""
     return TaskRecord(f[0], f[1], f[2], f[3], float(f[4]), float(f[5]),
                       owner[1:] if owner else None, f[7] or "")
-
-
-def _redact(url: str) -> str:
-    scheme, sep, rest = url.partition("://")
-    _creds, at, host = rest.rpartition("@")
-    return f"{scheme}{sep}***@{host}" if at else url
