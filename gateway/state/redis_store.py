@@ -46,7 +46,8 @@ class RedisStore:
             socket_connect_timeout=timeout, health_check_interval=30, **extra)
         self._url = redact_url(url)
         self._upsert = self._redis.register_script(redis_lua.UPSERT)
-        self._list = self._redis.register_script(redis_lua.LIST)
+        self._list_scan = self._redis.register_script(redis_lua.LIST_SCAN)
+        self._list_union = self._redis.register_script(redis_lua.LIST_UNION)
         self._delete = self._redis.register_script(redis_lua.DELETE)
         self._claim = self._redis.register_script(redis_lua.CLAIM)
         self._take = self._redis.register_script(redis_lua.TAKE)
@@ -77,17 +78,22 @@ class RedisStore:
         size = clamp_page_size(page_size)
         cursor = decode_token(page_token)
         idx = f"{self.prefix}idx:{query.tenant}"
-        owner = "" if query.owner is None else "@" + query.owner
-        context = query.context_id or ""
-        if query.context_id is not None:  # the narrowest index does that filter
-            idx, context = f"{idx}:c:{query.context_id}", ""
-        elif query.owner is not None:
-            idx, owner = f"{idx}:o:{query.owner}", ""
-        args: list[str | int] = [self.prefix, query.tenant, idx, owner, context,
-                "-inf" if query.status_after is None else repr(query.status_after),
-                "" if cursor is None else repr(cursor[0]), "" if cursor is None else cursor[1],
-                size, *sorted(query.states or ())]
-        out = await self._do(self._list(args=args))
+        head: list[str | int] = [
+            self.prefix, query.tenant,
+            "-inf" if query.status_after is None else repr(query.status_after),
+            "" if cursor is None else repr(cursor[0]), "" if cursor is None else cursor[1],
+            size]
+        states = sorted(query.states or ())
+        if query.context_id is not None:
+            # A context's tasks are few: scan them, checking owner and state.
+            owner = "" if query.owner is None else "@" + query.owner
+            out = await self._do(self._list_scan(args=[
+                *head[:2], f"{idx}:c:{query.context_id}", owner, *head[2:], *states]))
+        else:
+            # The tasks of each state (of an owner) are an index of their own.
+            mine = "" if query.owner is None else f":o:{query.owner}"
+            keys = [f"{idx}:s:{s}{mine}" for s in states] if states else [f"{idx}{mine}"]
+            out = await self._do(self._list_union(args=[*head, *keys]))
         total, more, flat = int(out[0]), int(out[1]), out[2:]
         records = [_record(flat[i:i + 8]) for i in range(0, len(flat), 8)]
         token = encode_token((records[-1].updated_at, records[-1].task_id)) if more else ""
