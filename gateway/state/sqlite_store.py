@@ -72,7 +72,11 @@ class SqliteStore:
         self.retention = retention or RetentionConfig()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-state")
         self._db: sqlite3.Connection | None = None
-        self._pool.submit(self._connect).result()
+        try:
+            self._pool.submit(self._connect).result()
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            raise
 
     def _connect(self) -> None:
         if self.path != ":memory:":

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,3 +57,33 @@ def test_unopenable_file(tmp_path: Path) -> None:
     (tmp_path / "dir.db").mkdir()
     with pytest.raises(StoreError):
         SqliteStore(str(tmp_path / "dir.db"))
+
+
+_WORKER = """
+import asyncio, json, sys
+from gateway.state.sqlite_store import SqliteStore
+
+async def main():
+    store = SqliteStore(sys.argv[1])
+    won = [k for k in range(40) if await store.seen_once(f"n{k}", 60)]
+    taken = sum([(await store.take_tokens("b", 0.001, 30))[0] for _ in range(20)])
+    await store.close()
+    print(json.dumps([won, taken]))
+
+asyncio.run(main())
+"""
+
+
+def test_worker_processes_share_marks_and_buckets(tmp_path: Path) -> None:
+    """Three processes on one file: each mark is taken by exactly one, and the bucket's 30
+    tokens are shared (60 asked for)."""
+    path = str(tmp_path / "state.db")
+    asyncio.run(SqliteStore(path).close())  # the schema, before the race
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": root}
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, path], stdout=subprocess.PIPE,
+                              env=env, text=True) for _ in range(3)]
+    results = [json.loads(p.communicate(timeout=60)[0]) for p in procs]
+    won = [k for r in results for k in r[0]]
+    assert sorted(won) == list(range(40))
+    assert sum(r[1] for r in results) == 30
