@@ -64,6 +64,8 @@ class RedisStore:
 
     async def record_task(self, record: TaskRecord) -> None:
         r = record
+        if ":" in r.tenant:  # keys are prefix + "task:" + tenant + ":" + task id
+            raise ValueError(f"tenant {r.tenant!r} may not contain ':'")
         await self._do(self._upsert(args=[
             self.prefix, r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
             repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]))
