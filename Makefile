@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 CONFIG ?= config/gateway.yaml
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint unit bench clean matrix
+.PHONY: run test setup venvs lint unit bench clean matrix redis
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,20 @@ lint: setup
 	$(BIN)/ruff check gateway translators tests bench
 	$(BIN)/mypy --strict translators gateway
 
-test: setup venvs lint
+test: setup venvs lint redis
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# The state store's tests start a real redis-server on a loopback port (tests/state). It is
+# installed with apt when missing and we are root; without root, build or fetch one and set
+# A2A_TEST_REDIS_SERVER to its path (README "State").
+redis:
+	@if [ -n "$$A2A_TEST_REDIS_SERVER" ]; then test -x "$$A2A_TEST_REDIS_SERVER" || \
+	  { echo "A2A_TEST_REDIS_SERVER=$$A2A_TEST_REDIS_SERVER is not executable" >&2; exit 1; }; \
+	elif command -v redis-server >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; \
+	else echo "redis-server is missing and this is not root: see README \"State\" " \
+	  "(A2A_TEST_REDIS_SERVER)" >&2; exit 1; fi
 
 unit: setup
 	$(BIN)/pytest -q tests/unit

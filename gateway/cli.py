@@ -14,6 +14,7 @@ from typing import Any
 
 from gateway.config import ConfigError, json_schema, load_config
 from gateway.preflight import preflight
+from gateway.state.config import redact_url
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -49,6 +50,9 @@ def _check(args: argparse.Namespace) -> int:
     for name, tenant in config.tenants.items():
         b = tenant.backend
         print(f"  {name}: {b.url} (A2A {b.version}, {b.binding})")
+    state = config.state
+    where = state.path if state.backend == "sqlite" else redact_url(state.url or "")
+    print(f"  state: {state.backend} at {where}")
     return 0
 
 

@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.auth.config import AuthConfig
+from gateway.state.config import StateConfig
 from gateway.tracing import TracingConfig
 from translators.loss import LossPolicy
 
@@ -294,6 +295,7 @@ class GatewayConfig(_Model):
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     auth: AuthConfig | None = Field(None, description="Who may call, what, how often, over "
                                     "what channel (README \"Security\"); tenants override")
+    state: StateConfig = Field(default_factory=StateConfig)
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio", description="The event loop `serve` runs on; uvloop needs the `uvloop` "
         "package (`pip install a2a-gateway[speed]`). A2A_GATEWAY_LOOP overrides it.")

@@ -32,6 +32,7 @@ from gateway.relay.delivery import COUNTERS, Delivery, FetchTask
 from gateway.relay.guard import WebhookGuard
 from gateway.relay.seals import Sealer, SealError, load_keys, relay_base, sealed_part
 from gateway.relay.state import RelayState
+from gateway.state import Store
 from translators import operations as ops
 from translators.errors import invalid_params
 from translators.webhooks import register_relay, restore_client_config, target_from_config
@@ -43,7 +44,8 @@ class PushRelay:
     """Seals, the pipeline hooks, the state and the delivery worker of one gateway."""
 
     def __init__(self, config: GatewayConfig, fetch_task: FetchTask,
-                 environ: Mapping[str, str] | None = None) -> None:
+                 environ: Mapping[str, str] | None = None, store: Store | None = None,
+                 ) -> None:
         self.settings = config.push_relay
         self.enabled = self.settings.enabled
         keys, source = load_keys(self.settings, environ)
@@ -52,7 +54,7 @@ class PushRelay:
         self.guard = WebhookGuard(self.settings)
         self.base = relay_base(config)
         self.counters = COUNTERS
-        self.state = RelayState()
+        self.state = RelayState(store=store)  # a store: shared with replicas
         self.delivery = Delivery(self.settings, self.guard, fetch_task, self.counters)
         if self.enabled:
             if source == "generated":

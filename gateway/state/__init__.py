@@ -1,0 +1,37 @@
+"""Shared state (README "State"): the task index, the relay's replay and spent-seal
+facts, rate-limit buckets. :func:`open_store` makes the configured one; the rest of the
+gateway sees only :class:`Store`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from gateway.state.base import (
+    BadPageToken,
+    Store,
+    StoreError,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+)
+from gateway.state.config import RetentionConfig, StateConfig
+
+__all__ = ["BadPageToken", "RetentionConfig", "StateConfig", "Store", "StoreError",
+           "TaskPage", "TaskQuery", "TaskRecord", "open_store"]
+
+
+def open_store(config: StateConfig, environ: Mapping[str, str] | None = None) -> Store:
+    """The configured store. Redis connects lazily (``ping`` checks it); SQLite opens its
+    file now (StoreError when it cannot)."""
+    if config.backend == "redis":
+        from gateway.state.redis_store import RedisStore
+
+        assert config.url is not None
+        env = os.environ if environ is None else environ
+        password = env.get(config.password_env) if config.password_env else None
+        return RedisStore(config.url, config.key_prefix, config.retention,
+                          password=password, timeout=config.timeout)
+    from gateway.state.sqlite_store import SqliteStore
+
+    return SqliteStore(config.path, config.retention)

@@ -1,0 +1,174 @@
+"""What the gateway remembers across calls, processes and replicas: the task index, the
+relay's replay and spent-seal facts, and rate-limit buckets, behind one small interface.
+
+Two implementations: :class:`~gateway.state.sqlite_store.SqliteStore` (one file, the
+default; several workers on one host share it) and
+:class:`~gateway.state.redis_store.RedisStore` (replicas). Nothing else in the gateway
+knows which one is in use.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+# ListTasks: at most 100 a page, 50 when the client names none (a2a.proto v1.0).
+MAX_PAGE_SIZE = 100
+DEFAULT_PAGE_SIZE = 50
+
+
+class StoreError(Exception):
+    """The store cannot be reached or used (the message says why)."""
+
+
+class BadPageToken(ValueError):
+    """A page token this store did not make (ListTasks: InvalidParams)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task the gateway has seen. Timestamps are seconds since the epoch;
+    ``updated_at`` is the task status's timestamp (ListTasks orders and filters by it)."""
+
+    tenant: str
+    task_id: str
+    context_id: str
+    state: str
+    created_at: float
+    updated_at: float
+    owner: str | None = None
+    backend: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps([self.tenant, self.task_id, self.context_id, self.state,
+                           self.created_at, self.updated_at, self.owner, self.backend],
+                          separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> TaskRecord:
+        t, i, c, s, ca, ua, o, b = json.loads(text)
+        return cls(t, i, c, s, float(ca), float(ua), o, b)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    records: list[TaskRecord]
+    next_page_token: str  # "" on the last page, as ListTasks says
+    total_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskQuery:
+    """The filters of one ListTasks call, already scoped to a tenant (and an owner when
+    ownership is on: None lists every owner's tasks)."""
+
+    tenant: str
+    owner: str | None = None
+    context_id: str | None = None
+    states: Collection[str] | None = None
+    status_after: float | None = None  # inclusive: updated_at >= status_after
+
+    def matches(self, r: TaskRecord) -> bool:
+        return (r.tenant == self.tenant
+                and (self.owner is None or r.owner == self.owner)
+                and (self.context_id is None or r.context_id == self.context_id)
+                and (not self.states or r.state in self.states)
+                and (self.status_after is None or r.updated_at >= self.status_after))
+
+
+def clamp_page_size(requested: int | None) -> int:
+    if requested is None or requested <= 0:
+        return DEFAULT_PAGE_SIZE
+    return min(requested, MAX_PAGE_SIZE)
+
+
+# A page token is the position after the last record shown: (updated_at, task_id) in the
+# order updated_at descending, task_id descending. Opaque to clients; a task inserted or
+# updated while a client pages sorts before the cursor, so pages never repeat or skip one
+# that stays put.
+Cursor = tuple[float, str]
+
+
+def encode_token(cursor: Cursor) -> str:
+    raw = json.dumps([repr(cursor[0]), cursor[1]], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(token: str) -> Cursor | None:
+    if not token:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        at, task_id = json.loads(raw)
+        return float(at), str(task_id)
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise BadPageToken(f"page token {token[:40]!r} was not made by this gateway") from exc
+
+
+def after_cursor(r: TaskRecord, cursor: Cursor | None) -> bool:
+    """Whether ``r`` comes after ``cursor`` in ListTasks order."""
+    return cursor is None or (r.updated_at, r.task_id) < cursor
+
+
+@runtime_checkable
+class Store(Protocol):
+    """The shared state. Every method is safe to call from many tasks, processes and (for
+    Redis) hosts at once; the atomic ones say so."""
+
+    backend: str  # "sqlite" or "redis", for logs and /readyz
+
+    async def record_task(self, record: TaskRecord) -> None:
+        """Insert or replace the task (tenant, task_id). ``created_at`` and ``owner`` of
+        an existing record are kept (the first writer owns the task)."""
+
+    async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None: ...
+
+    async def list_tasks(self, query: TaskQuery, page_size: int | None = None,
+                         page_token: str = "") -> TaskPage:
+        """The tasks ``query`` matches, status timestamp descending (then task id
+        descending), from ``page_token`` on; ``total_size`` counts all matches."""
+
+    async def prune(self, older_than: float | None = None) -> int:
+        """Drop tasks not updated since ``older_than`` (default: now - retention.max_age)
+        and the oldest beyond retention.max_tasks, and expired relay/limit entries.
+        Returns how many tasks were dropped."""
+
+    async def seen_once(self, key: str, ttl: float) -> bool:
+        """Atomically: True for the first caller offering ``key`` within ``ttl`` seconds,
+        False for every other, in any process."""
+
+    async def claim(self, key: str, value: str, ttl: float) -> str:
+        """Atomically bind ``key`` to ``value`` unless already bound; returns the bound
+        value (``value`` for the first caller)."""
+
+    async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
+        """``key`` is spent from ``after`` seconds on, remembered ``ttl`` seconds more.
+        The first mark wins; later ones do not move it."""
+
+    async def is_spent(self, key: str) -> bool: ...
+
+    async def take_tokens(self, key: str, rate: float, burst: float,
+                          cost: float = 1.0) -> tuple[bool, float]:
+        """Token bucket, atomic across processes: ``burst`` tokens at most, ``rate`` per
+        second refill. (True, 0) when ``cost`` tokens were taken, else (False, seconds
+        until they will be there)."""
+
+    async def ping(self) -> None:
+        """Raise StoreError when the store cannot serve (for /readyz)."""
+
+    async def close(self) -> None: ...
+
+
+def bucket(tokens: float, last: float, now: float, rate: float, burst: float,
+           cost: float) -> tuple[bool, float, float]:
+    """One token-bucket step: (allowed, retry_after, tokens left)."""
+    tokens = min(burst, tokens + max(0.0, now - last) * rate)
+    if tokens >= cost:
+        return True, 0.0, tokens - cost
+    if cost > burst or rate <= 0:
+        return False, float("inf"), tokens
+    return False, (cost - tokens) / rate, tokens

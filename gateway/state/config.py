@@ -1,0 +1,81 @@
+"""`state:` in the gateway config: which store, where, and how long tasks are kept."""
+
+from __future__ import annotations
+
+from typing import Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RetentionConfig(_Model):
+    max_age: float = Field(7 * 24 * 3600.0, ge=0, description="Seconds a task stays in the "
+                           "index after its last status change (0: no age limit)")
+    max_tasks: int = Field(100_000, ge=0, description="Tasks kept at most, all tenants; the "
+                           "least recently updated go first (0: no limit)")
+    interval: float = Field(300.0, gt=0, description="Seconds between two prunings")
+
+
+class StateConfig(_Model):
+    """What the gateway remembers across calls and replicas (README "State"): the task
+    index, relay replay protection, rate-limit counters."""
+
+    backend: Literal["sqlite", "redis"] = Field(
+        "sqlite", description="`sqlite`: one file on this host, shared by its workers; "
+        "`redis`: shared by replicas")
+    path: str = Field("a2a-gateway-state.db", description="SQLite file (`:memory:`: nothing "
+                      "kept, one process only)")
+    url: str | None = Field(None, description="Redis URL: redis://[user:password@]host:port"
+                            "/db, rediss:// for TLS (?ssl_ca_certs=/path/ca.pem), or "
+                            "unix:///path/redis.sock")
+    password_env: str | None = Field(None, description="Environment variable holding the "
+                                     "Redis password (instead of putting it in the URL)")
+    key_prefix: str = Field("a2a-gateway:", description="Prefix of every Redis key (several "
+                            "gateways may share one Redis)")
+    timeout: float = Field(2.0, gt=0, description="Seconds one Redis command may take")
+    retention: RetentionConfig = Field(default_factory=RetentionConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> StateConfig:
+        if self.backend == "redis":
+            if not self.url:
+                raise ValueError("state.backend redis needs state.url (redis://host:6379/0)")
+            check_redis_url(self.url)
+        elif not self.path:
+            raise ValueError("state.path may not be empty (`:memory:` keeps nothing)")
+        return self
+
+
+def check_redis_url(url: str) -> None:
+    parts = urlsplit(url)
+    if parts.scheme not in REDIS_SCHEMES:
+        raise ValueError(f"state.url must start with redis://, rediss:// or unix://, "
+                         f"got {url!r}")
+    if parts.scheme == "unix":
+        if not parts.path:
+            raise ValueError(f"state.url {url!r} names no socket path")
+        return
+    if not parts.hostname:
+        raise ValueError(f"state.url {url!r} names no host")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"state.url {url!r} has a bad port") from None
+    if port == 0:
+        raise ValueError(f"state.url {url!r} has a bad port")
+    db = parts.path.strip("/")
+    if db and not db.isdigit():
+        raise ValueError(f"state.url path must be a database number, got {parts.path!r}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` without its user and password, for logs."""
+    scheme, sep, rest = url.partition("://")
+    _creds, at, host = rest.rpartition("@")
+    return f"{scheme}{sep}***@{host}" if at else url

@@ -1,0 +1,192 @@
+"""The Lua scripts that make the Redis store's multi-key steps atomic. Keys are built
+inside the scripts from the prefix (a standalone Redis or a primary with replicas; not
+Redis Cluster). A task is a hash: t i c s ca ua o b (owner ``o`` is "" for none, else
+"@" + owner), indexed by zsets scored by ``ua`` (its status timestamp), under
+``idx:<tenant>``: all (``idx:T``), by context (``:c:<ctx>``), by owner (``:o:<owner>``),
+by state (``:s:<state>``), by state and owner (``:s:<state>:o:<owner>``); the free-form
+part always last, so no two names collide. ``all`` orders every tenant's tasks for
+retention."""
+
+# Byte order of two strings, whatever the server's locale (Lua's < uses strcoll).
+_LESS = """
+local function less(a, b)
+  local n = math.min(#a, #b)
+  for i = 1, n do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+"""
+
+# Add id to (op ZADD) or remove it from (op ZREM) the indexes of its context, owner, state.
+_INDEX = """
+local function index(op, idx, id, score, c, o, s)
+  local function call(key)
+    if op == 'ZADD' then redis.call('ZADD', key, score, id) else redis.call('ZREM', key, id) end
+  end
+  call(idx .. ':c:' .. c)
+  call(idx .. ':s:' .. s)
+  if o ~= '' then
+    call(idx .. ':o:' .. string.sub(o, 2))
+    call(idx .. ':s:' .. s .. ':o:' .. string.sub(o, 2))
+  end
+end
+"""
+
+UPSERT = _INDEX + """
+local p, t, id, c, s, ca, ua, o, b = unpack(ARGV)
+local key = p .. 'task:' .. t .. ':' .. id
+local idx = p .. 'idx:' .. t
+local old = redis.call('HMGET', key, 'c', 'ua', 'o', 'ca', 's')
+if old[2] then
+  local oo = old[3]
+  if oo ~= '' then o = oo end
+  if tonumber(ua) < tonumber(old[2]) then
+    if oo == '' and o ~= '' then
+      redis.call('HSET', key, 'o', o)
+      index('ZADD', idx, id, old[2], old[1], o, old[5])
+    end
+    return 0
+  end
+  ca = old[4]
+  index('ZREM', idx, id, 0, old[1], oo, old[5])
+end
+redis.call('HSET', key, 't', t, 'i', id, 'c', c, 's', s, 'ca', ca, 'ua', ua, 'o', o, 'b', b)
+redis.call('ZADD', idx, ua, id)
+index('ZADD', idx, id, ua, c, o, s)
+redis.call('ZADD', p .. 'all', ua, t .. ':' .. id)
+return 1
+"""
+
+# The records of the ids in ``page`` (at most ``size``), after {total, more}.
+_EMIT = """
+local function emit(base, page, size, total)
+  local out = {total, 0}
+  if #page > size then out[2] = 1 end
+  for i = 1, math.min(#page, size) do
+    local f = redis.call('HMGET', base .. page[i], 't', 'i', 'c', 's', 'ca', 'ua', 'o', 'b')
+    for j = 1, 8 do out[#out + 1] = f[j] end
+  end
+  return out
+end
+"""
+
+# One index scanned, each task checked against owner ("@"+owner or "" for any) and states
+# (none: any): for a context's tasks, which are few. ARGV: prefix, tenant, index key,
+# owner, min score ("-inf" or a number), cursor score and id ("" on the first page),
+# page size, states.
+LIST_SCAN = _LESS + _EMIT + """
+local p, t, idx, owner, min = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local cscore, cid, size = ARGV[6], ARGV[7], tonumber(ARGV[8])
+local states, nstates = {}, 0
+for i = 9, #ARGV do states[ARGV[i]] = true; nstates = nstates + 1 end
+local base = p .. 'task:' .. t .. ':'
+local cnum = tonumber(cscore)
+local total, page = 0, {}
+local offset, chunk = 0, 512
+while true do
+  local batch = redis.call('ZREVRANGEBYSCORE', idx, '+inf', min, 'WITHSCORES', 'LIMIT', offset, chunk)
+  if #batch == 0 then break end
+  for i = 1, #batch, 2 do
+    local id, score = batch[i], tonumber(batch[i + 1])
+    local f = redis.call('HMGET', base .. id, 'o', 's')
+    if (owner == '' or f[1] == owner) and (nstates == 0 or states[f[2]]) then
+      total = total + 1
+      if #page <= size and (cnum == nil or score < cnum or (score == cnum and less(id, cid)))
+      then page[#page + 1] = id end
+    end
+  end
+  offset = offset + chunk
+end
+return emit(base, page, size, total)
+"""
+
+# The union of disjoint indexes (one per state asked for, or the one that matches), each
+# read only from the cursor on: ZCOUNT for the total, at most size + 1 ids from each, merged.
+# ARGV: prefix, tenant, min score, cursor score and id, page size, index keys.
+LIST_UNION = _LESS + _EMIT + """
+local p, t, min, cscore, cid, size = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], tonumber(ARGV[6])
+local cnum = tonumber(cscore)
+local top = '+inf'
+if cnum ~= nil then top = cscore end
+local total, items = 0, {}
+for k = 7, #ARGV do
+  total = total + redis.call('ZCOUNT', ARGV[k], min, '+inf')
+  local got, offset = 0, 0
+  while got <= size do
+    local batch = redis.call('ZREVRANGEBYSCORE', ARGV[k], top, min, 'WITHSCORES', 'LIMIT',
+                             offset, size + 1)
+    if #batch == 0 then break end
+    for i = 1, #batch, 2 do
+      local id, score = batch[i], tonumber(batch[i + 1])
+      if got <= size and (cnum == nil or score < cnum or (score == cnum and less(id, cid))) then
+        items[#items + 1] = {id, score}
+        got = got + 1
+      end
+    end
+    offset = offset + size + 1
+  end
+end
+table.sort(items, function(a, b)
+  if a[2] ~= b[2] then return a[2] > b[2] end
+  return less(b[1], a[1])
+end)
+local page = {}
+for i = 1, math.min(#items, size + 1) do page[i] = items[i][1] end
+return emit(p .. 'task:' .. t .. ':', page, size, total)
+"""
+
+# ARGV: prefix, then members of the all-tenants zset ("tenant:task_id") to drop.
+DELETE = _INDEX + """
+local p = ARGV[1]
+local n = 0
+for i = 2, #ARGV do
+  local m = ARGV[i]
+  local sep = string.find(m, ':', 1, true)
+  local t, id = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
+  local key = p .. 'task:' .. t .. ':' .. id
+  local idx = p .. 'idx:' .. t
+  local f = redis.call('HMGET', key, 'c', 'o', 's')
+  if f[1] then
+    index('ZREM', idx, id, 0, f[1], f[2], f[3])
+    n = n + redis.call('DEL', key)
+  end
+  redis.call('ZREM', idx, id)
+  redis.call('ZREM', p .. 'all', m)
+end
+return n
+"""
+
+CLAIM = """
+local v = redis.call('GET', KEYS[1])
+if v then return v end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return ARGV[1]
+"""
+
+# KEYS[1]: the bucket. ARGV: rate, burst, cost. Returns {allowed, retry_after or -1}.
+TAKE = """
+local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local v = redis.call('HMGET', KEYS[1], 'tokens', 'ts')
+local tokens = tonumber(v[1]) or burst
+local last = tonumber(v[2]) or now
+tokens = math.min(burst, tokens + math.max(0, now - last) * rate)
+local allowed, retry = 0, 0
+if tokens >= cost then
+  tokens = tokens - cost
+  allowed = 1
+elseif cost > burst or rate <= 0 then
+  retry = -1
+else
+  retry = (cost - tokens) / rate
+end
+redis.call('HSET', KEYS[1], 'tokens', string.format('%.17g', tokens),
+           'ts', string.format('%.17g', now))
+local ttl = 86400000
+if rate > 0 then ttl = math.ceil((burst - tokens) / rate * 1000) + 1000 end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return {allowed, string.format('%.17g', retry)}
+"""

@@ -1,0 +1,162 @@
+"""The Redis store, for replicas: every gateway pointed at one Redis (and key prefix)
+shares the task index, the relay's replay and spent-seal facts and the rate-limit
+buckets. Steps over several keys run as Lua scripts (gateway/state/redis_lua.py), so they
+are atomic; the token bucket uses the Redis server's clock, so replicas agree on it."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable
+from typing import Any, cast
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from gateway.state import redis_lua
+from gateway.state.base import (
+    StoreError,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    clamp_page_size,
+    decode_token,
+    encode_token,
+)
+from gateway.state.config import RetentionConfig, redact_url
+
+_BATCH = 500
+
+
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
+
+
+class RedisStore:
+    backend = "redis"
+
+    def __init__(self, url: str, key_prefix: str = "a2a-gateway:",
+                 retention: RetentionConfig | None = None, *, password: str | None = None,
+                 timeout: float = 2.0) -> None:
+        self.prefix = key_prefix
+        self.retention = retention or RetentionConfig()
+        extra: dict[str, Any] = {} if password is None else {"password": password}
+        self._redis = aioredis.Redis.from_url(
+            url, decode_responses=True, socket_timeout=timeout,
+            socket_connect_timeout=timeout, health_check_interval=30, **extra)
+        self._url = redact_url(url)
+        self._upsert = self._redis.register_script(redis_lua.UPSERT)
+        self._list_scan = self._redis.register_script(redis_lua.LIST_SCAN)
+        self._list_union = self._redis.register_script(redis_lua.LIST_UNION)
+        self._delete = self._redis.register_script(redis_lua.DELETE)
+        self._claim = self._redis.register_script(redis_lua.CLAIM)
+        self._take = self._redis.register_script(redis_lua.TAKE)
+
+    async def _do(self, step: Any) -> Any:
+        # redis-py types its commands as ``Awaitable[T] | T``; on the asyncio client they
+        # are all awaitables.
+        try:
+            return await cast(Awaitable[Any], step)
+        except RedisError as exc:
+            raise StoreError(f"Redis store {self._url}: {exc}") from exc
+
+    # The task index.
+
+    async def record_task(self, record: TaskRecord) -> None:
+        r = record
+        if ":" in r.tenant:  # keys are prefix + "task:" + tenant + ":" + task id
+            raise ValueError(f"tenant {r.tenant!r} may not contain ':'")
+        await self._do(self._upsert(args=[
+            self.prefix, r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
+            repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]))
+
+    async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
+        fields = await self._do(self._redis.hmget(
+            f"{self.prefix}task:{tenant}:{task_id}", ["t", "i", "c", "s", "ca", "ua", "o", "b"]))
+        return None if fields[0] is None else _record(fields)
+
+    async def list_tasks(self, query: TaskQuery, page_size: int | None = None,
+                         page_token: str = "") -> TaskPage:
+        size = clamp_page_size(page_size)
+        cursor = decode_token(page_token)
+        idx = f"{self.prefix}idx:{query.tenant}"
+        head: list[str | int] = [
+            self.prefix, query.tenant,
+            "-inf" if query.status_after is None else repr(query.status_after),
+            "" if cursor is None else repr(cursor[0]), "" if cursor is None else cursor[1],
+            size]
+        states = sorted(query.states or ())
+        if query.context_id is not None:
+            # A context's tasks are few: scan them, checking owner and state.
+            owner = "" if query.owner is None else "@" + query.owner
+            out = await self._do(self._list_scan(args=[
+                *head[:2], f"{idx}:c:{query.context_id}", owner, *head[2:], *states]))
+        else:
+            # The tasks of each state (of an owner) are an index of their own.
+            mine = "" if query.owner is None else f":o:{query.owner}"
+            keys = [f"{idx}:s:{s}{mine}" for s in states] if states else [f"{idx}{mine}"]
+            out = await self._do(self._list_union(args=[*head, *keys]))
+        total, more, flat = int(out[0]), int(out[1]), out[2:]
+        records = [_record(flat[i:i + 8]) for i in range(0, len(flat), 8)]
+        token = encode_token((records[-1].updated_at, records[-1].task_id)) if more else ""
+        return TaskPage(records, token, total)
+
+    async def prune(self, older_than: float | None = None) -> int:
+        if older_than is None and self.retention.max_age > 0:
+            older_than = time.time() - self.retention.max_age
+        everything = self.prefix + "all"
+        dropped = 0
+        while older_than is not None:
+            old = await self._do(self._redis.zrangebyscore(
+                everything, "-inf", f"({older_than!r}", start=0, num=_BATCH))
+            if not old:
+                break
+            dropped += int(await self._do(self._delete(args=[self.prefix, *old])))
+        max_tasks = self.retention.max_tasks
+        while max_tasks > 0:
+            excess = int(await self._do(self._redis.zcard(everything))) - max_tasks
+            if excess <= 0:
+                break
+            old = await self._do(self._redis.zrange(everything, 0, min(excess, _BATCH) - 1))
+            dropped += int(await self._do(self._delete(args=[self.prefix, *old])))
+        return dropped  # relay and bucket keys expire by themselves
+
+    # The relay's replay and spent-seal facts.
+
+    async def seen_once(self, key: str, ttl: float) -> bool:
+        done = await self._do(self._redis.set(f"{self.prefix}seen:{key}", "1", nx=True,
+                                              px=_ms(ttl)))
+        return bool(done)
+
+    async def claim(self, key: str, value: str, ttl: float) -> str:
+        return str(await self._do(self._claim(keys=[f"{self.prefix}claim:{key}"],
+                                              args=[value, _ms(ttl)])))
+
+    async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
+        await self._do(self._redis.set(f"{self.prefix}spent:{key}", repr(time.time() + after),
+                                       nx=True, px=_ms(after + ttl)))
+
+    async def is_spent(self, key: str) -> bool:
+        at = await self._do(self._redis.get(f"{self.prefix}spent:{key}"))
+        return at is not None and time.time() >= float(at)
+
+    # Rate limits.
+
+    async def take_tokens(self, key: str, rate: float, burst: float,
+                          cost: float = 1.0) -> tuple[bool, float]:
+        allowed, retry = await self._do(self._take(keys=[f"{self.prefix}bucket:{key}"],
+                                                   args=[repr(rate), repr(burst), repr(cost)]))
+        wait = float(retry)
+        return bool(int(allowed)), float("inf") if wait < 0 else wait
+
+    async def ping(self) -> None:
+        await self._do(self._redis.ping())
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def _record(f: list[Any]) -> TaskRecord:
+    owner = f[6] or ""
+    return TaskRecord(f[0], f[1], f[2], f[3], float(f[4]), float(f[5]),
+                      owner[1:] if owner else None, f[7] or "")

@@ -1,0 +1,260 @@
+"""The SQLite store: one file in WAL mode, used through one connection on one thread of
+its own (the event loop never waits on the disk). Several processes on one host (gateway
+workers) may open the same file: writes that must be atomic run in BEGIN IMMEDIATE
+transactions, so they see each other's tasks, replay marks and rate-limit buckets."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from gateway.state.base import (
+    StoreError,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    bucket,
+    clamp_page_size,
+    decode_token,
+    encode_token,
+)
+from gateway.state.config import RetentionConfig
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+  tenant TEXT NOT NULL, task_id TEXT NOT NULL, context_id TEXT NOT NULL,
+  state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+  owner TEXT, backend TEXT NOT NULL, PRIMARY KEY (tenant, task_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_at DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_owner
+  ON tasks (tenant, owner, updated_at DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_context
+  ON tasks (tenant, context_id, updated_at DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_age ON tasks (updated_at, task_id);
+CREATE TABLE IF NOT EXISTS once (
+  key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS spent (
+  key TEXT PRIMARY KEY, at REAL NOT NULL, expires REAL NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS buckets (
+  key TEXT PRIMARY KEY, tokens REAL NOT NULL, ts REAL NOT NULL, full_at REAL NOT NULL)
+  WITHOUT ROWID;
+"""
+
+# A newer status replaces the row; an older one (a late webhook) only fills a missing owner.
+_UPSERT = """
+INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (tenant, task_id) DO UPDATE SET
+  context_id = CASE WHEN excluded.updated_at >= updated_at
+                    THEN excluded.context_id ELSE context_id END,
+  state = CASE WHEN excluded.updated_at >= updated_at THEN excluded.state ELSE state END,
+  backend = CASE WHEN excluded.updated_at >= updated_at
+                 THEN excluded.backend ELSE backend END,
+  updated_at = MAX(updated_at, excluded.updated_at),
+  owner = COALESCE(owner, excluded.owner)
+"""
+
+_COLUMNS = "tenant, task_id, context_id, state, created_at, updated_at, owner, backend"
+
+
+class SqliteStore:
+    backend = "sqlite"
+
+    def __init__(self, path: str = ":memory:",
+                 retention: RetentionConfig | None = None) -> None:
+        self.path = path
+        self.retention = retention or RetentionConfig()
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-state")
+        self._db: sqlite3.Connection | None = None
+        try:
+            self._pool.submit(self._connect).result()
+        except BaseException:
+            self._pool.shutdown(wait=False)
+            raise
+
+    def _connect(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+            db.execute("PRAGMA busy_timeout = 10000")
+            if self.path != ":memory:":
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.executescript(_SCHEMA)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite store {self.path}: {exc}") from exc
+        self._db = db
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._db is None:
+            raise StoreError("the SQLite store is closed")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        except sqlite3.Error as exc:
+            raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+
+    def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` in a write transaction (BEGIN IMMEDIATE: one writer at a time across
+        processes)."""
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            out = fn(db)
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+        return out
+
+    # The task index.
+
+    async def record_task(self, record: TaskRecord) -> None:
+        r = record
+        row = (r.tenant, r.task_id, r.context_id, r.state, r.created_at, r.updated_at,
+               r.owner, r.backend)
+        await self._run(lambda: self._tx(lambda db: db.execute(_UPSERT, row)))
+
+    async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
+        def get() -> TaskRecord | None:
+            assert self._db is not None
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE tenant = ? AND "
+                                   "task_id = ?", (tenant, task_id)).fetchone()
+            return None if row is None else TaskRecord(*row)
+        return await self._run(get)
+
+    async def list_tasks(self, query: TaskQuery, page_size: int | None = None,
+                         page_token: str = "") -> TaskPage:
+        size = clamp_page_size(page_size)
+        cursor = decode_token(page_token)
+        where: list[str] = ["tenant = ?"]
+        args: list[Any] = [query.tenant]
+        if query.owner is not None:
+            where.append("owner = ?")
+            args.append(query.owner)
+        if query.context_id is not None:
+            where.append("context_id = ?")
+            args.append(query.context_id)
+        if query.states:
+            states = sorted(query.states)
+            where.append(f"state IN ({','.join('?' for _ in states)})")
+            args.extend(states)
+        if query.status_after is not None:
+            where.append("updated_at >= ?")
+            args.append(query.status_after)
+        filters = " AND ".join(where)
+        page_where, page_args = filters, list(args)
+        if cursor is not None:
+            page_where += " AND (updated_at < ? OR (updated_at = ? AND task_id < ?))"
+            page_args.extend([cursor[0], cursor[0], cursor[1]])
+
+        def read() -> TaskPage:
+            db = self._db
+            assert db is not None
+            db.execute("BEGIN")
+            try:
+                total = db.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}",
+                                   args).fetchone()[0]
+                rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {page_where} ORDER BY "
+                                  "updated_at DESC, task_id DESC LIMIT ?",
+                                  [*page_args, size + 1]).fetchall()
+            finally:
+                db.execute("COMMIT")
+            records = [TaskRecord(*row) for row in rows[:size]]
+            more = len(rows) > size
+            token = encode_token((records[-1].updated_at, records[-1].task_id)) if more else ""
+            return TaskPage(records, token, int(total))
+        return await self._run(read)
+
+    async def prune(self, older_than: float | None = None) -> int:
+        now = time.time()
+        if older_than is None and self.retention.max_age > 0:
+            older_than = now - self.retention.max_age
+        max_tasks = self.retention.max_tasks
+
+        def prune(db: sqlite3.Connection) -> int:
+            dropped = 0
+            if older_than is not None:
+                dropped += db.execute("DELETE FROM tasks WHERE updated_at < ?",
+                                      (older_than,)).rowcount
+            if max_tasks > 0:
+                excess = db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] - max_tasks
+                if excess > 0:
+                    dropped += db.execute(
+                        "DELETE FROM tasks WHERE (tenant, task_id) IN (SELECT tenant, task_id "
+                        "FROM tasks ORDER BY updated_at, task_id LIMIT ?)", (excess,)).rowcount
+            db.execute("DELETE FROM once WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM spent WHERE expires <= ?", (now,))
+            db.execute("DELETE FROM buckets WHERE full_at <= ?", (now,))
+            return dropped
+        return await self._run(self._tx, prune)
+
+    # The relay's replay and spent-seal facts.
+
+    async def claim(self, key: str, value: str, ttl: float) -> str:
+        def claim(db: sqlite3.Connection) -> str:
+            now = time.time()
+            db.execute("DELETE FROM once WHERE key = ? AND expires <= ?", (key, now))
+            db.execute("INSERT OR IGNORE INTO once VALUES (?, ?, ?)", (key, value, now + ttl))
+            return str(db.execute("SELECT value FROM once WHERE key = ?",
+                                  (key,)).fetchone()[0])
+        return await self._run(self._tx, claim)
+
+    async def seen_once(self, key: str, ttl: float) -> bool:
+        def first(db: sqlite3.Connection) -> bool:
+            now = time.time()
+            db.execute("DELETE FROM once WHERE key = ? AND expires <= ?", ("seen:" + key, now))
+            return db.execute("INSERT OR IGNORE INTO once VALUES (?, '', ?)",
+                              ("seen:" + key, now + ttl)).rowcount == 1
+        return await self._run(self._tx, first)
+
+    async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
+        def mark(db: sqlite3.Connection) -> None:
+            now = time.time()
+            db.execute("DELETE FROM spent WHERE key = ? AND expires <= ?", (key, now))
+            db.execute("INSERT OR IGNORE INTO spent VALUES (?, ?, ?)",
+                       (key, now + after, now + after + ttl))
+        await self._run(self._tx, mark)
+
+    async def is_spent(self, key: str) -> bool:
+        def spent() -> bool:
+            assert self._db is not None
+            now = time.time()
+            row = self._db.execute("SELECT at FROM spent WHERE key = ? AND expires > ?",
+                                   (key, now)).fetchone()
+            return row is not None and now >= row[0]
+        return await self._run(spent)
+
+    # Rate limits.
+
+    async def take_tokens(self, key: str, rate: float, burst: float,
+                          cost: float = 1.0) -> tuple[bool, float]:
+        def take(db: sqlite3.Connection) -> tuple[bool, float]:
+            now = time.time()
+            row = db.execute("SELECT tokens, ts FROM buckets WHERE key = ?", (key,)).fetchone()
+            tokens, last = (burst, now) if row is None else (row[0], row[1])
+            allowed, retry_after, left = bucket(tokens, last, now, rate, burst, cost)
+            full_at = now + ((burst - left) / rate if rate > 0 else 86400.0)
+            db.execute("INSERT OR REPLACE INTO buckets VALUES (?, ?, ?, ?)",
+                       (key, left, now, full_at))
+            return allowed, retry_after
+        return await self._run(self._tx, take)
+
+    async def ping(self) -> None:
+        def ping() -> None:
+            assert self._db is not None
+            self._db.execute("SELECT 1").fetchone()
+        await self._run(ping)
+
+    async def close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            await asyncio.get_running_loop().run_in_executor(self._pool, db.close)
+        self._pool.shutdown(wait=False)

@@ -1,0 +1,268 @@
+"""One contract, two stores: every test here runs on SQLite and on a real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import pytest
+
+from gateway.state import BadPageToken, RetentionConfig, Store, TaskQuery, TaskRecord
+from gateway.state.retention import prune_forever
+
+T0 = 1_700_000_000.0
+
+# the make_store fixture (conftest.py): stores of one kind sharing one place
+MakeStore = Callable[..., Store]
+
+
+def rec(task_id: str, at: float, *, tenant: str = "t1", ctx: str = "c1",
+        state: str = "TASK_STATE_WORKING", owner: str | None = None,
+        backend: str = "b1") -> TaskRecord:
+    return TaskRecord(tenant, task_id, ctx, state, at, at, owner, backend)
+
+
+async def all_pages(store: Store, query: TaskQuery, size: int) -> list[str]:
+    ids: list[str] = []
+    token = ""
+    while True:
+        page = await store.list_tasks(query, size, token)
+        assert len(page.records) <= size
+        ids += [r.task_id for r in page.records]
+        token = page.next_page_token
+        if not token:
+            return ids
+
+
+async def test_upsert_and_get(store: Store) -> None:
+    assert await store.get_task("t1", "a") is None
+    first = TaskRecord("t1", "a", "c1", "TASK_STATE_SUBMITTED", T0, T0, "alice", "b1")
+    await store.record_task(first)
+    assert await store.get_task("t1", "a") == first
+    # A newer status replaces state, context and backend; created_at and owner stay.
+    await store.record_task(TaskRecord("t1", "a", "c1", "TASK_STATE_COMPLETED", T0 + 5,
+                                       T0 + 5.123456, "mallory", "b2"))
+    got = await store.get_task("t1", "a")
+    assert got == TaskRecord("t1", "a", "c1", "TASK_STATE_COMPLETED", T0, T0 + 5.123456,
+                             "alice", "b2")
+    # An older one (a late webhook) does not move it back.
+    await store.record_task(rec("a", T0 + 1, state="TASK_STATE_WORKING"))
+    assert await store.get_task("t1", "a") == got
+
+
+async def test_owner_filled_later(store: Store) -> None:
+    await store.record_task(rec("a", T0))
+    await store.record_task(rec("a", T0 - 1, owner="alice"))
+    got = await store.get_task("t1", "a")
+    assert got is not None and got.owner == "alice" and got.updated_at == T0
+    page = await store.list_tasks(TaskQuery("t1", owner="alice"))
+    assert [r.task_id for r in page.records] == ["a"]
+
+
+async def test_ordering_status_timestamp_descending(store: Store) -> None:
+    for i, at in enumerate([T0 + 3, T0 + 1, T0 + 2, T0 + 2, T0 + 0.5]):
+        await store.record_task(rec(f"task-{i}", at))
+    page = await store.list_tasks(TaskQuery("t1"))
+    # ties: task id descending
+    assert [r.task_id for r in page.records] == ["task-0", "task-3", "task-2", "task-1",
+                                                 "task-4"]
+    assert page.next_page_token == "" and page.total_size == 5
+    # An update moves a task to the front.
+    await store.record_task(rec("task-4", T0 + 10))
+    page = await store.list_tasks(TaskQuery("t1"))
+    assert page.records[0].task_id == "task-4"
+
+
+async def test_filters(store: Store) -> None:
+    await store.record_task(rec("a", T0 + 1, ctx="c1", state="TASK_STATE_WORKING", owner="al"))
+    await store.record_task(rec("b", T0 + 2, ctx="c2", state="TASK_STATE_COMPLETED", owner="al"))
+    await store.record_task(rec("c", T0 + 3, ctx="c1", state="TASK_STATE_COMPLETED", owner="bo"))
+    await store.record_task(rec("d", T0 + 4, ctx="c2", state="TASK_STATE_FAILED"))
+
+    async def ids(**kw: object) -> tuple[list[str], int]:
+        page = await store.list_tasks(TaskQuery("t1", **kw))  # type: ignore[arg-type]
+        return [r.task_id for r in page.records], page.total_size
+
+    assert await ids() == (["d", "c", "b", "a"], 4)
+    assert await ids(context_id="c1") == (["c", "a"], 2)
+    assert await ids(states={"TASK_STATE_COMPLETED"}) == (["c", "b"], 2)
+    assert await ids(states=["TASK_STATE_COMPLETED", "TASK_STATE_FAILED"]) == (["d", "c", "b"], 3)
+    assert await ids(status_after=T0 + 2) == (["d", "c", "b"], 3)  # inclusive
+    assert await ids(owner="al") == (["b", "a"], 2)
+    assert await ids(owner="nobody") == ([], 0)
+    assert await ids(owner="al", context_id="c2") == (["b"], 1)
+    assert await ids(context_id="c1", states={"TASK_STATE_COMPLETED"}, owner="bo",
+                     status_after=T0 + 3) == (["c"], 1)
+    assert await ids(context_id="c3") == ([], 0)
+
+
+async def test_owner_scoping_and_tenant_isolation(store: Store) -> None:
+    await store.record_task(rec("a", T0 + 1, owner="alice"))
+    await store.record_task(rec("b", T0 + 2, owner="bob"))
+    await store.record_task(rec("a", T0 + 3, tenant="t2", owner="alice"))
+    alice = await store.list_tasks(TaskQuery("t1", owner="alice"))
+    assert [(r.tenant, r.task_id) for r in alice.records] == [("t1", "a")]
+    everyone = await store.list_tasks(TaskQuery("t1"))
+    assert [r.task_id for r in everyone.records] == ["b", "a"]
+    other = await store.list_tasks(TaskQuery("t2"))
+    assert [(r.tenant, r.task_id, r.updated_at) for r in other.records] == [("t2", "a", T0 + 3)]
+    t1a = await store.get_task("t1", "a")
+    assert t1a is not None and t1a.updated_at == T0 + 1
+    assert await store.get_task("t3", "a") is None
+
+
+@pytest.mark.parametrize("query", [TaskQuery("t1"), TaskQuery("t1", owner="o"),
+                                   TaskQuery("t1", context_id="c1"),
+                                   TaskQuery("t1", states={"TASK_STATE_WORKING"})])
+async def test_paging_to_the_end(store: Store, query: TaskQuery) -> None:
+    # 23 tasks, several sharing a timestamp, pages of 5.
+    expected = []
+    for i in range(23):
+        r = rec(f"t{i:02d}", T0 + i // 3, owner="o")
+        await store.record_task(r)
+        expected.append(r)
+    expected.sort(key=lambda r: (r.updated_at, r.task_id), reverse=True)
+    first = await store.list_tasks(query, 5)
+    assert first.total_size == 23 and first.next_page_token
+    assert await all_pages(store, query, 5) == [r.task_id for r in expected]
+    assert await all_pages(store, query, 23) == [r.task_id for r in expected]
+    assert await all_pages(store, query, 100) == [r.task_id for r in expected]
+
+
+async def test_paging_stable_under_inserts(store: Store) -> None:
+    for i in range(20):
+        await store.record_task(rec(f"old{i:02d}", T0 + i))
+    query, seen, token = TaskQuery("t1"), [], ""
+    n = 0
+    while True:
+        page = await store.list_tasks(query, 3, token)
+        seen += [r.task_id for r in page.records]
+        # New tasks arrive while the client pages: they sort before the cursor.
+        await store.record_task(rec(f"new{n:02d}", T0 + 100 + n))
+        n += 1
+        token = page.next_page_token
+        if not token:
+            break
+    assert seen == [f"old{i:02d}" for i in reversed(range(20))]
+
+
+async def test_page_size_bounds_and_bad_token(store: Store) -> None:
+    for i in range(120):
+        await store.record_task(rec(f"t{i:03d}", T0 + i))
+    assert len((await store.list_tasks(TaskQuery("t1"))).records) == 50
+    assert len((await store.list_tasks(TaskQuery("t1"), 1000)).records) == 100
+    with pytest.raises(BadPageToken):
+        await store.list_tasks(TaskQuery("t1"), 5, "not a token!")
+
+
+async def test_retention(make_store: MakeStore) -> None:
+    store = make_store(RetentionConfig(max_age=0, max_tasks=5))
+    for i in range(10):
+        await store.record_task(rec(f"t{i}", T0 + i, owner="o", ctx=f"c{i % 2}"))
+    await store.record_task(rec("x", T0 + 20, tenant="t2"))
+    # Older than T0 + 3: three go; then the bound: of the 8 left in all, the 3 least
+    # recently updated go.
+    assert await store.prune(T0 + 3) == 6
+    page = await store.list_tasks(TaskQuery("t1"))
+    assert [r.task_id for r in page.records] == ["t9", "t8", "t7", "t6"]
+    assert (await store.list_tasks(TaskQuery("t1", context_id="c0"))).total_size == 2
+    assert (await store.list_tasks(TaskQuery("t1", owner="o"))).total_size == 4
+    assert await store.get_task("t1", "t5") is None
+    assert await store.get_task("t2", "x") is not None
+    assert await store.prune() == 0
+    # max_age by default
+    aged = make_store(RetentionConfig(max_age=60, max_tasks=0))
+    await aged.record_task(rec("fresh", time.time()))
+    assert await aged.prune() == 5
+    assert [r.task_id for r in (await aged.list_tasks(TaskQuery("t1"))).records] == ["fresh"]
+
+
+async def test_seen_once_atomic(make_store: MakeStore) -> None:
+    a, b = make_store(), make_store()  # two connections (workers or replicas)
+    results = await asyncio.gather(*(s.seen_once("n1", 60) for s in [a, b] * 25))
+    assert sorted(results) == [False] * 49 + [True]
+    assert await a.seen_once("n2", 60) and not await b.seen_once("n2", 60)
+    # Forgotten after its ttl.
+    assert await a.seen_once("short", 0.2)
+    assert not await b.seen_once("short", 0.2)
+    await asyncio.sleep(0.3)
+    assert await b.seen_once("short", 0.2)
+
+
+async def test_claim(make_store: MakeStore) -> None:
+    a, b = make_store(), make_store()
+    results = await asyncio.gather(*(s.claim("seal", f"task-{i}", 60)
+                                     for i, s in enumerate([a, b] * 10)))
+    assert len(set(results)) == 1 and results[0].startswith("task-")
+    assert await b.claim("seal", "other", 60) == results[0]
+
+
+async def test_spent(make_store: MakeStore) -> None:
+    a, b = make_store(), make_store()
+    assert not await a.is_spent("s1")
+    await a.mark_spent("s1", 60)
+    assert await b.is_spent("s1")
+    # Spent after a delay; a second mark does not move it.
+    await a.mark_spent("s2", 60, after=0.3)
+    await b.mark_spent("s2", 60, after=100)
+    assert not await b.is_spent("s2")
+    await asyncio.sleep(0.4)
+    assert await b.is_spent("s2")
+    # Forgotten after ttl.
+    await a.mark_spent("s3", 0.2)
+    assert await a.is_spent("s3")
+    await asyncio.sleep(0.3)
+    assert not await a.is_spent("s3")
+
+
+async def test_token_bucket(make_store: MakeStore) -> None:
+    a, b = make_store(), make_store()
+    # burst 5, 10 per second, shared by two connections
+    results = [await s.take_tokens("k", 10, 5) for s in [a, b, a, b, a]]
+    assert all(ok for ok, _ in results)
+    ok, retry = await b.take_tokens("k", 10, 5)
+    assert not ok and 0 < retry <= 0.1 + 0.01
+    await asyncio.sleep(retry + 0.02)
+    assert (await a.take_tokens("k", 10, 5))[0]
+    assert not (await a.take_tokens("k", 10, 5))[0]
+    # Another key has its own bucket; a cost above the burst never passes.
+    assert (await a.take_tokens("k2", 10, 5, cost=5))[0]
+    assert (await a.take_tokens("k3", 10, 5, cost=6)) == (False, float("inf"))
+
+
+async def test_token_bucket_concurrent(make_store: MakeStore) -> None:
+    a, b = make_store(), make_store()
+    results = await asyncio.gather(*(s.take_tokens("burst", 0.001, 10) for s in [a, b] * 20))
+    assert sum(ok for ok, _ in results) == 10
+
+
+async def test_ping_and_close(make_store: MakeStore) -> None:
+    store = make_store()
+    assert isinstance(store, Store) and store.backend in ("sqlite", "redis")
+    await store.ping()
+    await store.close()
+
+
+async def test_pruned_on_a_timer(make_store: MakeStore) -> None:
+    store = make_store(RetentionConfig(max_age=0, max_tasks=2))
+    for i in range(4):
+        await store.record_task(rec(f"t{i}", T0 + i))
+    pruner = asyncio.create_task(prune_forever(store, 0.05))
+    try:
+        for _ in range(100):
+            if (await store.list_tasks(TaskQuery("t1"))).total_size == 2:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        pruner.cancel()
+    assert [r.task_id for r in (await store.list_tasks(TaskQuery("t1"))).records] == ["t3", "t2"]
+
+
+async def test_prune_forgets_expired_relay_and_bucket_entries(store: Store) -> None:
+    assert await store.seen_once("gone", 0.05)
+    await store.take_tokens("b", 1000, 1)
+    await asyncio.sleep(0.1)
+    await store.prune()
+    assert await store.seen_once("gone", 60)
+
