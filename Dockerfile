@@ -7,7 +7,10 @@ COPY translators ./translators
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim
-RUN useradd --system --uid 10001 --no-create-home gateway
+RUN useradd --system --uid 10001 --no-create-home gateway \
+ && mkdir -p /var/lib/a2a-gateway && chown 10001 /var/lib/a2a-gateway
+# The state store (SQLite) lives here: mount a volume to keep it across restarts.
+VOLUME /var/lib/a2a-gateway
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 # The container's config listens on 0.0.0.0 and has no in-process demo agent.

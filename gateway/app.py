@@ -29,6 +29,8 @@ from gateway.metrics import exposition
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
 from gateway.relay import endpoint as relay_endpoint
+from gateway.state import Store, open_store
+from gateway.state.config import redact_url
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
 log = structlog.get_logger("a2a_gateway")
@@ -53,7 +55,8 @@ async def healthz(_: web.Request) -> web.Response:
 
 async def readyz(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
-    report = await readiness(gateway.tenants, gateway.config.readiness_timeout)
+    report = await readiness(gateway.tenants, gateway.config.readiness_timeout,
+                             gateway.store)
     return web.json_response(report, status=200 if report["status"] == "ready" else 503)
 
 
@@ -106,6 +109,7 @@ class Server:
         self._retiring: dict[asyncio.Task[None], Gateway] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._traced = False  # this server turned tracing on (gateway/tracing.py)
+        self.store: Store | None = None
 
     @property
     def holder(self) -> GatewayHolder:
@@ -122,7 +126,11 @@ class Server:
             self._runners.append(await start_demo_agent(host, port))
             log.info("demo agent started", listen=config.demo_agent.listen)
         self._session = new_session()
-        holder = GatewayHolder(Gateway(config, self._session))
+        self.store = open_store(config.state)
+        log.info("state store opened", backend=self.store.backend,
+                 where=config.state.path if config.state.backend == "sqlite"
+                 else redact_url(config.state.url or ""))
+        holder = GatewayHolder(Gateway(config, self._session, self.store))
         self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.
         runner = web.AppRunner(build_http_app(holder), handler_cancellation=True,
@@ -143,13 +151,14 @@ class Server:
         """Swap in a new config. Calls in flight finish on the gateway they started on;
         the listeners and the demo agent stay as they are (changing them needs a
         restart, and the log says so)."""
-        if (config.listen, config.demo_agent, config.tracing) != (
-                self.config.listen, self.config.demo_agent, self.config.tracing):
-            log.warning("listen, demo_agent and tracing changes take effect at the next "
-                        "restart")
+        if (config.listen, config.demo_agent, config.tracing, config.state) != (
+                self.config.listen, self.config.demo_agent, self.config.tracing,
+                self.config.state):
+            log.warning("listen, demo_agent, tracing and state changes take effect at the "
+                        "next restart")
         assert self._session is not None
         old = self.holder.current
-        self.holder.current = Gateway(config, self._session)
+        self.holder.current = Gateway(config, self._session, self.store)
         self.config = config
         # The replaced gateway's backends and relay close when its last call ends.
         retiring = asyncio.create_task(old.close_when_idle())
@@ -189,6 +198,9 @@ class Server:
             await gateway.close()
         if self._session is not None:
             await self._session.close()
+        if self.store is not None:
+            await self.store.close()
+            self.store = None
         if self._traced:
             self._traced = False
             await asyncio.to_thread(tracing.shutdown)  # flushes spans, maybe to ourselves

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,11 @@ class CallContext:
     loss: LossReport = field(default_factory=LossReport)
     outcome: CallOutcome = field(default_factory=CallOutcome)
     trace: Any = None  # gateway.tracing.CallTrace: the client's trace context, the spans
+    # What authentication reads (gateway/auth): the request's headers or gRPC metadata,
+    # and the verified client certificate of the connection, if any.
+    credentials: Mapping[str, Any] = field(default_factory=dict)
+    peer_cert: Any = None
+    principal: Any = None  # gateway.auth.principal.Principal, once admitted
 
     def remaining(self, default: float) -> float:
         if self.deadline is None:

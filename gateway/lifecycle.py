@@ -14,6 +14,7 @@ import structlog
 from gateway.config import ConfigError, GatewayConfig, load_config
 from gateway.metrics import OPEN_STREAMS, RELOADS
 from gateway.preflight import preflight
+from gateway.state import Store, StoreError
 from gateway.tenants import TenantRoute
 
 log = structlog.get_logger("a2a_gateway.lifecycle")
@@ -92,12 +93,27 @@ async def tenant_readiness(route: TenantRoute, timeout: float) -> dict[str, Any]
     return {"ready": error is None, "probe": error or "ok"}
 
 
-async def readiness(tenants: dict[str, TenantRoute], timeout: float) -> dict[str, Any]:
+async def store_readiness(store: Store, timeout: float) -> str:
+    """"ok", or why the state store cannot serve (the log has the detail)."""
+    try:
+        await asyncio.wait_for(store.ping(), timeout)
+    except (StoreError, TimeoutError) as exc:
+        log.warning("state store not ready", backend=store.backend, error=str(exc))
+        return "unavailable"
+    return "ok"
+
+
+async def readiness(tenants: dict[str, TenantRoute], timeout: float,
+                    store: Store | None = None) -> dict[str, Any]:
     names = list(tenants)
     results = await asyncio.gather(*(tenant_readiness(tenants[n], timeout) for n in names))
     detail = dict(zip(names, results, strict=True))
     ready = all(r["ready"] for r in results)
-    return {"status": "ready" if ready else "not ready", "tenants": detail}
+    report: dict[str, Any] = {"tenants": detail}
+    if store is not None:
+        report["state"] = await store_readiness(store, timeout)
+        ready = ready and report["state"] == "ok"
+    return {"status": "ready" if ready else "not ready", **report}
 
 
 class ConfigWatcher:

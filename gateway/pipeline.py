@@ -28,6 +28,7 @@ from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
 from gateway.limits import CallLimits
 from gateway.relay.hooks import PushRelay
+from gateway.state import Store
 from gateway.streams import bounded_stream
 from gateway.tenants import TenantRoute
 from gateway.v03_streams import v03_repaired
@@ -52,7 +53,8 @@ def make_backend(config: BackendConfig, session: aiohttp.ClientSession) -> Backe
 class Gateway:
     """Everything a request needs, built once per config."""
 
-    def __init__(self, config: GatewayConfig, session: aiohttp.ClientSession) -> None:
+    def __init__(self, config: GatewayConfig, session: aiohttp.ClientSession,
+                 store: Store | None = None) -> None:
         self.config = config
         self.version_rules = VersionRules(tuple(config.versions), config.strict_versions)
         self.cards = CardPublisher(config)
@@ -61,7 +63,10 @@ class Gateway:
                               lambda c: make_backend(c, session))
             for name, t in config.tenants.items()}
         self.limits = CallLimits(config)
-        self.relay = PushRelay(config, self.fetch_task)  # webhooks across versions (relay/)
+        # What outlives this config and is shared by workers and replicas (state/); the
+        # server owns it and closes it.
+        self.store = store
+        self.relay = PushRelay(config, self.fetch_task, store=store)  # webhooks (relay/)
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
 

@@ -42,8 +42,10 @@ async def make_gateway() -> AsyncIterator[MakeGateway]:
         # Every peer here is on 127.0.0.1, which the push relay's SSRF guard refuses
         # unless allow-listed (a test of the guard passes its own push_relay).
         relay = {"webhook_allowlist": ["127.0.0.1"]}
+        # Each gateway its own state unless the test says otherwise.
+        state = {"path": ":memory:"}
         config = parse_config({"listen": listen, "tenants": tenants, "push_relay": relay,
-                               **extra})
+                               "state": state, **extra})
         server = Server(config)
         await server.start()
         servers.append(server)

@@ -69,6 +69,8 @@ def running(cmd: list[str], port: int, *, log: Path, timeout: float = 60.0,
 
 
 def write_config(path: Path, config: dict[str, Any]) -> Path:
+    """``config`` as YAML at ``path``; its state store beside it unless it names one."""
+    config = {"state": {"path": str(path.with_suffix(".state.db"))}, **config}
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 

@@ -13,7 +13,6 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
-from gateway.state import redis_lua
 from gateway.state.base import (
     StoreError,
     TaskPage,
@@ -24,6 +23,7 @@ from gateway.state.base import (
     encode_token,
 )
 from gateway.state.config import RetentionConfig, redact_url
+from gateway.state.redis_lua import CLAIM, DELETE, LIST_SCAN, LIST_UNION, TAKE, UPSERT
 
 _BATCH = 500
 
@@ -45,12 +45,12 @@ class RedisStore:
             url, decode_responses=True, socket_timeout=timeout,
             socket_connect_timeout=timeout, health_check_interval=30, **extra)
         self._url = redact_url(url)
-        self._upsert = self._redis.register_script(redis_lua.UPSERT)
-        self._list_scan = self._redis.register_script(redis_lua.LIST_SCAN)
-        self._list_union = self._redis.register_script(redis_lua.LIST_UNION)
-        self._delete = self._redis.register_script(redis_lua.DELETE)
-        self._claim = self._redis.register_script(redis_lua.CLAIM)
-        self._take = self._redis.register_script(redis_lua.TAKE)
+        self._upsert = self._redis.register_script(UPSERT)
+        self._list_scan = self._redis.register_script(LIST_SCAN)
+        self._list_union = self._redis.register_script(LIST_UNION)
+        self._delete = self._redis.register_script(DELETE)
+        self._claim = self._redis.register_script(CLAIM)
+        self._take = self._redis.register_script(TAKE)
 
     async def _do(self, step: Any) -> Any:
         # redis-py types its commands as ``Awaitable[T] | T``; on the asyncio client they
