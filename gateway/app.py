@@ -31,6 +31,7 @@ from gateway.pipeline import Gateway
 from gateway.relay import endpoint as relay_endpoint
 from gateway.state import Store, open_store
 from gateway.state.config import redact_url
+from gateway.state.retention import prune_forever
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
 log = structlog.get_logger("a2a_gateway")
@@ -130,6 +131,9 @@ class Server:
         log.info("state store opened", backend=self.store.backend,
                  where=config.state.path if config.state.backend == "sqlite"
                  else redact_url(config.state.url or ""))
+        # Every replica prunes on its own timer: pruning is idempotent (state/retention.py).
+        self._tasks.add(asyncio.create_task(
+            prune_forever(self.store, config.state.retention.interval)))
         holder = GatewayHolder(Gateway(config, self._session, self.store))
         self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.
@@ -179,6 +183,8 @@ class Server:
         grace = self.config.shutdown_grace
         for task in self._tasks:
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
         for runner in self._runners[:1]:
             for site in list(runner.sites):
                 await site.stop()
