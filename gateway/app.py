@@ -155,11 +155,14 @@ class Server:
         """Swap in a new config. Calls in flight finish on the gateway they started on;
         the listeners and the demo agent stay as they are (changing them needs a
         restart, and the log says so)."""
-        if (config.listen, config.demo_agent, config.tracing, config.state) != (
+        # The store stays open across reloads; what the task index does with it
+        # (state.tasks) belongs to the gateway being swapped in.
+        if (config.listen, config.demo_agent, config.tracing,
+                config.state.model_copy(update={"tasks": None})) != (
                 self.config.listen, self.config.demo_agent, self.config.tracing,
-                self.config.state):
-            log.warning("listen, demo_agent, tracing and state changes take effect at the "
-                        "next restart")
+                self.config.state.model_copy(update={"tasks": None})):
+            log.warning("listen, demo_agent, tracing and state changes (but state.tasks) "
+                        "take effect at the next restart")
         assert self._session is not None
         old = self.holder.current
         self.holder.current = Gateway(config, self._session, self.store)

@@ -30,6 +30,8 @@ from gateway.limits import CallLimits
 from gateway.relay.hooks import PushRelay
 from gateway.state import Store
 from gateway.streams import bounded_stream
+from gateway.task_index import TaskIndex
+from gateway.task_list import TaskLister
 from gateway.tenants import TenantRoute
 from gateway.v03_streams import v03_repaired
 from translators import operations as ops
@@ -67,6 +69,8 @@ class Gateway:
         # server owns it and closes it.
         self.store = store
         self.relay = PushRelay(config, self.fetch_task, store=store)  # webhooks (relay/)
+        self.tasks = TaskIndex(config, store)  # what calls show of tasks, who owns them
+        self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
 
@@ -91,6 +95,7 @@ class Gateway:
 
     async def close(self) -> None:
         await self.relay.close()  # deliveries in flight: finish or log
+        await self.tasks.close()  # observations not written yet
         for route in self.tenants.values():
             await route.close()
 
@@ -122,6 +127,7 @@ class Gateway:
         call.ctx.loss.policy = self.config.loss_policy  # the backend's dialect applies it
         if route.config.precheck:
             call.backend_card = await route.card_json()
+        await self.tasks.admit(call)  # a task of another principal is not found
         return route, backend
 
     async def unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
@@ -133,6 +139,8 @@ class Gateway:
 
     async def _unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         route, backend = await self._admit(call)
+        if self.tasks.lists(call, backend.config.version):
+            return await self.listing.list_tasks(call)
         # Same dialect object on both sides first: a translated call asks no more.
         forward = (call.dialect is backend.dialect and call.wire is not None
                    and route.config.pass_through
@@ -150,15 +158,16 @@ class Gateway:
         async with self.limits.call(route), tracing.backend_span(call.ctx, call.op.name):
             started = time.monotonic()
             try:
-                if forward:
-                    return await backend.forward(call)
-                result = await backend.unary(call)
+                answer = await (backend.forward(call) if forward else backend.unary(call))
             except A2AError as err:
                 call.ctx.outcome.backend_error = err.kind.reason
                 raise
             finally:
                 call.ctx.outcome.backend_seconds = time.monotonic() - started
-        result = self.relay.restore_response(call, result)
+        self.tasks.answered(call, answer)  # recorded later, off this call's path
+        if isinstance(answer, WireAnswer):
+            return answer
+        result = self.relay.restore_response(call, answer)
         if isinstance(result, pb.AgentCard):
             # Never hand out the backend's own addresses: the extended card lists ours.
             result = self.cards.rewrite_extended(result, call.ctx)
@@ -183,6 +192,7 @@ class Gateway:
                         call.ctx.outcome.backend_seconds = time.monotonic() - started
                     first = False
                     call.ctx.outcome.events += 1
+                    self.tasks.streamed(call, item)
                     yield item
             except A2AError as err:
                 call.ctx.outcome.backend_error = err.kind.reason

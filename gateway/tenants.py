@@ -39,6 +39,12 @@ class TenantRoute:
     def discovered(self) -> bool:
         return self.config.url is None
 
+    @property
+    def label(self) -> str:
+        """The backend's binding and version as last resolved (never its address)."""
+        b = self._backend
+        return "" if b is None else f"{b.config.binding}/{b.config.version}"
+
     async def backend(self, call: Call) -> Backend:
         if not self.discovered:
             assert self._backend is not None

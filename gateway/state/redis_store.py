@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -62,13 +62,23 @@ class RedisStore:
 
     # The task index.
 
-    async def record_task(self, record: TaskRecord) -> None:
-        r = record
+    def _upsert_args(self, r: TaskRecord) -> list[str]:
         if ":" in r.tenant:  # keys are prefix + "task:" + tenant + ":" + task id
             raise ValueError(f"tenant {r.tenant!r} may not contain ':'")
-        await self._do(self._upsert(args=[
-            self.prefix, r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
-            repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]))
+        return [self.prefix, r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
+                repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]
+
+    async def record_task(self, record: TaskRecord) -> None:
+        await self._do(self._upsert(args=self._upsert_args(record)))
+
+    async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
+        if not records:
+            return
+        # One round trip: the scripts are pipelined (not a transaction; each is atomic).
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for record in records:
+                await self._upsert(args=self._upsert_args(record), client=pipe)
+            await self._do(pipe.execute())
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         fields = await self._do(self._redis.hmget(
