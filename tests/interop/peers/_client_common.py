@@ -45,13 +45,16 @@ SCENARIOS = (
     "list_tasks",
     "subscribe",
 )
+# Run only when named (not by "all"): ListTasks' v1.0 semantics in depth.
+EXTRA_SCENARIOS = ("list_paging",)
 
 
 def client_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--url", required=True, help="http(s) URL, or host:port for GRPC")
     parser.add_argument("--transport", required=True, choices=TRANSPORTS)
-    parser.add_argument("--scenario", required=True, choices=(*SCENARIOS, "all"))
+    parser.add_argument("--scenario", required=True,
+                        choices=(*SCENARIOS, *EXTRA_SCENARIOS, "all"))
     parser.add_argument("--webhook", default=DEFAULT_WEBHOOK)
     parser.add_argument("--tenant", default=None,
                         help="tenant to name: the v1.0 interface's `tenant`; over GRPC the "
@@ -155,6 +158,12 @@ class PeerClient(Protocol):
     async def get_task(self, task_id: str, history_length: int | None = None) -> dict[str, Any]: ...
 
     async def list_tasks(self, context_id: str) -> list[dict[str, Any]]: ...
+
+    async def list_page(self, query: dict[str, Any]) -> dict[str, Any]:
+        """One ListTasks call; ``query`` in the v1.0 JSON names (`statusTimestampAfter`
+        in seconds since the epoch). Returns ids, states, nextPageToken, totalSize,
+        pageSize and, per task, how many artifacts and history messages it came with."""
+        ...
 
     def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]: ...
 
@@ -304,6 +313,38 @@ def build_scenarios(
             "states": [t["state"] for t in listed],
         }
 
+    async def list_paging() -> Any:
+        # Five finished tasks and one working in a fresh context; every page of two, then
+        # the filters, historyLength, includeArtifacts and a page token of nobody's.
+        context_id = uuid.uuid4().hex
+        done = [_require_task(await peer.send(f"task: p{i}", context_id=context_id))["id"]
+                for i in range(5)]
+        working = _require_task(
+            await peer.send("slow", blocking=False, context_id=context_id))["id"]
+        scope = {"contextId": context_id}
+        try:
+            pages = [await peer.list_page({**scope, "pageSize": 2})]
+            while pages[-1]["nextPageToken"] and len(pages) < 10:
+                pages.append(await peer.list_page(
+                    {**scope, "pageSize": 2, "pageToken": pages[-1]["nextPageToken"]}))
+            return {
+                "done": done, "working": working,
+                "pages": [p["ids"] for p in pages],
+                "totals": [p["totalSize"] for p in pages],
+                "pageSizes": [p["pageSize"] for p in pages],
+                "working_only": await peer.list_page({**scope, "status": "TASK_STATE_WORKING"}),
+                "with_artifacts": await peer.list_page({
+                    **scope, "status": "TASK_STATE_COMPLETED", "includeArtifacts": True,
+                    "historyLength": 0}),
+                "history_1": await peer.list_page({**scope, "historyLength": 1}),
+                "after_future": await peer.list_page({**scope,
+                                                      "statusTimestampAfter": 4102444800}),
+                "bad_token": await step(lambda: peer.list_page({"pageToken": "nope"})),
+            }
+        finally:
+            with contextlib.suppress(Exception):
+                await peer.cancel_task(working)
+
     async def subscribe() -> Any:
         # A task that works for about half a second (SUBSCRIBE_CHUNKS artifact chunks, 50 ms
         # apart), started without waiting; subscribe to it and read until it completes.
@@ -333,6 +374,7 @@ def build_scenarios(
         "push_delivery": push_delivery,
         "list_tasks": list_tasks,
         "subscribe": subscribe,
+        "list_paging": list_paging,
     }
 
 

@@ -257,6 +257,28 @@ class V10Peer:
         response = await self._unary.list_tasks(ListTasksRequest(context_id=context_id))
         return [_task(t) for t in response.tasks]
 
+    async def list_page(self, query: dict[str, Any]) -> dict[str, Any]:
+        request = ListTasksRequest(
+            context_id=query.get("contextId", ""), page_token=query.get("pageToken", ""))
+        if "status" in query:
+            request.status = TaskState.Value(query["status"])
+        for name, field in (("pageSize", "page_size"), ("historyLength", "history_length"),
+                            ("includeArtifacts", "include_artifacts")):
+            if name in query:
+                setattr(request, field, query[name])
+        if "statusTimestampAfter" in query:
+            request.status_timestamp_after.FromSeconds(int(query["statusTimestampAfter"]))
+        response = await self._unary.list_tasks(request)
+        return {
+            "ids": [t.id for t in response.tasks],
+            "states": [_state(t.status.state) for t in response.tasks],
+            "artifacts": [len(t.artifacts) for t in response.tasks],
+            "history": [len(t.history) for t in response.tasks],
+            "nextPageToken": response.next_page_token,
+            "totalSize": response.total_size,
+            "pageSize": response.page_size,
+        }
+
     async def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]:
         async for response in self._streaming.subscribe(SubscribeToTaskRequest(id=task_id)):
             yield _event(response)
