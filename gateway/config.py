@@ -125,10 +125,16 @@ class TenantConfig(_Model):
 class ListenConfig(_Model):
     http: str = "127.0.0.1:8080"
     grpc: str | None = Field(None, description="host:port of the gRPC listener (both versions)")
+    admin: str | None = Field(None, description="host:port of a plain-HTTP admin listener "
+                              "for /metrics, /readyz and /healthz (keep it off the public "
+                              "network); when set, /metrics and /readyz leave the main "
+                              "listener (/healthz stays there for probes)")
+    grpc_reflection: bool = Field(True, description="Serve gRPC server reflection (the A2A "
+                                  "services' schema) on the gRPC listener")
 
     _hp = field_validator("http")(_host_port)
 
-    @field_validator("grpc")
+    @field_validator("grpc", "admin")
     @classmethod
     def _grpc(cls, value: str | None) -> str | None:
         return None if value is None else _host_port(value)
