@@ -12,7 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gateway.auth.config import AuthConfig
+from gateway.auth.config import AuthConfig, effective
 from gateway.state.config import StateConfig
 from gateway.tracing import TracingConfig
 from translators.loss import LossPolicy
@@ -338,6 +338,14 @@ class GatewayConfig(_Model):
             if tenant.auth is not None and tenant.auth.server_tls is not None:
                 raise ValueError(f"tenants.{name}.auth.server_tls: TLS on the listeners is "
                                  f"gateway-wide (auth.server_tls)")
+            auth = effective(self.auth, tenant.auth)
+            if auth.required and not auth.authenticates:
+                raise ValueError(f"tenants.{name}: auth.required needs a way to "
+                                 f"authenticate (api_keys, jwt or mtls)")
+            if auth.mtls is not None and (self.auth is None or self.auth.server_tls is None
+                                          or self.auth.server_tls.client_ca_file is None):
+                raise ValueError(f"tenants.{name}: auth.mtls needs auth.server_tls with a "
+                                 f"client_ca_file (client certificates are checked there)")
         if self.card_signing is not None and not self.public_url:
             raise ValueError("card_signing needs public_url: a signed card names the gateway "
                              "by its configured address, never by what a request says")
