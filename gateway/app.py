@@ -73,6 +73,11 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
     return app
 
 
+def _loopback(address: str) -> bool:
+    host = split_host_port(address)[0]
+    return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
+
+
 class Server:
     """The running gateway: backends, listeners, the optional demo agent, reloads."""
 
@@ -136,6 +141,13 @@ class Server:
             self._grpc = await start_grpc_server(
                 lambda: holder.current, config.listen.grpc, holder.streams,
                 grpc_server_credentials(server_tls) if server_tls else None)
+        unguarded = [t for t in config.tenants
+                     if not (holder.current.auth and holder.current.auth.for_tenant(t)
+                             .config.authenticates)]
+        if unguarded and not all(_loopback(a) for a in (config.listen.http, config.listen.grpc)
+                                 if a):
+            log.warning("listening beyond loopback with tenants anyone can call (no auth "
+                        "configured for them; README \"Security\")", tenants=unguarded)
         log.info("gateway listening", http=config.listen.http, grpc=config.listen.grpc,
                  admin=config.listen.admin, tls=server_tls is not None,
                  tenants=sorted(config.tenants), default_tenant=config.default_tenant)
