@@ -8,7 +8,8 @@ RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim
 RUN useradd --system --uid 10001 --no-create-home gateway \
- && mkdir -p /var/lib/a2a-gateway && chown 10001 /var/lib/a2a-gateway
+ && mkdir -p /var/lib/a2a-gateway /etc/a2a-gateway/tls \
+ && chown 10001 /var/lib/a2a-gateway /etc/a2a-gateway/tls
 # The state store (SQLite) lives here: mount a volume to keep it across restarts.
 VOLUME /var/lib/a2a-gateway
 COPY --from=build /wheels /wheels

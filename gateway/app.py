@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import grpc
@@ -13,9 +15,12 @@ import structlog
 from aiohttp import web
 
 from gateway import tracing
+from gateway.admin import add_admin_routes, build_admin_app
+from gateway.auth.tls import ReloadingServerContext, grpc_server_credentials
 from gateway.config import GatewayConfig
+from gateway.egress.http import client_session
 from gateway.ingress import cards, jsonrpc, rest
-from gateway.ingress.common import GATEWAY_KEY, gateway_of
+from gateway.ingress.common import GATEWAY_KEY
 from gateway.ingress.connections import (
     ConnectionGuard,
     GuardedSite,
@@ -24,8 +29,7 @@ from gateway.ingress.connections import (
 )
 from gateway.ingress.errors import answer_in_dialect
 from gateway.ingress.grpc import start_grpc_server
-from gateway.lifecycle import ConfigWatcher, Streams, readiness
-from gateway.metrics import exposition
+from gateway.lifecycle import ConfigWatcher, Streams
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
 from gateway.relay import endpoint as relay_endpoint
@@ -50,29 +54,11 @@ def split_host_port(value: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-async def healthz(_: web.Request) -> web.Response:
-    return web.json_response({"status": "ok"})
-
-
-async def readyz(request: web.Request) -> web.Response:
-    gateway = gateway_of(request)
-    report = await readiness(gateway.tenants, gateway.config.readiness_timeout,
-                             gateway.store)
-    return web.json_response(report, status=200 if report["status"] == "ready" else 503)
-
-
-async def metrics(_: web.Request) -> web.Response:
-    body, content_type = exposition()
-    return web.Response(body=body, headers={"Content-Type": content_type})
-
-
 def build_http_app(holder: GatewayHolder) -> web.Application:
     # Bodies are read by the codecs, bounded by max_body_bytes (ingress/common.read_body).
     app = web.Application(middlewares=[track_requests, answer_in_dialect])
     app[GATEWAY_KEY] = holder
-    app.router.add_get("/healthz", healthz)
-    app.router.add_get("/readyz", readyz)
-    app.router.add_get("/metrics", metrics)
+    add_admin_routes(app, probes_only=holder.current.config.listen.admin is not None)
     app.router.add_post("/", jsonrpc.handle)
     for path in JSONRPC_TENANT_ROUTES:  # POST /{tenant}: JSON-RPC with the tenant in the path
         app.router.add_post(path, jsonrpc.handle)
@@ -88,13 +74,9 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
     return app
 
 
-def new_session() -> aiohttp.ClientSession:
-    # One pooled session for all backends; per-call timeouts are set by each backend. The
-    # pool itself is unbounded: what may be open toward a backend is bounded by the
-    # gateway's own slots (limits.py), which refuse in the caller's dialect instead of
-    # queueing a unary call behind streams that hold every pooled connection.
-    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, enable_cleanup_closed=True)
-    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
+def _loopback(address: str) -> bool:
+    host = split_host_port(address)[0]
+    return host in ("localhost", "127.0.0.1", "::1") or host.startswith("127.")
 
 
 class Server:
@@ -126,7 +108,7 @@ class Server:
             host, port = split_host_port(config.demo_agent.listen)
             self._runners.append(await start_demo_agent(host, port))
             log.info("demo agent started", listen=config.demo_agent.listen)
-        self._session = new_session()
+        self._session = client_session()
         self.store = open_store(config.state)
         log.info("state store opened", backend=self.store.backend,
                  where=config.state.path if config.state.backend == "sqlite"
@@ -134,7 +116,10 @@ class Server:
         # Every replica prunes on its own timer: pruning is idempotent (state/retention.py).
         self._tasks.add(asyncio.create_task(
             prune_forever(self.store, config.state.retention.interval)))
-        holder = GatewayHolder(Gateway(config, self._session, self.store))
+        first = Gateway(config, self._session, self.store)
+        if first.auth is not None:
+            await first.auth.prime()  # a JWK set file that cannot be used stops the start
+        holder = GatewayHolder(first)
         self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.
         runner = web.AppRunner(build_http_app(holder), handler_cancellation=True,
@@ -143,13 +128,38 @@ class Server:
         await runner.setup()
         host, port = split_host_port(config.listen.http)
         self.connections = ConnectionGuard(config.limits)
-        await GuardedSite(runner, host, port, self.connections).start()
+        server_tls = config.auth.server_tls if config.auth is not None else None
+        tls = None
+        if server_tls is not None:
+            tls = ReloadingServerContext(server_tls)
+            self._spawn(tls.watch())  # rotated certificate files, without a restart
+        await GuardedSite(runner, host, port, self.connections,
+                          ssl_context=tls.context if tls else None).start()
         self._runners.insert(0, runner)
+        if config.listen.admin:
+            admin = web.AppRunner(build_admin_app(holder), access_log=None)
+            await admin.setup()
+            await web.TCPSite(admin, *split_host_port(config.listen.admin)).start()
+            self._runners.append(admin)
         if config.listen.grpc:
-            self._grpc = await start_grpc_server(lambda: holder.current, config.listen.grpc,
-                                                 holder.streams)
+            self._grpc = await start_grpc_server(
+                lambda: holder.current, config.listen.grpc, holder.streams,
+                grpc_server_credentials(server_tls) if server_tls else None)
+        unguarded = [t for t in config.tenants
+                     if not (holder.current.auth and holder.current.auth.for_tenant(t)
+                             .config.authenticates)]
+        if unguarded and not all(_loopback(a) for a in (config.listen.http, config.listen.grpc)
+                                 if a):
+            log.warning("listening beyond loopback with tenants anyone can call (no auth "
+                        "configured for them; README \"Security\")", tenants=unguarded)
         log.info("gateway listening", http=config.listen.http, grpc=config.listen.grpc,
+                 admin=config.listen.admin, tls=server_tls is not None,
                  tenants=sorted(config.tenants), default_tenant=config.default_tenant)
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """A background task of this server, cancelled at stop."""
+        task = asyncio.create_task(work)
+        self._tasks.add(task)
 
     async def apply(self, config: GatewayConfig) -> None:
         """Swap in a new config. Calls in flight finish on the gateway they started on;
@@ -165,7 +175,10 @@ class Server:
                         "take effect at the next restart")
         assert self._session is not None
         old = self.holder.current
-        self.holder.current = Gateway(config, self._session, self.store)
+        new = Gateway(config, self._session, self.store, previous=old)
+        if new.auth is not None:
+            await new.auth.prime()
+        self.holder.current = new
         self.config = config
         # The replaced gateway's backends and relay close when its last call ends.
         retiring = asyncio.create_task(old.close_when_idle())
@@ -177,8 +190,7 @@ class Server:
             return None
         watcher = ConfigWatcher(self.config_path, self.apply, self.config.reload_interval)
         if self.config.reload_interval > 0:
-            task = asyncio.create_task(watcher.watch())
-            self._tasks.add(task)
+            self._spawn(watcher.watch())
         return watcher
 
     async def stop(self) -> None:

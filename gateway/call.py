@@ -56,6 +56,8 @@ class CallContext:
     credentials: Mapping[str, Any] = field(default_factory=dict)
     peer_cert: Any = None
     principal: Any = None  # gateway.auth.principal.Principal, once admitted
+    # The gateway's own call (the relay reading a task): no caller to authenticate.
+    internal: bool = False
 
     def remaining(self, default: float) -> float:
         if self.deadline is None:

@@ -75,6 +75,16 @@ def _hash_key(_: argparse.Namespace) -> int:
     return 0
 
 
+def _dev_cert(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from gateway.auth.devcert import write_dev_cert
+
+    made = write_dev_cert(Path(args.dir), args.host or ["localhost", "127.0.0.1"])
+    print(f"{'wrote' if made else 'kept'} ca.crt, tls.crt, tls.key in {args.dir}")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from gateway.demo_agent import main as demo_main
 
@@ -107,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("hash-key", help="print the SHA-256 of an API key read from stdin "
                        "(for auth.api_keys.keys[].sha256)")
     p.set_defaults(func=_hash_key)
+    p = sub.add_parser("dev-cert", help="write a private CA and a server certificate "
+                       "(ca.crt, tls.crt, tls.key) for trying TLS; kept if already there")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--host", action="append", help="a DNS name or IP the certificate names "
+                   "(repeatable; default localhost and 127.0.0.1)")
+    p.set_defaults(func=_dev_cert)
     p = sub.add_parser("demo-agent", help="run only the built-in v0.3 demo agent")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=9009)

@@ -12,7 +12,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gateway.auth.config import AuthConfig
+from gateway.auth.config import AuthConfig, effective
 from gateway.state.config import StateConfig
 from gateway.tracing import TracingConfig
 from translators.loss import LossPolicy
@@ -132,10 +132,16 @@ class TenantConfig(_Model):
 class ListenConfig(_Model):
     http: str = "127.0.0.1:8080"
     grpc: str | None = Field(None, description="host:port of the gRPC listener (both versions)")
+    admin: str | None = Field(None, description="host:port of a plain-HTTP admin listener "
+                              "for /metrics, /readyz and /healthz (keep it off the public "
+                              "network); when set, /metrics and /readyz leave the main "
+                              "listener (/healthz stays there for probes)")
+    grpc_reflection: bool = Field(True, description="Serve gRPC server reflection (the A2A "
+                                  "services' schema) on the gRPC listener")
 
     _hp = field_validator("http")(_host_port)
 
-    @field_validator("grpc")
+    @field_validator("grpc", "admin")
     @classmethod
     def _grpc(cls, value: str | None) -> str | None:
         return None if value is None else _host_port(value)
@@ -339,6 +345,14 @@ class GatewayConfig(_Model):
             if tenant.auth is not None and tenant.auth.server_tls is not None:
                 raise ValueError(f"tenants.{name}.auth.server_tls: TLS on the listeners is "
                                  f"gateway-wide (auth.server_tls)")
+            auth = effective(self.auth, tenant.auth)
+            if auth.required and not auth.authenticates:
+                raise ValueError(f"tenants.{name}: auth.required needs a way to "
+                                 f"authenticate (api_keys, jwt or mtls)")
+            if auth.mtls is not None and (self.auth is None or self.auth.server_tls is None
+                                          or self.auth.server_tls.client_ca_file is None):
+                raise ValueError(f"tenants.{name}: auth.mtls needs auth.server_tls with a "
+                                 f"client_ca_file (client certificates are checked there)")
         if self.card_signing is not None and not self.public_url:
             raise ValueError("card_signing needs public_url: a signed card names the gateway "
                              "by its configured address, never by what a request says")

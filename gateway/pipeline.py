@@ -10,20 +10,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import (
-    contextmanager,
-)
+from contextlib import asynccontextmanager, contextmanager
 
 import aiohttp
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway import tracing
+from gateway.admission import admit, build_auth
+from gateway.auth.config import effective
+from gateway.auth.service import GatewayAuth
+from gateway.auth.tls import client_context
+from gateway.auth.tls_config import ClientTlsConfig
 from gateway.call import Call, CallContext
 from gateway.cards.publisher import CardPublisher
 from gateway.config import BackendConfig, ConfigError, GatewayConfig
 from gateway.egress.base import Backend
 from gateway.egress.grpc import GrpcBackend
+from gateway.egress.http import client_session
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
 from gateway.limits import CallLimits
@@ -41,13 +45,14 @@ from translators.loss import LossReport
 from translators.versions import VersionRules
 
 
-def make_backend(config: BackendConfig, session: aiohttp.ClientSession) -> Backend:
+def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
+                 tls: ClientTlsConfig | None = None) -> Backend:
     if config.binding == "JSONRPC":
         return JsonRpcBackend(config, session)
     if config.binding == "HTTP+JSON":
         return RestBackend(config, session)
     if config.binding == "GRPC":
-        return GrpcBackend(config)
+        return GrpcBackend(config, tls)
     raise ConfigError(f"backend binding {config.binding} is not supported by this gateway "
                       f"build yet (backend {config.url}); use JSONRPC")
 
@@ -56,15 +61,19 @@ class Gateway:
     """Everything a request needs, built once per config."""
 
     def __init__(self, config: GatewayConfig, session: aiohttp.ClientSession,
-                 store: Store | None = None) -> None:
+                 store: Store | None = None, previous: Gateway | None = None) -> None:
         self.config = config
         self.version_rules = VersionRules(tuple(config.versions), config.strict_versions)
         self.cards = CardPublisher(config)
+        self._own_sessions: list[aiohttp.ClientSession] = []
         self.tenants: dict[str, TenantRoute] = {
-            name: TenantRoute(name, t.backend, session,
-                              lambda c: make_backend(c, session))
+            name: self._route(name, t.backend, session,
+                              effective(config.auth, t.auth).backend_tls)
             for name, t in config.tenants.items()}
         self.limits = CallLimits(config)
+        # Who may call what, how often (README "Security"); None when nothing is
+        # configured. A reload keeps the rate buckets and open-call counts.
+        self.auth: GatewayAuth | None = build_auth(config, previous.auth if previous is not None else None)
         # What outlives this config and is shared by workers and replicas (state/); the
         # server owns it and closes it.
         self.store = store
@@ -73,6 +82,16 @@ class Gateway:
         self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
+
+    def _route(self, name: str, backend: BackendConfig, shared: aiohttp.ClientSession,
+               tls: ClientTlsConfig | None) -> TenantRoute:
+        """A tenant's route; with `backend_tls`, over its own connection pool whose TLS
+        trusts the configured CA (and presents the client certificate)."""
+        session = shared
+        if tls is not None:
+            session = client_session(client_context(tls))
+            self._own_sessions.append(session)
+        return TenantRoute(name, backend, session, lambda c: make_backend(c, session, tls))
 
     @contextmanager
     def _tracked(self) -> Iterator[None]:
@@ -98,6 +117,8 @@ class Gateway:
         await self.tasks.close()  # observations not written yet
         for route in self.tenants.values():
             await route.close()
+        for session in self._own_sessions:
+            await session.close()
 
     def tenant_for(self, name: str | None) -> TenantRoute:
         tenant = name or self.config.default_tenant
@@ -113,7 +134,7 @@ class Gateway:
     async def fetch_task(self, tenant: str, task_id: str, client_version: str) -> pb.Task | None:
         """The task as the tenant's backend has it now (for the relay's v0.3 snapshots)."""
         ctx = CallContext(client_version=client_version, client_binding="webhook-relay",
-                          tenant=tenant or None)
+                          tenant=tenant or None, internal=True)
         result = await self.unary(Call(ops.BY_NAME[ops.GET_TASK], pb.GetTaskRequest(id=task_id),
                                        ctx))
         return result if isinstance(result, pb.Task) else None
@@ -121,6 +142,8 @@ class Gateway:
     async def _admit(self, call: Call) -> tuple[TenantRoute, Backend]:
         route = self.tenant_for(call.ctx.tenant)
         call.ctx.tenant = call.ctx.outcome.tenant = route.name
+        if self.auth is not None:
+            await admit(self.auth.for_tenant(route.name), call)
         backend = await route.backend(call)
         call.ctx.outcome.backend_version = backend.config.version
         call.ctx.outcome.backend_binding = backend.config.binding
@@ -129,6 +152,16 @@ class Gateway:
             call.backend_card = await route.card_json()
         await self.tasks.admit(call)  # a task of another principal is not found
         return route, backend
+
+    @asynccontextmanager
+    async def _held(self, route: TenantRoute, call: Call, streaming: bool,
+                    ) -> AsyncIterator[None]:
+        """The caller's slot among its calls or streams open at once (auth.rate_limits)."""
+        if self.auth is None or call.ctx.internal:
+            yield
+            return
+        with self.auth.for_tenant(route.name).limits.hold(call.ctx.principal, streaming):
+            yield
 
     async def unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         """The call's result, canonical; or, when the backend speaks the client's dialect
@@ -155,7 +188,8 @@ class Gateway:
                                    call.ctx.extensions)
         else:
             await self.relay.rewrite_request(call)
-        async with self.limits.call(route), tracing.backend_span(call.ctx, call.op.name):
+        async with self._held(route, call, streaming=False), self.limits.call(route), \
+                tracing.backend_span(call.ctx, call.op.name):
             started = time.monotonic()
             try:
                 answer = await (backend.forward(call) if forward else backend.unary(call))
@@ -181,7 +215,8 @@ class Gateway:
     async def _stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
         route, backend = await self._admit(call)
         await self.relay.rewrite_request(call)
-        async with self.limits.stream(route), tracing.backend_span(call.ctx, call.op.name):
+        async with self._held(route, call, streaming=True), self.limits.stream(route), \
+                tracing.backend_span(call.ctx, call.op.name):
             first = True
             started = time.monotonic()
             items = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,

@@ -156,7 +156,9 @@ class TaskLister:
 
 
 def _refresh_context(ctx: CallContext) -> CallContext:
-    """A GetTask of a listing: the listing's tenant, headers, deadline and request id."""
+    """A GetTask of a listing: the listing's tenant, headers (as admitted), deadline and
+    request id; the gateway's own call (the listing's caller was admitted already, and
+    its principal's scope applied)."""
     return CallContext(client_version=V10, client_binding=REFRESH_BINDING, tenant=ctx.tenant,
                        request_id=ctx.request_id, forward_headers=dict(ctx.forward_headers),
-                       extensions=list(ctx.extensions), deadline=ctx.deadline)
+                       extensions=list(ctx.extensions), deadline=ctx.deadline, internal=True)

@@ -54,6 +54,9 @@ class GatewayAuth:
         self._jwks: dict[str, JwksSource] = {}
         self.tenants = {name: self._build(name, override)
                         for name, override in tenants.items()}
+        # Who may read /readyz and /metrics on the main listener: whoever the
+        # gateway-wide settings authenticate (None: they authenticate nobody).
+        self.admin = self._build("(admin)", None) if self.default.authenticates else None
 
     @property
     def enabled(self) -> bool:

@@ -62,4 +62,6 @@ class PublicAddress:
 
     def fallback_base(self) -> str:
         """For calls that did not come over HTTP (gRPC): public_url, else the listener."""
-        return (self.config.public_url or f"http://{self.config.listen.http}").rstrip("/")
+        tls = self.config.auth is not None and self.config.auth.server_tls is not None
+        scheme = "https" if tls else "http"
+        return (self.config.public_url or f"{scheme}://{self.config.listen.http}").rstrip("/")

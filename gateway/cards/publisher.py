@@ -19,6 +19,8 @@ from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 
+from gateway.auth.card import card_security, with_security
+from gateway.auth.config import effective
 from gateway.call import CallContext
 from gateway.cards.addresses import PublicAddress
 from gateway.cards.signing import CardSigner
@@ -57,6 +59,8 @@ class CardPublisher:
         self.signer = CardSigner(config.card_signing) if config.card_signing else None
         self.address = PublicAddress(config)
         self._rendered: OrderedDict[tuple[Any, ...], RenderedCard] = OrderedDict()
+        self._security = {name: card_security(effective(config.auth, t.auth))
+                          for name, t in config.tenants.items()}
         self._started = time.time()
 
     def _interfaces(self, base: str, grpc: str | None, path_tenant: str | None) -> list[JSON]:
@@ -73,8 +77,9 @@ class CardPublisher:
         if found is not None:
             self._rendered.move_to_end(key)
             return found
-        card = with_interfaces(backend.p10 if backend else minimal_card(tenant),
-                               self._interfaces(http_base, grpc, path_tenant))
+        card = with_security(with_interfaces(backend.p10 if backend else minimal_card(tenant),
+                                             self._interfaces(http_base, grpc, path_tenant)),
+                             self._security.get(tenant))
         doc, dropped = card_in_shape(card, backend.held if backend else {}, shape)
         if self.signer is not None:
             doc = self.signer.sign(doc)
@@ -95,8 +100,10 @@ class CardPublisher:
             ctx.public_base() if ctx.public_base else self.address.fallback_base())
         tenant = ctx.tenant or ""
         path_tenant = tenant if tenant != self.config.default_tenant else None
-        out = with_interfaces(dump_p10(card),
-                              self._interfaces(base, self.address.grpc_target(base), path_tenant))
+        out = with_security(
+            with_interfaces(dump_p10(card),
+                            self._interfaces(base, self.address.grpc_target(base), path_tenant)),
+            self._security.get(tenant))
         if self.signer is not None:
             out = self.signer.sign(out)
         return parse_p10(out, pb.AgentCard, error="InvalidAgentResponseError")

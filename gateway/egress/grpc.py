@@ -20,6 +20,8 @@ import grpc
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
+from gateway.auth.tls import grpc_channel_credentials, grpc_channel_options
+from gateway.auth.tls_config import ClientTlsConfig
 from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.egress.base import (
@@ -84,8 +86,9 @@ class _StreamChannels:
 
 
 class GrpcBackend:
-    def __init__(self, config: BackendConfig) -> None:
+    def __init__(self, config: BackendConfig, tls: ClientTlsConfig | None = None) -> None:
         self.config = config
+        self.tls = tls if tls is not None and tls.grpc else None
         # A backend is built from a resolved config: discovery filled these in.
         assert config.url is not None and config.version is not None
         self.url: str = config.url
@@ -96,14 +99,18 @@ class GrpcBackend:
 
     def _new_channel(self) -> grpc.aio.Channel:
         backoff_ms = int(self.config.connect_timeout * 1000)
-        return grpc.aio.insecure_channel(self.url, options=[
+        options: list[tuple[str, Any]] = [
             # A backend that was down is retried soon, not after minutes of backoff.
             ("grpc.initial_reconnect_backoff_ms", min(200, backoff_ms)),
             ("grpc.max_reconnect_backoff_ms", backoff_ms),
             ("grpc.max_receive_message_length", self.config.max_answer_bytes),
             # Channels with the same arguments would otherwise share one connection.
             ("grpc.use_local_subchannel_pool", 1),
-        ])
+        ]
+        if self.tls is not None:
+            return grpc.aio.secure_channel(self.url, grpc_channel_credentials(self.tls),
+                                           options=options + grpc_channel_options(self.tls))
+        return grpc.aio.insecure_channel(self.url, options=options)
 
     def channel(self) -> grpc.aio.Channel:
         # Made on first use, inside the running loop, and kept until close().

@@ -4,6 +4,7 @@ errors."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
@@ -25,6 +26,17 @@ from translators.errors import A2AError
 # What a status page from something in front of the backend (a proxy, a load balancer)
 # means when its body is not the backend's own error.
 _PROXY_STATUS = {502: "unavailable", 503: "unavailable", 504: "timeout"}
+
+
+def client_session(tls: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
+    """A pooled session toward backends (``tls``: the context https:// URLs use instead of
+    the system's CAs). Per-call timeouts are set by each backend. The pool itself is
+    unbounded: what may be open toward a backend is bounded by the gateway's own slots
+    (limits.py), which refuse in the caller's dialect instead of queueing a unary call
+    behind streams that hold every pooled connection."""
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, enable_cleanup_closed=True,
+                                     ssl=tls if tls is not None else True)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
 
 
 def _timeout(config: BackendConfig, call: Call, stream: bool) -> aiohttp.ClientTimeout:

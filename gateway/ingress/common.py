@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from aiohttp import web
 
 from gateway import tracing
+from gateway.auth.peer import http_peer_cert
+from gateway.auth.principal import CHALLENGE_KEY
 from gateway.call import Call, CallContext
 from gateway.pipeline import Gateway
 from translators.dialects.base import DecodedCall, HttpAnswer
@@ -97,6 +99,9 @@ def client_context(request: web.Request, gateway: Gateway, binding: str) -> Call
     ctx.forward_headers = {h: request.headers[h] for h in gateway.config.forward_headers
                            if h in request.headers}
     ctx.extensions = _extensions(request)
+    if gateway.auth is not None:
+        ctx.credentials = request.headers
+        ctx.peer_cert = http_peer_cert(request.transport)
     # Read only by the extended card: not worked out for every call.
     ctx.public_base = lambda: gateway.cards.address.http_base(request)
     tracing.take(ctx, request.headers)
@@ -145,4 +150,7 @@ def refused(answer: HttpAnswer, err: A2AError, ctx: CallContext | None) -> web.R
     retry_after = err.metadata.get("retry_after")
     if retry_after is not None:
         headers["Retry-After"] = retry_after
+    challenge = err.metadata.get(CHALLENGE_KEY)
+    if challenge is not None:
+        headers["WWW-Authenticate"] = challenge
     return http_answer(answer, headers)

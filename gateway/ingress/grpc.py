@@ -19,6 +19,7 @@ import grpc
 from grpc_reflection.v1alpha import reflection
 
 from gateway import tracing
+from gateway.auth.peer import grpc_peer_cert
 from gateway.call import Call, CallContext
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
@@ -61,6 +62,9 @@ def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
     ctx.extensions = split_extensions([*md.get("a2a-extensions", []),
                                        *md.get("x-a2a-extensions", [])])
     tracing.take_metadata(ctx, md)
+    if gateway.auth is not None:
+        ctx.credentials = md
+        ctx.peer_cert = grpc_peer_cert(context.auth_context())
     remaining = context.time_remaining()
     if remaining is not None:
         ctx.deadline = time.monotonic() + remaining
@@ -90,6 +94,9 @@ async def _abort(context: grpc.aio.ServicerContext, ctx: CallContext,
     err = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
     status = wire.BY_VERSION[V03 if ctx.client_version == V03 else V10].status(err)
     trailers = _trailers(ctx)
+    retry_after = err.metadata.get("retry_after")
+    if retry_after is not None:
+        trailers.append(("retry-after", str(retry_after)))
     if status.details is not None:
         trailers.append((STATUS_DETAILS_KEY, status.details))
     await context.abort(grpc.StatusCode[status.code], status.message, tuple(trailers))
@@ -186,9 +193,11 @@ def generic_handlers(current: Current, streams: Streams | None = None,
 
 
 async def start_grpc_server(current: Current, listen: str, streams: Streams | None = None,
+                            credentials: grpc.ServerCredentials | None = None,
                             ) -> grpc.aio.Server:
-    """Serve both services and server reflection on ``listen`` (host:port). Open streams
-    are tracked in ``streams``, so that shutdown can end them cleanly."""
+    """Serve both services (and server reflection, unless turned off) on ``listen``
+    (host:port), over TLS with ``credentials``. Open streams are tracked in ``streams``,
+    so that shutdown can end them cleanly."""
     config = current().config
     max_bytes = config.max_body_bytes
     limits = config.limits
@@ -208,10 +217,12 @@ async def start_grpc_server(current: Current, listen: str, streams: Streams | No
         ("grpc.max_connection_idle_ms", int(limits.idle_timeout * 1000)),
     ])
     server.add_generic_rpc_handlers(generic_handlers(current, streams))
-    reflection.enable_server_reflection(
-        (*wire.SERVICES.values(), reflection.SERVICE_NAME), server)
+    if config.listen.grpc_reflection:
+        reflection.enable_server_reflection(
+            (*wire.SERVICES.values(), reflection.SERVICE_NAME), server)
     try:
-        port = server.add_insecure_port(listen)
+        port = (server.add_secure_port(listen, credentials) if credentials is not None
+                else server.add_insecure_port(listen))
     except RuntimeError as exc:
         raise OSError(f"cannot listen for gRPC on {listen}: {exc}") from None
     if port == 0:

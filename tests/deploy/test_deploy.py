@@ -104,13 +104,16 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
     containers = {c["name"]: c for c in pod["containers"]}
     gateway = containers["a2a-gateway"]
 
-    # Listeners: the ports, the config's listen, the probes and the Service agree.
-    assert {p["name"]: p["containerPort"] for p in gateway["ports"]} == {
+    # Listeners: the ports, the config's listen, the probes and the Service agree. With an
+    # admin listener the probes go there (plain HTTP even when the main listener has TLS).
+    ports = {p["name"]: p["containerPort"] for p in gateway["ports"]}
+    assert {k: v for k, v in ports.items() if k != "admin"} == {
         "http": HTTP_PORT, "grpc": GRPC_PORT}
+    probe_port = ports.get("admin", HTTP_PORT)
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         get = gateway[probe]["httpGet"]
         assert get["path"] == path, f"{probe} should GET {path}"
-        assert resolve_port(gateway, get["port"]) == HTTP_PORT, f"{probe} port"
+        assert resolve_port(gateway, get["port"]) == probe_port, f"{probe} port"
         assert get.get("scheme", "HTTP") == "HTTP"
 
     assert "command" not in gateway, "keep the image's ENTRYPOINT (a2a-gateway)"
@@ -120,6 +123,7 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
                           f"the {mode} ConfigMap")
     assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
     assert config.listen.grpc == f"0.0.0.0:{GRPC_PORT}"
+    assert config.listen.admin == (f"0.0.0.0:{ports['admin']}" if "admin" in ports else None)
     assert config.demo_agent is None, "no in-process demo agent in a cluster"
 
     assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
@@ -239,6 +243,7 @@ HELM_CASES: dict[str, tuple[dict[str, Any] | None, str, str | None]] = {
     "shared-ci-values": (SHARED_VALUES, "shared", None),
     "shared-existing-secret": (merge(SHARED_VALUES, {"relayKey": {"existingSecret": "relay"}}),
                                "shared", "external"),
+    "sidecar-no-admin": ({"gateway": {"ports": {"admin": 0}}}, "sidecar", None),
 }
 
 
@@ -285,6 +290,27 @@ def test_helm_template(case: str, helm: str, tools: dict[str, Any]) -> None:
     check_workload(docs, mode, relay)
     annotations = one(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
     assert re.fullmatch(r"[0-9a-f]{64}", annotations["checksum/config"])
+    if case == "shared-ci-values":  # TLS from the Secret, auth, the admin port scraped
+        check_tls_and_auth(docs)
+        assert annotations["prometheus.io/port"] == "9090"
+
+
+def check_tls_and_auth(docs: list[dict[str, Any]]) -> None:
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    gateway = next(c for c in pod["containers"] if c["name"] == "a2a-gateway")
+    config = parse_config(yaml.safe_load(mounted_config(docs, pod, gateway)), "shared")
+    assert config.auth is not None and config.auth.server_tls is not None
+    tls = config.auth.server_tls
+    assert (tls.cert_file, tls.key_file, tls.client_ca_file, tls.client_auth) == (
+        "/etc/a2a-gateway/tls/tls.crt", "/etc/a2a-gateway/tls/tls.key",
+        "/etc/a2a-gateway/tls/ca.crt", "optional")
+    assert config.auth.required and config.auth.jwt is not None
+    mounts = {m["mountPath"]: m["name"] for m in gateway["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts["/etc/a2a-gateway/tls"]]["secret"]["secretName"] == "a2a-gateway-tls"
+    key_file = config.auth.api_keys.keys[0].key_file if config.auth.api_keys else None
+    assert key_file is not None and key_file.startswith("/etc/a2a-gateway/secrets/api-keys/")
+    assert "/etc/a2a-gateway/secrets/api-keys" in mounts
 
 
 @pytest.mark.parametrize("values", [None, SHARED_VALUES], ids=["sidecar", "shared"])
@@ -301,7 +327,11 @@ def test_helm_lint(values: dict[str, Any] | None, helm: str) -> None:
     ({"mode": "sidcar"}, 'mode must be sidecar or shared, got "sidcar"'),
     ({"mode": "shared"}, "mode shared needs gateway.config.tenants"),
     ({"gateway": {"config": {"listen": {"http": "0.0.0.0:1"}}}}, "set gateway.ports instead"),
-], ids=["bad-mode", "shared-without-tenants", "listen-in-config"])
+    ({"tls": {"enabled": True}}, "tls.enabled needs tls.secretName"),
+    ({"tls": {"clientAuth": "sometimes"}}, "tls.clientAuth must be none, optional or required"),
+    ({"gateway": {"config": {"auth": {"server_tls": {}}}}}, "set tls.enabled"),
+], ids=["bad-mode", "shared-without-tenants", "listen-in-config", "tls-without-secret",
+        "bad-client-auth", "server-tls-in-config"])
 def test_helm_rejects_values_that_cannot_work(values: dict[str, Any], needle: str,
                                               helm: str) -> None:
     answer = helm_render(values)

@@ -110,7 +110,7 @@ def test_docker_config() -> None:
 def test_compose_file() -> None:
     compose = load_file(DEPLOY / "compose.yaml")
     services = compose["services"]
-    assert set(services) == {"demo-agent", "gateway"}
+    assert set(services) == {"certs", "demo-agent", "gateway"}
     for name, service in services.items():
         build = service["build"]
         context = (DEPLOY / build["context"]).resolve()
@@ -130,11 +130,18 @@ def test_compose_file() -> None:
     assert config_path == DEPLOY / "compose-gateway.yaml"
     assert gateway["depends_on"]["demo-agent"]["condition"] == "service_healthy"
     published = {p.rsplit(":", 1)[-1] for p in gateway["ports"]}
-    assert published == {str(HTTP_PORT), str(GRPC_PORT)}
+    assert published == {str(HTTP_PORT), str(GRPC_PORT), "9090"}
+    # TLS from the certificate the certs service writes, callers' key from the environment.
+    assert services["certs"]["command"][:3] == ["dev-cert", "--dir", "/etc/a2a-gateway/tls"]
+    assert gateway["depends_on"]["certs"]["condition"] == "service_completed_successfully"
+    assert "tls:/etc/a2a-gateway/tls:ro" in gateway["volumes"]
+    assert "9090/healthz" in gateway["healthcheck"]["test"][-1]
 
     check_config_cli(config_path)
     config = parse_config(load_file(config_path), str(config_path))
     assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
+    assert config.auth is not None and config.auth.required and config.auth.server_tls
+    assert config.auth.server_tls.cert_file == "/etc/a2a-gateway/tls/tls.crt"
     backend = config.tenants[str(config.default_tenant)].backend
     url = urlsplit(backend.url)
     assert (url.hostname, url.port, backend.version) == ("demo-agent", 9009, "0.3")

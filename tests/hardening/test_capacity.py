@@ -56,10 +56,13 @@ async def test_a_full_backend_refuses_with_a_limit_error(make_gateway: MakeGatew
         await asyncio.gather(_open_stream(http, gw, opened), _open_stream(http, gw, opened))
         # The third stream, in three dialects: a bounded wait, then the limit error.
         started = time.monotonic()
-        status, _, reply = await post(http, gw, rpc_body("SendStreamingMessage",
-                                                         {"message": p10_message()}), headers=V10)
+        status, headers, reply = await post(http, gw, rpc_body("SendStreamingMessage",
+                                                               {"message": p10_message()}),
+                                            headers=V10)
         assert time.monotonic() - started < 2
-        assert status == 200 and reply["error"]["code"] == -32603
+        # JSON-RPC too: 429 and Retry-After for proxies and retry logic, the error in the body.
+        assert status == 429 and headers["Retry-After"] == "1"
+        assert reply["error"]["code"] == -32603
         assert reply["error"]["data"][0]["reason"] == "RESOURCE_EXHAUSTED"
         assert reply["error"]["data"][0]["metadata"]["limit"] == "backend.max_streams"
         status, headers, body = await post(http, gw + "/message:stream",

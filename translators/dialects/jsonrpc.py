@@ -51,9 +51,13 @@ from translators.tenancy import request_tenant
 from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
 
 JSONRPC = "JSONRPC"
-# Errors about the request's transport, not its content: the HTTP status says them, and
-# the connection cannot be reused.
-TRANSPORT_ERRORS = frozenset({"PayloadTooLargeError", "RequestTimeoutError"})
+# Errors about the request's transport or its caller, not its content: the HTTP status
+# says them (a body too large or too slow, 401/403 as the spec asks of auth on every
+# binding, 429 so that retry logic and load balancers see a limit), the body is the
+# JSON-RPC error.
+TRANSPORT_ERRORS = frozenset({"PayloadTooLargeError", "RequestTimeoutError",
+                              "UnauthenticatedError", "PermissionDeniedError",
+                              "ResourceExhaustedError"})
 
 
 # ---------------------------------------------------------------- envelopes

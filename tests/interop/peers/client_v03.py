@@ -34,6 +34,7 @@ from _client_common import (
     state_label,
 )
 from a2a.client import ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.client.base_client import BaseClient
 from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.grpc import a2a_pb2, a2a_pb2_grpc
@@ -157,26 +158,39 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
     return error_dict(exc, None, str(exc))
 
 
-class _TenantMetadata:
-    """Adds `x-a2a-tenant` to every call (the 0.3.26 client has no per-call metadata)."""
+class _Credential(CredentialService):
+    """The one credential this client holds, for the scheme the gateway's card names."""
 
-    def __init__(self, tenant: str) -> None:
-        self._tenant = tenant
+    def __init__(self, scheme: str, credential: str) -> None:
+        self._scheme = scheme
+        self._credential = credential
+
+    async def get_credentials(self, security_scheme_name: str, context: Any) -> str | None:
+        return self._credential if security_scheme_name == self._scheme else None
+
+
+class _CallMetadata:
+    """Adds metadata to every call: `x-a2a-tenant`, credentials (the 0.3.26 gRPC client
+    has no per-call metadata and does not run the SDK's auth interceptors)."""
+
+    def __init__(self, pairs: dict[str, str]) -> None:
+        self._pairs = pairs
 
     def _details(self, details: Any) -> Any:
         metadata = grpc.aio.Metadata(*(details.metadata or ()))
-        metadata.add("x-a2a-tenant", self._tenant)
+        for key, value in self._pairs.items():
+            metadata.add(key, value)
         return details._replace(metadata=metadata)
 
 
 # grpc.aio files an interceptor under the FIRST interceptor kind it is an instance of,
 # so one class serving both kinds would never see the streaming calls: one per kind.
-class _TenantUnary(_TenantMetadata, grpc.aio.UnaryUnaryClientInterceptor):
+class _MetadataUnary(_CallMetadata, grpc.aio.UnaryUnaryClientInterceptor):
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details), request)
 
 
-class _TenantStream(_TenantMetadata, grpc.aio.UnaryStreamClientInterceptor):
+class _MetadataStream(_CallMetadata, grpc.aio.UnaryStreamClientInterceptor):
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details), request)
 
@@ -184,10 +198,12 @@ class _TenantStream(_TenantMetadata, grpc.aio.UnaryStreamClientInterceptor):
 class V03Peer:
     """PeerClient implemented with the a2a-sdk 0.3.26 Client."""
 
-    def __init__(self, url: str, transport: str, tenant: str | None = None) -> None:
+    def __init__(self, url: str, transport: str, tenant: str | None = None,
+                 auth: Any = None) -> None:
         self.url = url
         self.transport = transport
         self.tenant = tenant
+        self.auth = auth  # _auth_probe.PeerAuth: a credential and the gateway's card
         self.push_list_delete_via = "raw"
         self._unary = self._client(streaming=False)
         self._streaming = self._client(streaming=True)
@@ -205,21 +221,36 @@ class V03Peer:
             default_output_modes=["text/plain"],
             skills=[],
         )
+        interceptors: list[Any] = []
+        headers: dict[str, str] = {}
+        if self.auth is not None:
+            # JSON-RPC: the SDK's AuthInterceptor, driven by the gateway card's schemes.
+            # REST and gRPC in 0.3.26 run no interceptor: the credential goes in the
+            # httpx client's headers / the channel's metadata, as that SDK expects.
+            served = AgentCard.model_validate(self.auth.card)
+            card.security, card.security_schemes = served.security, served.security_schemes
+            interceptors = [AuthInterceptor(_Credential(self.auth.scheme,
+                                                        self.auth.credential))]
+            if self.transport == "HTTP+JSON":
+                headers = self.auth.headers
         config = ClientConfig(
             streaming=streaming,
             supported_transports=[self.transport],
-            httpx_client=httpx.AsyncClient(timeout=30),
+            httpx_client=httpx.AsyncClient(timeout=30, headers=headers),
             grpc_channel_factory=self._channel,
         )
         # create() is typed as the abstract Client, which lacks close() and the
         # per-call `configuration` argument that BaseClient (what it returns) has.
-        return cast("BaseClient", ClientFactory(config).create(card))
+        return cast("BaseClient", ClientFactory(config).create(card, interceptors=interceptors))
 
     def _channel(self, target: str) -> grpc.aio.Channel:
         # v0.3 requests have no tenant field: name it in metadata (no effect without one).
+        pairs = {"x-a2a-tenant": self.tenant} if self.tenant else {}
+        if self.auth is not None:
+            pairs.update(self.auth.headers)
         interceptors: list[Any] | None = None
-        if self.tenant:
-            interceptors = [_TenantUnary(self.tenant), _TenantStream(self.tenant)]
+        if pairs:
+            interceptors = [_MetadataUnary(pairs), _MetadataStream(pairs)]
         return grpc.aio.insecure_channel(target, interceptors=interceptors)
 
     async def __aenter__(self) -> V03Peer:

@@ -34,6 +34,7 @@ from _client_common import (
     state_label,
 )
 from a2a.client import Client, ClientConfig, ClientFactory
+from a2a.client.auth import AuthInterceptor, CredentialService
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -154,15 +155,28 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
     return error_dict(exc, None, str(exc))
 
 
+class _Credential(CredentialService):
+    """The one credential this client holds, for the scheme the gateway's card names."""
+
+    def __init__(self, scheme: str, credential: str) -> None:
+        self._scheme = scheme
+        self._credential = credential
+
+    async def get_credentials(self, security_scheme_name: str, context: Any) -> str | None:
+        return self._credential if security_scheme_name == self._scheme else None
+
+
 class V10Peer:
     """PeerClient implemented with the a2a-sdk 1.3.0 Client."""
 
     push_list_delete_via: str | None = None
 
-    def __init__(self, url: str, transport: str, tenant: str | None = None) -> None:
+    def __init__(self, url: str, transport: str, tenant: str | None = None,
+                 auth: Any = None) -> None:
         self.url = url
         self.transport = transport
         self.tenant = tenant
+        self.auth = auth  # _auth_probe.PeerAuth: a credential and the gateway's card
         self._unary = self._client(streaming=False)
         self._streaming = self._client(streaming=True)
 
@@ -185,12 +199,23 @@ class V10Peer:
             default_input_modes=["text/plain"],
             default_output_modes=["text/plain"],
         )
+        interceptors: list[Any] = []
+        if self.auth is not None:
+            # The SDK's AuthInterceptor, on every binding, driven by the gateway card's
+            # securitySchemes / securityRequirements.
+            served = json_format.ParseDict(self.auth.card, AgentCard(),
+                                           ignore_unknown_fields=True)
+            for name, scheme in served.security_schemes.items():
+                card.security_schemes[name].CopyFrom(scheme)
+            card.security_requirements.extend(served.security_requirements)
+            interceptors = [AuthInterceptor(_Credential(self.auth.scheme,
+                                                        self.auth.credential))]
         config = ClientConfig(
             streaming=streaming,
             supported_protocol_bindings=[self.transport],
             grpc_channel_factory=grpc.aio.insecure_channel,
         )
-        return ClientFactory(config).create(card)
+        return ClientFactory(config).create(card, interceptors=interceptors)
 
     async def __aenter__(self) -> V10Peer:
         return self

@@ -58,6 +58,24 @@ app.kubernetes.io/component: {{ ternary "sidecar" "gateway" (eq .Values.mode "si
 {{- if and (eq .Values.mode "shared") (not (.Values.gateway.config | default dict).tenants) }}
 {{- fail "mode shared needs gateway.config.tenants (see ci/shared-values.yaml)" }}
 {{- end }}
+{{- if hasKey ((.Values.gateway.config | default dict).auth | default dict) "server_tls" }}
+{{- fail "gateway.config.auth.server_tls is written by the chart from tls: set tls.enabled and tls.secretName instead" }}
+{{- end }}
+{{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
+{{- fail "tls.enabled needs tls.secretName (a kubernetes.io/tls Secret)" }}
+{{- end }}
+{{- if not (has .Values.tls.clientAuth (list "none" "optional" "required")) }}
+{{- fail (printf "tls.clientAuth must be none, optional or required, got %q" (toString .Values.tls.clientAuth)) }}
+{{- end }}
+{{- end }}
+
+{{/* A probe; one on the `admin` port uses `http` when the admin listener is off. */}}
+{{- define "a2a-gateway.probe" -}}
+{{- $probe := deepCopy .probe }}
+{{- if and $probe.httpGet (eq (toString $probe.httpGet.port) "admin") (not .root.Values.gateway.ports.admin) }}
+{{- $_ := set $probe.httpGet "port" "http" }}
+{{- end }}
+{{- toYaml $probe }}
 {{- end }}
 
 {{/*
@@ -71,7 +89,20 @@ without tenants, one tenant for the legacy agent on 127.0.0.1:<legacyAgent.port>
 {{- if .Values.gateway.ports.grpc }}
 {{- $_ := set $listen "grpc" (printf "0.0.0.0:%v" .Values.gateway.ports.grpc) }}
 {{- end }}
+{{- if .Values.gateway.ports.admin }}
+{{- $_ := set $listen "admin" (printf "0.0.0.0:%v" .Values.gateway.ports.admin) }}
+{{- end }}
 {{- $_ := set $cfg "listen" $listen }}
+{{- if .Values.tls.enabled }}
+{{- $tls := dict "cert_file" "/etc/a2a-gateway/tls/tls.crt" "key_file" "/etc/a2a-gateway/tls/tls.key" }}
+{{- if ne .Values.tls.clientAuth "none" }}
+{{- $_ := set $tls "client_ca_file" "/etc/a2a-gateway/tls/ca.crt" }}
+{{- $_ := set $tls "client_auth" .Values.tls.clientAuth }}
+{{- end }}
+{{- $auth := deepCopy ($cfg.auth | default dict) }}
+{{- $_ := set $auth "server_tls" $tls }}
+{{- $_ := set $cfg "auth" $auth }}
+{{- end }}
 {{- if and (eq .Values.mode "sidecar") (not $cfg.tenants) }}
 {{- $backend := dict "url" (printf "http://127.0.0.1:%v/" .Values.legacyAgent.port) "version" "0.3" "binding" "JSONRPC" }}
 {{- $_ := set $cfg "tenants" (dict .Values.legacyAgent.tenant (dict "backend" $backend)) }}

@@ -1,0 +1,80 @@
+"""The admin endpoints: /healthz (always open: probes), /readyz and /metrics.
+
+They are served on the main listener unless `listen.admin` names a listener of their own
+(plain HTTP, for the cluster's network only); there, nothing else is served. On the main
+listener, when the gateway-wide `auth` authenticates callers, /readyz and /metrics need
+a credential it accepts: they say which tenants exist and how busy they are.
+"""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from gateway.auth.peer import http_peer_cert
+from gateway.auth.principal import CHALLENGE_KEY, unauthenticated
+from gateway.ingress.common import GATEWAY_KEY, gateway_of
+from gateway.lifecycle import readiness
+from gateway.metrics import exposition
+from translators.errors import A2AError
+
+# Marks the admin listener's app: its endpoints need no credential.
+ADMIN_LISTENER = web.AppKey("admin_listener", bool)
+
+
+async def healthz(_: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def _refusal(request: web.Request) -> web.Response | None:
+    """None when the caller may read an admin endpoint here, else the 401 answer."""
+    if request.app.get(ADMIN_LISTENER):
+        return None
+    policy = gateway_of(request).auth
+    if policy is None or policy.admin is None:
+        return None
+    authenticator = policy.admin.authenticator
+    try:
+        principal = await authenticator.authenticate(request.headers,
+                                                      http_peer_cert(request.transport))
+        if principal is None:
+            raise unauthenticated("missing", "the admin endpoints need a credential",
+                                  authenticator.schemes, policy.admin.config.realm)
+    except A2AError as err:
+        return web.json_response(
+            {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": err.message}},
+            status=401, headers={"WWW-Authenticate": err.metadata[CHALLENGE_KEY]})
+    return None
+
+
+async def readyz(request: web.Request) -> web.Response:
+    refused = await _refusal(request)
+    if refused is not None:
+        return refused
+    gateway = gateway_of(request)
+    report = await readiness(gateway.tenants, gateway.config.readiness_timeout,
+                             gateway.store)
+    return web.json_response(report, status=200 if report["status"] == "ready" else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    refused = await _refusal(request)
+    if refused is not None:
+        return refused
+    body, content_type = exposition()
+    return web.Response(body=body, headers={"Content-Type": content_type})
+
+
+def add_admin_routes(app: web.Application, *, probes_only: bool) -> None:
+    app.router.add_get("/healthz", healthz)
+    if not probes_only:
+        app.router.add_get("/readyz", readyz)
+        app.router.add_get("/metrics", metrics)
+
+
+def build_admin_app(holder: object) -> web.Application:
+    """The admin listener's app (``holder``: the server's GatewayHolder)."""
+    app = web.Application()
+    app[GATEWAY_KEY] = holder
+    app[ADMIN_LISTENER] = True
+    add_admin_routes(app, probes_only=False)
+    return app

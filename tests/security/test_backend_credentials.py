@@ -1,0 +1,85 @@
+"""What credential reaches the backend (`backend_auth`), observed at a recording agent:
+forward, drop, replace (a static token from the environment, an OAuth client-credentials
+token the gateway fetches once and reuses), and the default that never forwards a
+credential the gateway consumed."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from helpers import MakeGateway, serving
+from security_support import RecordingAgent, keys, post, rpc_send
+
+KEY = "caller-key-0123456789"
+
+
+@pytest.fixture
+async def token_endpoint() -> AsyncIterator[tuple[str, list[dict[str, Any]]]]:
+    seen: list[dict[str, Any]] = []
+
+    async def issue(request: web.Request) -> web.Response:
+        seen.append({"form": dict(await request.post()),
+                     "authorization": request.headers.get("Authorization")})
+        return web.json_response({"access_token": f"oauth-{len(seen)}",
+                                  "token_type": "Bearer", "expires_in": 3600})
+
+    app = web.Application()
+    app.router.add_post("/token", issue)
+    async with serving(app) as base:
+        yield base + "/token", seen
+
+
+async def test_each_backend_auth_mode_is_what_the_backend_sees(
+        make_gateway: MakeGateway, token_endpoint: tuple[str, list[dict[str, Any]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    token_url, token_calls = token_endpoint
+    monkeypatch.setenv("BACKEND_TOKEN", "static-backend-token")
+    monkeypatch.setenv("OAUTH_SECRET", "client-secret")
+    agents = {name: RecordingAgent(name) for name in
+              ("open", "default", "forward", "drop", "static", "oauth")}
+    async with (agents["open"].running(), agents["default"].running(),
+                agents["forward"].running(), agents["drop"].running(),
+                agents["static"].running(), agents["oauth"].running()):
+        def tenant(name: str, auth: dict[str, Any] | None) -> dict[str, Any]:
+            entry: dict[str, Any] = {"backend": {"url": agents[name].url, "version": "0.3"}}
+            if auth is not None:
+                entry["auth"] = auth
+            return entry
+
+        checked = {"api_keys": keys(caller=KEY)}
+        gw = await make_gateway({
+            # No auth at all: the client's Authorization passes on, as before.
+            "open": tenant("open", None),
+            # The gateway checks the key: by default it does not pass it on.
+            "default": tenant("default", checked),
+            "forward": tenant("forward", {**checked, "backend_auth": {
+                "mode": "forward", "forward_consumed": True}}),
+            "drop": tenant("drop", {"backend_auth": {"mode": "drop"}}),
+            "static": tenant("static", {**checked, "backend_auth": {
+                "mode": "replace", "bearer": {"env": "BACKEND_TOKEN"}}}),
+            "oauth": tenant("oauth", {**checked, "backend_auth": {"mode": "replace", "oauth": {
+                "token_url": token_url, "client_id": "gw",
+                "client_secret": {"env": "OAUTH_SECRET"}, "scope": "agent.call"}}}),
+        }, forward_headers=["authorization", "x-api-key"])
+        async with aiohttp.ClientSession() as http:
+            for name in agents:
+                for _ in range(2):
+                    status, _, reply = await post(http, f"{gw}/{name}", rpc_send(),
+                                                  {"Authorization": f"Bearer {KEY}"})
+                    assert status == 200 and f"from {name}" in str(reply), reply
+    seen = {name: agent.headers[-1] for name, agent in agents.items()}
+    assert seen["open"]["authorization"] == f"Bearer {KEY}"
+    assert "authorization" not in seen["default"]
+    assert seen["forward"]["authorization"] == f"Bearer {KEY}"
+    assert "authorization" not in seen["drop"]
+    assert seen["static"]["authorization"] == "Bearer static-backend-token"
+    assert seen["oauth"]["authorization"] == "Bearer oauth-1"
+    assert agents["oauth"].headers[0]["authorization"] == "Bearer oauth-1"
+    # One token fetched for both calls, with the client's credentials (Basic auth).
+    assert len(token_calls) == 1
+    assert token_calls[0]["form"] == {"grant_type": "client_credentials", "scope": "agent.call"}
+    assert token_calls[0]["authorization"].startswith("Basic ")
