@@ -122,10 +122,10 @@ def read_hooks(out: Path, path: str) -> list[dict[str, Any]]:
 
 def run_client(version: str, url: str, transport: str, scenario: str = "all",
                webhook: str | None = None, timeout: float = 180,
-               tenant: str | None = None) -> Any:
+               tenant: str | None = None, extra: list[str] | None = None) -> Any:
     script = PEERS / ("client_v03.py" if version == "0.3" else "client_v10.py")
     cmd = [str(SDK_PYTHON[version]), str(script), "--url", url, "--transport", transport,
-           "--scenario", scenario]
+           "--scenario", scenario, *(extra or [])]
     if webhook:
         cmd += ["--webhook", webhook]
     if tenant:

@@ -59,6 +59,12 @@ def client_args(description: str) -> argparse.Namespace:
     parser.add_argument("--tenant", default=None,
                         help="tenant to name: the v1.0 interface's `tenant`; over GRPC the "
                         "v0.3 client sends it as `x-a2a-tenant` metadata")
+    parser.add_argument("--context", default=None,
+                        help="the contextId list_tasks uses (default: a fresh one)")
+    parser.add_argument("--api-key", default=None,
+                        help="client_v10: authenticate with this API key (the apiKey scheme "
+                        "of the card at --card-url drives the SDK's AuthInterceptor)")
+    parser.add_argument("--card-url", default=None, help="the gateway's card for --api-key")
     return parser.parse_args()
 
 
@@ -194,7 +200,8 @@ def _artifact_text(task: dict[str, Any], artifact_id: str) -> str | None:
 
 
 def build_scenarios(
-    peer: PeerClient, webhook: str, describe_error: ErrorDescriber | None = None
+    peer: PeerClient, webhook: str, describe_error: ErrorDescriber | None = None,
+    context: str | None = None,
 ) -> dict[str, Callable[[], Awaitable[Any]]]:
     async def step(call: Callable[[], Awaitable[Any]]) -> Any:
         """One push list/delete call: its result, {"skipped"} or {"error"} (not fatal)."""
@@ -298,8 +305,9 @@ def build_scenarios(
         }
 
     async def list_tasks() -> Any:
-        # Two finished tasks in a fresh context, then ListTasks filtered by that context.
-        context_id = uuid.uuid4().hex
+        # Two finished tasks in a fresh context (or --context), then ListTasks filtered by
+        # that context.
+        context_id = context or uuid.uuid4().hex
         sent = [
             _require_task(await peer.send("task: list", context_id=context_id))["id"]
             for _ in range(2)
@@ -383,9 +391,10 @@ async def run_client(
     peer: PeerClient,
     webhook: str,
     describe_error: Callable[[BaseException], dict[str, Any]],
+    context: str | None = None,
 ) -> None:
     """Run one scenario (or all) and print exactly one JSON object on stdout."""
-    scenarios = build_scenarios(peer, webhook, describe_error)
+    scenarios = build_scenarios(peer, webhook, describe_error, context)
 
     async def one(name: str) -> Any:
         try:

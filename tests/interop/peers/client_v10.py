@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import urllib.request
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
 from uuid import uuid4
 
 import grpc
+from _auth_probe import PeerAuth
 from _client_common import (
     PUSH_CREDENTIALS,
     PUSH_SCHEME,
@@ -338,8 +340,13 @@ class V10Peer:
 
 async def main() -> None:
     args = client_args("a2a-sdk 1.3.0 interop client")
-    async with V10Peer(args.url, args.transport, args.tenant) as peer:
-        await run_client(args.scenario, peer, args.webhook, describe_error)
+    auth = None
+    if args.api_key:
+        request = urllib.request.Request(args.card_url, headers={"A2A-Version": "1.0"})
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            auth = PeerAuth("apiKey", args.api_key, json.loads(resp.read()))
+    async with V10Peer(args.url, args.transport, args.tenant, auth=auth) as peer:
+        await run_client(args.scenario, peer, args.webhook, describe_error, args.context)
 
 
 if __name__ == "__main__":
