@@ -60,7 +60,7 @@ class TaskIndex:
         settings = config.state.tasks
         self.settings = settings
         self.store = store if settings.record else None
-        self.recorder = (TaskRecorder(store, settings.queue, settings.batch)
+        self.recorder = (TaskRecorder(store, settings.queue, settings.batch, settings.linger)
                          if store is not None and settings.record else None)
         self._owned = {name: settings.ownership if t.task_ownership is None
                        else t.task_ownership for name, t in config.tenants.items()}

@@ -91,6 +91,7 @@ class TaskLister:
         query = query_of(request, call.ctx.tenant or "", self.index.owner_scope(call))
         size = clamp_page_size(request.page_size if request.HasField("page_size") else None)
         tasks: dict[str, pb.Task | None] = {}
+        await recorder.flush()  # what this gateway has seen so far, written
         # First what may have moved since it was recorded: the unfinished tasks in the
         # call's scope (its filters but state and time), most recently updated first.
         limit = self.index.settings.refresh_limit

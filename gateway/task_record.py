@@ -3,14 +3,16 @@
 A call or an event hands its observations to :class:`TaskRecorder` and goes on: they
 wait in a bounded table, one entry per (tenant, task id) — a task seen again before it
 was written is merged, not queued twice — and one background task writes them in
-batches. When the table is full, an observation is dropped and counted; a call never
-waits for the store. Answers passed through as the backend sent them are read (only
+batches (it waits up to `linger` for a batch to fill: one write then carries many tasks).
+When the table is full, an observation is dropped and counted; a call never waits for
+the store. Answers passed through as the backend sent them are read (only
 their task fields) by the writer, not by the call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -61,13 +63,17 @@ def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
 
 
 class TaskRecorder:
-    def __init__(self, store: Store, capacity: int = 10_000, batch: int = 500) -> None:
+    def __init__(self, store: Store, capacity: int = 10_000, batch: int = 500,
+                 linger: float = 0.05) -> None:
         self.store = store
         self.capacity = capacity
         self.batch = batch
+        self.linger = linger
         self._pending: dict[tuple[str, str], TaskRecord] = {}
         self._wire: deque[WireSeen] = deque()
         self._writer: asyncio.Task[None] | None = None
+        self._full = asyncio.Event()  # a batch is waiting, or someone waits for the write
+        self._hurry = 0  # callers of flush() waiting: no lingering meanwhile
 
     def __len__(self) -> int:
         return len(self._pending) + len(self._wire)
@@ -100,6 +106,8 @@ class TaskRecorder:
         return self._pending.get((tenant, task_id))
 
     def _wake(self) -> None:
+        if len(self) >= self.batch:
+            self._full.set()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write())
 
@@ -107,6 +115,11 @@ class TaskRecorder:
         # Runs while there is something to write, then ends; the next observation starts
         # it again. Everything that arrives while a batch is written joins the next one.
         while self._pending or self._wire:
+            if not self._hurry and len(self) < self.batch and not self._full.is_set():
+                # Wait a little for company: at any rate, one write carries many tasks.
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._full.wait(), self.linger)
+            self._full.clear()
             now = time.time()
             while self._wire:
                 item = self._wire.popleft()
@@ -128,8 +141,13 @@ class TaskRecorder:
 
     async def flush(self) -> None:
         """Wait until everything observed so far is written (or given up on)."""
-        while self._writer is not None and not self._writer.done():
-            await asyncio.shield(self._writer)
+        self._hurry += 1
+        try:
+            while self._writer is not None and not self._writer.done():
+                self._full.set()
+                await asyncio.shield(self._writer)
+        finally:
+            self._hurry -= 1
 
     async def close(self, timeout: float = 5.0) -> None:
         try:

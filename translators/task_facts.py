@@ -47,12 +47,22 @@ def state_name(value: object) -> str | None:
     return name if name in _V10_STATES else None
 
 
+_STATES: dict[type, dict[int, str]] = {}
+
+
+def _states(status_type: type) -> dict[int, str]:
+    """A TaskStatus class's state numbers by v1.0 name (each proto numbers its own)."""
+    table = _STATES.get(status_type)
+    if table is None:
+        enum = status_type.DESCRIPTOR.fields_by_name["state"].enum_type  # type: ignore[attr-defined]
+        table = {v.number: n for v in enum.values if (n := state_name(v.name)) is not None}
+        _STATES[status_type] = table
+    return table
+
+
 def _proto_facts(task_id: str, context_id: str, status: Any) -> TaskFacts | None:
-    """From the fields of a Task or status update of either proto (same field names);
-    the state by its enum name."""
-    value = status.DESCRIPTOR.fields_by_name["state"].enum_type.values_by_number.get(
-        status.state)
-    state = state_name(value.name) if value is not None else None
+    """From the fields of a Task or status update of either proto (same field names)."""
+    state = _states(type(status)).get(status.state)
     if not task_id or state is None:
         return None
     stamp = None

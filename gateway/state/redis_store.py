@@ -23,7 +23,15 @@ from gateway.state.base import (
     encode_token,
 )
 from gateway.state.config import RetentionConfig, redact_url
-from gateway.state.redis_lua import CLAIM, DELETE, LIST_SCAN, LIST_UNION, TAKE, UPSERT
+from gateway.state.redis_lua import (
+    CLAIM,
+    DELETE,
+    LIST_SCAN,
+    LIST_UNION,
+    TAKE,
+    UPSERT,
+    UPSERT_MANY,
+)
 
 _BATCH = 500
 
@@ -46,6 +54,7 @@ class RedisStore:
             socket_connect_timeout=timeout, health_check_interval=30, **extra)
         self._url = redact_url(url)
         self._upsert = self._redis.register_script(UPSERT)
+        self._upsert_many = self._redis.register_script(UPSERT_MANY)
         self._list_scan = self._redis.register_script(LIST_SCAN)
         self._list_union = self._redis.register_script(LIST_UNION)
         self._delete = self._redis.register_script(DELETE)
@@ -62,23 +71,24 @@ class RedisStore:
 
     # The task index.
 
-    def _upsert_args(self, r: TaskRecord) -> list[str]:
+    @staticmethod
+    def _fields(r: TaskRecord) -> list[str]:
         if ":" in r.tenant:  # keys are prefix + "task:" + tenant + ":" + task id
             raise ValueError(f"tenant {r.tenant!r} may not contain ':'")
-        return [self.prefix, r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
+        return [r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
                 repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]
 
     async def record_task(self, record: TaskRecord) -> None:
-        await self._do(self._upsert(args=self._upsert_args(record)))
+        await self._do(self._upsert(args=[self.prefix, *self._fields(record)]))
 
     async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
-        if not records:
-            return
-        # One round trip: the scripts are pipelined (not a transaction; each is atomic).
-        async with self._redis.pipeline(transaction=False) as pipe:
+        # One script call for the batch: one command to encode and one reply to read,
+        # whatever its size (each task is written atomically, the batch in order).
+        if records:
+            args = [self.prefix]
             for record in records:
-                await self._upsert(args=self._upsert_args(record), client=pipe)
-            await self._do(pipe.execute())
+                args += self._fields(record)
+            await self._do(self._upsert_many(args=args))
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         fields = await self._do(self._redis.hmget(

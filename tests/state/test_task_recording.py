@@ -9,7 +9,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import pytest
@@ -53,6 +53,32 @@ async def test_observations_merge_and_are_written_in_batches(store: Store) -> No
     await recorder.close()
     got = await store.get_task("t1", "t0")
     assert got is not None and (got.state, got.updated_at) == ("TASK_STATE_WORKING", T0 + 29)
+
+
+class Spy:
+    """A store that says how the recorder writes to it (and writes)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store, self.backend, self.writes = store, store.backend, list[int]()
+
+    async def record_tasks(self, records: list[TaskRecord]) -> None:
+        self.writes.append(len(records))
+        await self.store.record_tasks(records)
+
+
+async def test_a_trickle_is_written_in_few_batches_and_flush_does_not_linger(
+        store: Store) -> None:
+    spy = Spy(store)
+    recorder = TaskRecorder(cast(Store, spy), linger=0.05)
+    for i in range(20):  # one every 5 ms: about two lingers' worth
+        recorder.add(rec(f"t{i}", T0))
+        await asyncio.sleep(0.005)
+    await recorder.flush()
+    assert sum(spy.writes) == 20 and len(spy.writes) <= 10, spy.writes
+    slow = TaskRecorder(cast(Store, spy), linger=30)
+    slow.add(rec("late", T0))
+    await asyncio.wait_for(slow.flush(), 5)  # a reader does not wait for the linger
+    assert await store.get_task("t1", "late") is not None
 
 
 async def test_a_full_queue_drops_and_counts_never_waits(store: Store) -> None:
