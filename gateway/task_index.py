@@ -10,6 +10,7 @@ writes them in the background.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -144,6 +145,11 @@ class TaskIndex:
                     return pending.owner
                 # A passed-through answer is read by the writer: let it catch up once.
                 await self.recorder.flush()
+                stored = await self.store.get_task(tenant, task_id)
+            if stored is None or stored.owner is None:
+                # Another worker or replica may have just created it and not written it
+                # yet (it lingers up to `linger`): ask once more after that.
+                await asyncio.sleep(2 * self.settings.linger + 0.01)
                 stored = await self.store.get_task(tenant, task_id)
         except StoreError as exc:
             raise a2a_error("InternalError", "the task index cannot be read now") from exc

@@ -64,7 +64,7 @@ def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
 
 class TaskRecorder:
     def __init__(self, store: Store, capacity: int = 10_000, batch: int = 500,
-                 linger: float = 0.05) -> None:
+                 linger: float = 0.02) -> None:
         self.store = store
         self.capacity = capacity
         self.batch = batch
