@@ -188,21 +188,42 @@ async def test_a_killed_worker_is_replaced_and_the_counts_survive(workers: Worke
     first = [f"a{i}" for i in range(SPREAD)]
     assert await each_on_a_new_connection(workers.base + "/", first) == \
         [f"echo: {t}" for t in first]
-    victim = workers.pids()[1]
-    os.kill(victim, signal.SIGKILL)
-    died = workers.wait_for(lambda line: line.get("event") == "worker exited; starting "
-                            "another" and line.get("pid") == victim)
-    assert died["worker"] == 1 and died["code"] == -signal.SIGKILL
-    workers.wait_for(lambda line: line.get("event") == "worker ready"
-                     and line.get("worker") == 1 and line.get("pid") != victim)
-    assert workers.pids()[0] != workers.pids()[1] != victim
-    second = [f"b{i}" for i in range(SPREAD)]
-    assert await each_on_a_new_connection(workers.base + "/", second) == \
-        [f"echo: {t}" for t in second]
-    # The dead worker's counts stay in the total; its open-connection gauge does not.
-    text = await metrics_text(workers.base)
-    assert sent_ok(text, "JSONRPC") == 2 * SPREAD
-    assert metric(text, "a2a_gateway_open_connections") == 1  # this very scrape
+    # Idle connections held open on both workers when one of them dies.
+    held = [socket.create_connection(("127.0.0.1", workers.port)) for _ in range(SPREAD)]
+    try:
+        while metric(await metrics_text(workers.base), "a2a_gateway_open_connections") \
+                < SPREAD + 1:
+            await asyncio.sleep(0.05)
+        victim = workers.pids()[1]
+        os.kill(victim, signal.SIGKILL)
+        died = workers.wait_for(lambda line: line.get("event") == "worker exited; starting "
+                                "another" and line.get("pid") == victim)
+        assert died["worker"] == 1 and died["code"] == -signal.SIGKILL
+        workers.wait_for(lambda line: line.get("event") == "worker ready"
+                         and line.get("worker") == 1 and line.get("pid") != victim)
+        assert workers.pids()[0] != workers.pids()[1] != victim
+        second = [f"b{i}" for i in range(SPREAD)]
+        assert await each_on_a_new_connection(workers.base + "/", second) == \
+            [f"echo: {t}" for t in second]
+        # The dead worker's counts stay in the total; its live gauges do not: what is
+        # open now is worker 0's share of the held connections, and this scrape.
+        survivors = [c for c in held if _still_open(c)]
+        assert 0 < len(survivors) < SPREAD
+        text = await metrics_text(workers.base)
+        assert sent_ok(text, "JSONRPC") == 2 * SPREAD
+        assert metric(text, "a2a_gateway_open_connections") == len(survivors) + 1
+    finally:
+        for conn in held:
+            conn.close()
+
+
+def _still_open(conn: socket.socket) -> bool:
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b""
+    except BlockingIOError:
+        return True  # nothing to read, not closed
+    except OSError:
+        return False
 
 
 async def test_sigterm_drains_every_worker_and_exits_0(tmp_path: Path) -> None:
@@ -315,6 +336,32 @@ async def _relay_across_workers(gateway: Workers, receiver: str, received: list[
 def _delivered(received: list[Any], stamps: list[str]) -> list[str]:
     return [body["task"]["status"]["timestamp"] for body in received
             if body.get("task", {}).get("status", {}).get("timestamp") in stamps]
+
+
+def test_workers_stop_when_their_supervisor_is_killed(workers: Workers) -> None:
+    """No orphan keeps a share of the port: each worker follows its supervisor out."""
+    pids = list(workers.pids().values())
+    workers.proc.kill()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.05)
+    assert not [pid for pid in pids if _alive(pid)]
+    assert {line.get("worker") for line in workers.lines()
+            if line.get("event") == "stopped"} == {0, 1}  # drained, not killed
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", workers.port), 0.5):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is gone for our purpose (its parent, now init, reaps it).
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_a_port_another_process_holds_is_refused(tmp_path: Path) -> None:
