@@ -283,10 +283,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     rows = report.table_rows(data["results"], data["metrics"])
     data["peers_md"] = peers_report.markdown(data["peers"], data["metrics"], data["targets"])
-    data["workers_md"] = workers.markdown(data["workers"], data["metrics"])
+    data["workers_md"] = workers.markdown(data["workers"], data["metrics"], data["targets"])
     print()
     print(report.text_table(["measure", "value", "target"],
-                            peers_report.readme_rows(data["metrics"], data["targets"])))
+                            peers_report.readme_rows(data["metrics"], data["targets"])
+                            + workers.readme_rows(data["metrics"], data["targets"])))
     print()
     print(report.text_table(report.COLUMNS, rows))
     print("\ngateway RSS (MiB): " + ", ".join(

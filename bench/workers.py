@@ -143,7 +143,8 @@ def _f(value: float | None, digits: int) -> str:
     return "-" if value is None or math.isnan(value) else f"{value:,.{digits}f}"
 
 
-def markdown(data: dict[str, Any], metrics: dict[str, float]) -> str:
+def markdown(data: dict[str, Any], metrics: dict[str, float],
+             checks: list[dict[str, Any]]) -> str:
     """The workers section of bench/RESULTS.md."""
     from bench.report import md_table
     if data.get("skipped", True):
@@ -154,7 +155,6 @@ def markdown(data: dict[str, Any], metrics: dict[str, float]) -> str:
              _f(r["load"]["gw_cores"], 2),
              " / ".join(f"{s:.0%}" for s in r["load"]["worker_cpu_share"]) or "-",
              str(r["load"]["errors"])] for r in data["results"]]
-    g = metrics.get
     timing = data["timing"]
     return "\n".join([
         "## Workers: one process and two",
@@ -173,16 +173,27 @@ def markdown(data: dict[str, Any], metrics: dict[str, float]) -> str:
                   "gateway CPU (cores)",
                   "split", "errors"], rows),
         "",
-        md_table(["measure", "value"], [
-            ["throughput, 2 workers ÷ 1 (load client and stub on the same cores; target "
-             "≥ 1.7)", _f(g("workers:tput.scaling"), 2)],
-            ["CPU per request, 1 worker ÷ 2 workers (1.00: a worker costs what the single "
-             "process costs)", _f(g("workers:tput.cpu_per_req_ratio"), 2)],
-            ["2 x that: the throughput ratio with a core per worker and the load elsewhere",
-             _f(g("workers:tput.scaling_on_own_cores"), 2)],
-        ], left=1),
+        md_table(["measure", "value", "target"], readme_rows(metrics, checks), left=1),
         "",
     ])
+
+
+def readme_rows(metrics: dict[str, float], checks: list[dict[str, Any]]) -> list[list[str]]:
+    """The workers' lines of the README table: measure, value, target."""
+    status = {c["metric"]: f"{c['status']} (target {c['op']} {c['limit']:g})" for c in checks}
+    g = metrics.get
+    return [
+        ["req/s, translated, 1 worker / 2 workers (2 cores shared with the load)",
+         f"{_f(g(run_id(1) + '.rps'), 0)} / {_f(g(run_id(2) + '.rps'), 0)}", "recorded"],
+        ["throughput, 2 workers ÷ 1 (load client and stub on the same cores)",
+         _f(g("workers:tput.scaling"), 2), status.get("workers:tput.scaling", "")],
+        ["gateway CPU per request, 1 worker / 2 workers (ms)",
+         f"{_f(g(run_id(1) + '.cpu_ms_per_req'), 3)} / "
+         f"{_f(g(run_id(2) + '.cpu_ms_per_req'), 3)}", "recorded"],
+        ["2 x (CPU per request, 1 worker ÷ 2 workers): throughput ratio with a core per "
+         "worker and the load elsewhere", _f(g("workers:tput.scaling_on_own_cores"), 2),
+         "recorded"],
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,6 +62,7 @@ class Worker:
     process: asyncio.subprocess.Process
     ready: asyncio.Future[bool]  # True: it serves; False: it exited before
     started: float
+    reload_pending: bool = False  # SIGHUP came while it was starting
 
 
 @dataclass
@@ -112,12 +113,14 @@ class Supervisor:
         self._stop(0)
 
     def _forward_reload(self) -> None:
-        # Only to workers that serve: SIGHUP would kill one still starting (it reads the
-        # config file as it is now anyway).
-        serving = [w for w in self.workers.values()
-                   if w.ready.done() and w.ready.result() and w.process.returncode is None]
-        for worker in serving:
-            self._signal(worker, signal.SIGHUP)
+        # SIGHUP would kill a worker still starting (its handler is not set yet): that one
+        # gets it once it is ready, as it may have read the file before the edit.
+        serving = [w for w in self.workers.values() if w.ready.done() and w.ready.result()]
+        for worker in self.workers.values():
+            if worker in serving:
+                self._signal(worker, signal.SIGHUP)
+            else:
+                worker.reload_pending = True
         log.info("reload requested: passed to the workers",
                  workers=sorted(w.index for w in serving))
 
@@ -180,6 +183,8 @@ class Supervisor:
             served = await worker.ready
             if served:
                 self._note_ready(index, pid)
+                if worker.reload_pending:
+                    self._signal(worker, signal.SIGHUP)
             code = await worker.process.wait()
             del self.workers[index]
             metrics.worker_exited(pid)
