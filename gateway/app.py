@@ -35,6 +35,7 @@ from gateway.pipeline import Gateway
 from gateway.relay import endpoint as relay_endpoint
 from gateway.state import Store, open_store
 from gateway.state.config import redact_url
+from gateway.workers.worker import WorkerRole
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
 log = structlog.get_logger("a2a_gateway")
@@ -81,9 +82,13 @@ def _loopback(address: str) -> bool:
 class Server:
     """The running gateway: backends, listeners, the optional demo agent, reloads."""
 
-    def __init__(self, config: GatewayConfig, config_path: Path | None = None) -> None:
+    def __init__(self, config: GatewayConfig, config_path: Path | None = None,
+                 worker: int | None = None) -> None:
         self.config = config
         self.config_path = config_path
+        # Worker `worker` of several (README "Workers"): the listeners are shared with the
+        # other workers, and only worker 0 runs the demo agent.
+        self.worker = worker
         self._runners: list[web.AppRunner] = []
         self._session: aiohttp.ClientSession | None = None
         self._grpc: grpc.aio.Server | None = None
@@ -101,7 +106,7 @@ class Server:
     async def start(self) -> None:
         config = self.config
         self._traced = tracing.configure(config.tracing)  # one tracer per process
-        if config.demo_agent is not None:
+        if config.demo_agent is not None and not self.worker:
             from gateway.demo_agent import start_demo_agent
 
             host, port = split_host_port(config.demo_agent.listen)
@@ -129,18 +134,21 @@ class Server:
         if server_tls is not None:
             tls = ReloadingServerContext(server_tls)
             self._spawn(tls.watch())  # rotated certificate files, without a restart
-        await GuardedSite(runner, host, port, self.connections,
+        shared = self.worker is not None
+        await GuardedSite(runner, host, port, self.connections, reuse_port=shared,
                           ssl_context=tls.context if tls else None).start()
         self._runners.insert(0, runner)
         if config.listen.admin:
             admin = web.AppRunner(build_admin_app(holder), access_log=None)
             await admin.setup()
-            await web.TCPSite(admin, *split_host_port(config.listen.admin)).start()
+            await web.TCPSite(admin, *split_host_port(config.listen.admin),
+                              reuse_port=shared).start()
             self._runners.append(admin)
         if config.listen.grpc:
             self._grpc = await start_grpc_server(
                 lambda: holder.current, config.listen.grpc, holder.streams,
-                grpc_server_credentials(server_tls) if server_tls else None)
+                grpc_server_credentials(server_tls) if server_tls else None,
+                reuse_port=shared)
         unguarded = [t for t in config.tenants
                      if not (holder.current.auth and holder.current.auth.for_tenant(t)
                              .config.authenticates)]
@@ -161,11 +169,12 @@ class Server:
         """Swap in a new config. Calls in flight finish on the gateway they started on;
         the listeners and the demo agent stay as they are (changing them needs a
         restart, and the log says so)."""
-        if (config.listen, config.demo_agent, config.tracing, config.state) != (
-                self.config.listen, self.config.demo_agent, self.config.tracing,
-                self.config.state):
-            log.warning("listen, demo_agent, tracing and state changes take effect at the "
-                        "next restart")
+        if (config.listen, config.demo_agent, config.tracing, config.state,
+                config.workers) != (self.config.listen, self.config.demo_agent,
+                                    self.config.tracing, self.config.state,
+                                    self.config.workers):
+            log.warning("listen, demo_agent, tracing, state and workers changes take effect "
+                        "at the next restart")
         assert self._session is not None
         old = self.holder.current
         new = Gateway(config, self._session, self.store, previous=old)
@@ -218,10 +227,12 @@ class Server:
             await asyncio.to_thread(tracing.shutdown)  # flushes spans, maybe to ourselves
 
 
-async def serve(config: GatewayConfig, config_path: Path | None = None) -> int:
-    configure_logging(config.log_level)
+async def serve(config: GatewayConfig, config_path: Path | None = None,
+                worker: WorkerRole | None = None) -> int:
+    """Run one gateway process until SIGTERM or SIGINT: the only one, or ``worker``."""
+    configure_logging(config.log_level, None if worker is None else worker.index)
     raise_open_files_limit()
-    server = Server(config, config_path)
+    server = Server(config, config_path, None if worker is None else worker.index)
     await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -231,6 +242,8 @@ async def serve(config: GatewayConfig, config_path: Path | None = None) -> int:
     if watcher is not None:
         loop.add_signal_handler(signal.SIGHUP,
                                 lambda: loop.create_task(watcher.reload("SIGHUP")))
+    if worker is not None:
+        worker.ready()  # after the handlers: the supervisor may signal it from now on
     await stop.wait()
     log.info("shutting down", grace_seconds=server.config.shutdown_grace,
              open_streams=len(server.holder.streams))

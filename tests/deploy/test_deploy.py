@@ -125,6 +125,10 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
     assert config.listen.grpc == f"0.0.0.0:{GRPC_PORT}"
     assert config.listen.admin == (f"0.0.0.0:{ports['admin']}" if "admin" in ports else None)
     assert config.demo_agent is None, "no in-process demo agent in a cluster"
+    # The root filesystem is read-only: the SQLite store must be on a mounted volume.
+    if config.state.backend == "sqlite":
+        state_dir = config.state.path.rpartition("/")[0]
+        assert state_dir in {m["mountPath"] for m in gateway["volumeMounts"]}, state_dir
 
     assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
     pod_sc = pod.get("securityContext", {})

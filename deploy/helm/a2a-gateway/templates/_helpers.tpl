@@ -93,6 +93,9 @@ without tenants, one tenant for the legacy agent on 127.0.0.1:<legacyAgent.port>
 {{- $_ := set $listen "admin" (printf "0.0.0.0:%v" .Values.gateway.ports.admin) }}
 {{- end }}
 {{- $_ := set $cfg "listen" $listen }}
+{{- if not $cfg.state }}
+{{- $_ := set $cfg "state" (dict "backend" "sqlite" "path" "/var/lib/a2a-gateway/state.db") }}
+{{- end }}
 {{- if .Values.tls.enabled }}
 {{- $tls := dict "cert_file" "/etc/a2a-gateway/tls/tls.crt" "key_file" "/etc/a2a-gateway/tls/tls.key" }}
 {{- if ne .Values.tls.clientAuth "none" }}
