@@ -99,6 +99,13 @@ class Server:
         self.store: Store | None = None
 
     @property
+    def _shared_state(self) -> bool:
+        """Whether other processes serve from this store too (workers of this gateway, or
+        replicas sharing Redis): then rate limits are kept in it."""
+        return self.worker is not None or (self.store is not None
+                                           and self.store.backend == "redis")
+
+    @property
     def holder(self) -> GatewayHolder:
         assert self._holder is not None, "the server is not started"
         return self._holder
@@ -117,7 +124,7 @@ class Server:
         log.info("state store opened", backend=self.store.backend,
                  where=config.state.path if config.state.backend == "sqlite"
                  else redact_url(config.state.url or ""))
-        first = Gateway(config, self._session, self.store)
+        first = Gateway(config, self._session, self.store, shared_state=self._shared_state)
         if first.auth is not None:
             await first.auth.prime()  # a JWK set file that cannot be used stops the start
         holder = GatewayHolder(first)
@@ -177,7 +184,8 @@ class Server:
                         "at the next restart")
         assert self._session is not None
         old = self.holder.current
-        new = Gateway(config, self._session, self.store, previous=old)
+        new = Gateway(config, self._session, self.store, previous=old,
+                      shared_state=self._shared_state)
         if new.auth is not None:
             await new.auth.prime()
         self.holder.current = new
