@@ -77,6 +77,9 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
     trace_id = tracing.trace_id(ctx)
     if trace_id is not None:
         fields["trace_id"] = trace_id
+    if ctx.principal is not None:  # who called (auth); never the credential itself
+        fields["principal"] = ctx.principal.name
+        fields["auth"] = ctx.principal.method
     if ctx.outcome.events:
         fields["stream_events"] = ctx.outcome.events
     if ctx.outcome.forwarded:
