@@ -99,3 +99,13 @@ async def serving(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+class ManualClock:
+    """A clock the test moves by hand (``clock.now += 5``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -4,6 +4,7 @@ and the per-principal caps on calls and streams open at once."""
 from __future__ import annotations
 
 import pytest
+from helpers import ManualClock
 
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
@@ -11,21 +12,12 @@ from gateway.auth.ratelimit import Concurrency, LocalBuckets, TrafficLimits
 from gateway.limits import REFUSED
 from translators.errors import A2AError
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 ALICE = Principal("alice", "jwt")
 BOB = Principal("bob", "jwt")
 
 
 def test_bucket_burst_refusal_and_refill() -> None:
-    clock = Clock()
+    clock = ManualClock(50.0)
     buckets = LocalBuckets(clock)
     assert [buckets.take_now("k", 2.0, 3) for _ in range(3)] == [None, None, None]
     wait = buckets.take_now("k", 2.0, 3)
@@ -40,7 +32,7 @@ def test_bucket_burst_refusal_and_refill() -> None:
 
 
 def test_least_recently_used_buckets_go_first() -> None:
-    buckets = LocalBuckets(Clock(), max_keys=2)
+    buckets = LocalBuckets(ManualClock(50.0), max_keys=2)
     buckets.take_now("a", 1, 1)
     buckets.take_now("b", 1, 1)
     buckets.take_now("c", 1, 1)
@@ -48,13 +40,13 @@ def test_least_recently_used_buckets_go_first() -> None:
     assert buckets.take_now("c", 1, 1) is not None
 
 
-def limits(clock: Clock, **cfg: object) -> TrafficLimits:
+def limits(clock: ManualClock, **cfg: object) -> TrafficLimits:
     return TrafficLimits("t", RateLimitsConfig.model_validate(cfg), LocalBuckets(clock),
                          Concurrency())
 
 
 async def test_principal_rate_refusal_says_when_to_retry() -> None:
-    clock = Clock()
+    clock = ManualClock(50.0)
     lim = limits(clock, principal={"rate": 0.5, "burst": 2})
     before = REFUSED.labels("rate_per_principal", "t")._value.get()
     await lim.admit(ALICE)
@@ -72,7 +64,7 @@ async def test_principal_rate_refusal_says_when_to_retry() -> None:
 
 
 async def test_tenant_rate_is_shared_and_retry_after_is_at_least_one_second() -> None:
-    clock = Clock()
+    clock = ManualClock(50.0)
     lim = limits(clock, tenant={"rate": 100, "burst": 1})
     await lim.admit(ALICE)
     with pytest.raises(A2AError) as caught:
@@ -83,7 +75,7 @@ async def test_tenant_rate_is_shared_and_retry_after_is_at_least_one_second() ->
 
 
 def test_concurrent_calls_and_streams_per_principal() -> None:
-    lim = limits(Clock(), max_calls_per_principal=1, max_streams_per_principal=2)
+    lim = limits(ManualClock(50.0), max_calls_per_principal=1, max_streams_per_principal=2)
     with lim.hold(ALICE, streaming=False):
         with pytest.raises(A2AError) as caught, lim.hold(ALICE, streaming=False):
             pass
