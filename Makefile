@@ -69,9 +69,10 @@ matrix: setup venvs
 	$(BIN)/python tests/interop/matrix_report.py $(MATRIX_RESULTS) --readme README.md
 
 # bench/README.md: the gateway against nginx, a bare aiohttp proxy and a direct call, the
-# middle hop pinned to one core (bench.run, peers), the same with real backends, then
-# 10,000 idle streams through it to an HTTP and to a gRPC backend (bench.idle_streams),
-# then what recording the task index costs: off, SQLite, Redis (bench.recording).
+# middle hop pinned to one core (bench.run, peers), one worker vs two (bench.workers), the
+# same with real backends, then 10,000 idle streams through it to an HTTP and to a gRPC
+# backend (bench.idle_streams), then what recording the task index costs: off, SQLite,
+# Redis (bench.recording).
 # nginx-light (Debian) and uvloop are installed for the bench when missing; without nginx
 # the nginx rows are reported missing. BENCH_ARGS passes options to bench.run.
 BENCH_ARGS ?=

@@ -77,12 +77,13 @@ CASES = (
 
 
 def gateway_config(case: Case, ports: dict[str, int], streams: int) -> dict[str, Any]:
-    """Room for every stream plus a margin, and no time bound that could end a stream
-    during the run."""
+    """Room for every stream plus a margin, no time bound that could end a stream during
+    the run, and one process (the memory measured is one process's)."""
     room = streams + 500
     url = (f"http://{HOST}:{ports['backend']}/" if case.backend == "http"
            else f"{HOST}:{ports['backend']}")
     return {
+        "workers": 1,
         "listen": {"http": f"{HOST}:{ports['gw']}", "grpc": f"{HOST}:{ports['gw_grpc']}"},
         "tenants": {"idle": {"backend": {
             "url": url, "version": "1.0", "binding": case.binding,

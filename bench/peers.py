@@ -148,9 +148,11 @@ def _spec(run: Run, port: int, watch: dict[str, int]) -> dict[str, Any]:
             "max_requests": MAX_REQUESTS, "watch": watch}
 
 
-def _load(spec: dict[str, Any]) -> dict[str, Any]:
+def _load(spec: dict[str, Any], cores: str | None = LOAD_CORE) -> dict[str, Any]:
+    """Run the load client (on ``cores``; None: unpinned) and return its result."""
     limit = spec["warmup"] + spec["duration"] + 30.0
-    cmd = ["taskset", "-c", LOAD_CORE, sys.executable, "-m", "bench.fastload", json.dumps(spec)]
+    pin = ["taskset", "-c", cores] if cores is not None else []
+    cmd = [*pin, sys.executable, "-m", "bench.fastload", json.dumps(spec)]
     try:
         done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:

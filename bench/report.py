@@ -167,6 +167,7 @@ def markdown(run: dict[str, Any]) -> str:
         "below comes from this one run.",
         "",
         run.get("peers_md", ""),
+        run.get("workers_md", ""),
         "## Real backends, shared cores",
         "",
         "All processes run on 127.0.0.1 and share the machine's cores: the load client "

@@ -4,8 +4,9 @@ First the peer comparison (bench/peers.py): the middle hop alone on CPU 0 (nginx
 reverse proxy, the bare aiohttp pass-through, the gateway same-dialect and translating),
 the load client and a fixed-answer backend (nginx `return 200`, bench/echo_stub.py) on
 CPU 1; `--loop` picks the event loop of the gateway and the bare proxy (the other loop is
-measured too, for throughput, unless `--one-loop`). Then the groups below, with real
-backends and shared cores.
+measured too, for throughput, unless `--one-loop`). Then the gateway with one and with two
+worker processes (bench/workers.py). Then the groups below, with real backends and
+shared cores.
 
 Starts on 127.0.0.1, as real processes: the demo agent (v0.3 JSON-RPC, bench/backend.py),
 the official a2a-sdk 1.3.0 agent (v1.0, tests/interop/peers/agent_v10.py), the plain
@@ -40,7 +41,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bench import peers, peers_report, report
+from bench import peers, peers_report, report, workers
 from bench.procs import (
     ROOT,
     BenchError,
@@ -59,8 +60,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def gateway_config(ports: dict[str, int]) -> dict[str, Any]:
-    """Default settings; only the listener and the two tenants are set."""
+    """Default settings; only the listener, the two tenants and one process are set (the
+    memory figures are one process's; bench/workers.py measures workers)."""
     return {
+        "workers": 1,
         "listen": {"http": f"127.0.0.1:{ports['gw']}"},
         "tenants": {
             "d03": {"backend": {"url": f"http://127.0.0.1:{ports['d03']}/",
@@ -168,6 +171,14 @@ def run_peers(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
     return peers.run_peers(logs / "peers", args.loop, other, args.only)
 
 
+def run_workers(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
+    if args.skip_workers:
+        return {"skipped": True, "results": []}
+    print(f"workers: the translated path through 1 and 2 workers, nothing pinned; loop "
+          f"{args.loop}", flush=True)
+    return workers.run_workers(logs / "workers", args.loop, args.only)
+
+
 def run_real(args: argparse.Namespace, logs: Path,
              ) -> tuple[list[dict[str, Any]], list[str], dict[str, float]]:
     """The groups of bench/scenarios.py: real backends, cores shared."""
@@ -206,11 +217,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     logs = Path(tempfile.mkdtemp(prefix="a2a-bench-"))
     logs.chmod(0o755)  # nginx's worker (nobody) reads its files under it
     (logs / "peers").mkdir(mode=0o755)
+    (logs / "workers").mkdir()
     peers_data = run_peers(args, logs)
+    workers_data = run_workers(args, logs)
     results, skipped, memory = ([], [], {}) if args.skip_groups else run_real(args, logs)
     metrics = report.derive(results)
     metrics.update({f"memory.{k}": v for k, v in memory.items()})
     metrics.update(peers_report.derive(peers_data))
+    metrics.update(workers.derive(workers_data))
     shutil.rmtree(logs, ignore_errors=True)
     return {"machine": machine, "elapsed_s": time.monotonic() - started,
             "groups": {g.name: {"concurrency": g.concurrency, "rounds": g.rounds}
@@ -218,7 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "scale": args.scale,
             "loadavg_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             "results": results, "skipped": skipped, "memory": memory, "metrics": metrics,
-            "peers": peers_data,
+            "peers": peers_data, "workers": workers_data,
             "targets": evaluate(metrics)}
 
 
@@ -238,6 +252,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="peers: measure only --loop, not the other loop as well")
     parser.add_argument("--skip-peers", action="store_true",
                         help="skip the peer comparison (nginx, bare proxy, gateway, pinned)")
+    parser.add_argument("--skip-workers", action="store_true",
+                        help="skip the 1-worker vs 2-worker measurement (bench/workers.py)")
     parser.add_argument("--skip-groups", action="store_true",
                         help="run only the peer comparison, not the real-backend groups")
     parser.add_argument("--render", type=Path, metavar="JSON",
@@ -256,6 +272,8 @@ def main(argv: list[str] | None = None) -> int:
         metrics = report.derive(data["results"])
         metrics.update({f"memory.{k}": v for k, v in data["memory"].items()})
         metrics.update(peers_report.derive(data["peers"]))
+        data.setdefault("workers", {"skipped": True, "results": []})
+        metrics.update(workers.derive(data["workers"]))
         data["metrics"], data["targets"] = metrics, evaluate(metrics)
     else:
         try:
@@ -265,9 +283,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     rows = report.table_rows(data["results"], data["metrics"])
     data["peers_md"] = peers_report.markdown(data["peers"], data["metrics"], data["targets"])
+    data["workers_md"] = workers.markdown(data["workers"], data["metrics"], data["targets"])
     print()
     print(report.text_table(["measure", "value", "target"],
-                            peers_report.readme_rows(data["metrics"], data["targets"])))
+                            peers_report.readme_rows(data["metrics"], data["targets"])
+                            + workers.readme_rows(data["metrics"], data["targets"])))
     print()
     print(report.text_table(report.COLUMNS, rows))
     print("\ngateway RSS (MiB): " + ", ".join(

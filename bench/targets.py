@@ -81,6 +81,16 @@ PEER_TARGETS: list[Target] = [
 ]
 TARGETS += PEER_TARGETS
 
+# bench/workers.py: the translated path through `workers: 2` ÷ `workers: 1`, nothing
+# pinned, so on 2 cores the load client and the stub share the workers' cores (a floor;
+# bench/RESULTS.md also gives the CPU per request of both).
+WORKER_TARGETS: list[Target] = [
+    Target("workers:tput.scaling", ">=", 1.7,
+           "2 workers ÷ 1: translated throughput (load client and stub on the same 2 cores)"),
+    Target("workers:tput:2w.errors", "<=", 0, "no failed or wrong answers through 2 workers"),
+]
+TARGETS += WORKER_TARGETS
+
 
 # bench/idle_streams.py: 10,000 idle streams held open through the gateway, per case
 # (`idle:http-backend`: gRPC in, JSON-RPC/SSE out; `idle:grpc-backend`: JSON-RPC/SSE in,

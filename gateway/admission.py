@@ -5,19 +5,25 @@ which credential the backend gets. The pipeline asks once per call, after routin
 from __future__ import annotations
 
 from gateway.auth.principal import unauthenticated
+from gateway.auth.ratelimit import StoreBuckets
 from gateway.auth.service import GatewayAuth, TenantAuth
 from gateway.call import Call
 from gateway.config import GatewayConfig
+from gateway.state import Store
 from translators.operations import EXTENDED_CARD
 
 
-def build_auth(config: GatewayConfig, previous: GatewayAuth | None) -> GatewayAuth | None:
+def build_auth(config: GatewayConfig, previous: GatewayAuth | None,
+               shared: Store | None = None) -> GatewayAuth | None:
     """The policy of ``config``; None when it configures none (nothing to ask per call).
-    ``previous``: the policy of the config this one replaces (its buckets carry over)."""
+    ``previous``: the policy of the config this one replaces (its buckets carry over);
+    ``shared``: the state store, when other processes serve too (the rate buckets live
+    there, so that a limit holds across workers and replicas)."""
     tenants = {name: t.auth for name, t in config.tenants.items()}
     if config.auth is None and all(a is None for a in tenants.values()):
         return None
-    return GatewayAuth(config.auth, tenants, previous=previous)
+    buckets = StoreBuckets(shared) if shared is not None else None
+    return GatewayAuth(config.auth, tenants, buckets=buckets, previous=previous)
 
 
 async def admit(policy: TenantAuth, call: Call) -> None:

@@ -36,6 +36,7 @@ from gateway.relay import endpoint as relay_endpoint
 from gateway.state import Store, open_store
 from gateway.state.config import redact_url
 from gateway.state.retention import prune_forever
+from gateway.workers.worker import WorkerRole
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
 log = structlog.get_logger("a2a_gateway")
@@ -82,9 +83,13 @@ def _loopback(address: str) -> bool:
 class Server:
     """The running gateway: backends, listeners, the optional demo agent, reloads."""
 
-    def __init__(self, config: GatewayConfig, config_path: Path | None = None) -> None:
+    def __init__(self, config: GatewayConfig, config_path: Path | None = None,
+                 worker: int | None = None) -> None:
         self.config = config
         self.config_path = config_path
+        # Worker `worker` of several (README "Workers"): the listeners are shared with the
+        # other workers, and only worker 0 runs the demo agent.
+        self.worker = worker
         self._runners: list[web.AppRunner] = []
         self._session: aiohttp.ClientSession | None = None
         self._grpc: grpc.aio.Server | None = None
@@ -95,6 +100,13 @@ class Server:
         self.store: Store | None = None
 
     @property
+    def _shared_state(self) -> bool:
+        """Whether other processes serve from this store too (workers of this gateway, or
+        replicas sharing Redis): then rate limits are kept in it."""
+        return self.worker is not None or (self.store is not None
+                                           and self.store.backend == "redis")
+
+    @property
     def holder(self) -> GatewayHolder:
         assert self._holder is not None, "the server is not started"
         return self._holder
@@ -102,7 +114,7 @@ class Server:
     async def start(self) -> None:
         config = self.config
         self._traced = tracing.configure(config.tracing)  # one tracer per process
-        if config.demo_agent is not None:
+        if config.demo_agent is not None and not self.worker:
             from gateway.demo_agent import start_demo_agent
 
             host, port = split_host_port(config.demo_agent.listen)
@@ -113,10 +125,11 @@ class Server:
         log.info("state store opened", backend=self.store.backend,
                  where=config.state.path if config.state.backend == "sqlite"
                  else redact_url(config.state.url or ""))
-        # Every replica prunes on its own timer: pruning is idempotent (state/retention.py).
+        # Every replica and worker prunes on its own timer: pruning is idempotent
+        # (state/retention.py).
         self._tasks.add(asyncio.create_task(
             prune_forever(self.store, config.state.retention.interval)))
-        first = Gateway(config, self._session, self.store)
+        first = Gateway(config, self._session, self.store, shared_state=self._shared_state)
         if first.auth is not None:
             await first.auth.prime()  # a JWK set file that cannot be used stops the start
         holder = GatewayHolder(first)
@@ -133,18 +146,21 @@ class Server:
         if server_tls is not None:
             tls = ReloadingServerContext(server_tls)
             self._spawn(tls.watch())  # rotated certificate files, without a restart
-        await GuardedSite(runner, host, port, self.connections,
+        shared = self.worker is not None
+        await GuardedSite(runner, host, port, self.connections, reuse_port=shared,
                           ssl_context=tls.context if tls else None).start()
         self._runners.insert(0, runner)
         if config.listen.admin:
             admin = web.AppRunner(build_admin_app(holder), access_log=None)
             await admin.setup()
-            await web.TCPSite(admin, *split_host_port(config.listen.admin)).start()
+            await web.TCPSite(admin, *split_host_port(config.listen.admin),
+                              reuse_port=shared).start()
             self._runners.append(admin)
         if config.listen.grpc:
             self._grpc = await start_grpc_server(
                 lambda: holder.current, config.listen.grpc, holder.streams,
-                grpc_server_credentials(server_tls) if server_tls else None)
+                grpc_server_credentials(server_tls) if server_tls else None,
+                reuse_port=shared)
         unguarded = [t for t in config.tenants
                      if not (holder.current.auth and holder.current.auth.for_tenant(t)
                              .config.authenticates)]
@@ -168,14 +184,15 @@ class Server:
         # The store stays open across reloads; what the task index does with it
         # (state.tasks) belongs to the gateway being swapped in.
         if (config.listen, config.demo_agent, config.tracing,
-                config.state.model_copy(update={"tasks": None})) != (
+                config.state.model_copy(update={"tasks": None}), config.workers) != (
                 self.config.listen, self.config.demo_agent, self.config.tracing,
-                self.config.state.model_copy(update={"tasks": None})):
-            log.warning("listen, demo_agent, tracing and state changes (but state.tasks) "
-                        "take effect at the next restart")
+                self.config.state.model_copy(update={"tasks": None}), self.config.workers):
+            log.warning("listen, demo_agent, tracing, state (but state.tasks) and workers "
+                        "changes take effect at the next restart")
         assert self._session is not None
         old = self.holder.current
-        new = Gateway(config, self._session, self.store, previous=old)
+        new = Gateway(config, self._session, self.store, previous=old,
+                      shared_state=self._shared_state)
         if new.auth is not None:
             await new.auth.prime()
         self.holder.current = new
@@ -227,10 +244,12 @@ class Server:
             await asyncio.to_thread(tracing.shutdown)  # flushes spans, maybe to ourselves
 
 
-async def serve(config: GatewayConfig, config_path: Path | None = None) -> int:
-    configure_logging(config.log_level)
+async def serve(config: GatewayConfig, config_path: Path | None = None,
+                worker: WorkerRole | None = None) -> int:
+    """Run one gateway process until SIGTERM or SIGINT: the only one, or ``worker``."""
+    configure_logging(config.log_level, None if worker is None else worker.index)
     raise_open_files_limit()
-    server = Server(config, config_path)
+    server = Server(config, config_path, None if worker is None else worker.index)
     await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -240,6 +259,8 @@ async def serve(config: GatewayConfig, config_path: Path | None = None) -> int:
     if watcher is not None:
         loop.add_signal_handler(signal.SIGHUP,
                                 lambda: loop.create_task(watcher.reload("SIGHUP")))
+    if worker is not None:
+        worker.ready()  # after the handlers: the supervisor may signal it from now on
     await stop.wait()
     log.info("shutting down", grace_seconds=server.config.shutdown_grace,
              open_streams=len(server.holder.streams))

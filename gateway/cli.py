@@ -8,38 +8,60 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from gateway.config import ConfigError, json_schema, load_config
 from gateway.preflight import preflight
 from gateway.state.config import redact_url
+from gateway.workers.count import worker_count
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from gateway.app import serve
-
     config = load_config(args.config)
     preflight(config)
-    return run_on_loop(serve(config, Path(args.config)),
-                       os.environ.get("A2A_GATEWAY_LOOP") or config.event_loop)
+    loop = os.environ.get("A2A_GATEWAY_LOOP") or config.event_loop
+    if args.worker is not None:  # started by a supervisor (gateway/workers)
+        from gateway.app import serve
+        from gateway.workers.worker import WorkerRole
+
+        role = WorkerRole(args.worker, args.ready_fd, args.supervisor)
+        role.follow_supervisor()
+        return run_on_loop(serve(config, Path(args.config), role), loop)
+    count, why = worker_count(config)
+    if count == 1:
+        from gateway.app import serve
+
+        return run_on_loop(serve(config, Path(args.config)), loop)
+    from gateway.workers.supervisor import supervise
+
+    loop_runner(loop)  # an unusable loop is refused before any worker starts
+    return asyncio.run(supervise(config, Path(args.config), count, why))
 
 
-def run_on_loop(main: Coroutine[Any, Any, int], loop: str) -> int:
-    """Run ``main`` on the chosen event loop (`event_loop`, or A2A_GATEWAY_LOOP)."""
+def loop_runner(loop: str) -> Callable[[Coroutine[Any, Any, int]], int]:
+    """What runs a coroutine on the chosen event loop (`event_loop`, or A2A_GATEWAY_LOOP)."""
     if loop == "uvloop":
         try:
             import uvloop
         except ImportError:
-            main.close()
             raise ConfigError("event_loop: uvloop needs the uvloop package "
                               "(pip install 'a2a-gateway[speed]')") from None
-        return uvloop.run(main)
+        return uvloop.run
     if loop != "asyncio":
-        main.close()
         raise ConfigError(f"unknown event loop {loop!r} (asyncio or uvloop)")
-    return asyncio.run(main)
+    return asyncio.run
+
+
+def run_on_loop(main: Coroutine[Any, Any, int], loop: str) -> int:
+    """Run ``main`` on the chosen event loop."""
+    try:
+        runner = loop_runner(loop)
+    except ConfigError:
+        main.close()
+        raise
+    return runner(main)
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -53,6 +75,8 @@ def _check(args: argparse.Namespace) -> int:
     state = config.state
     where = state.path if state.backend == "sqlite" else redact_url(state.url or "")
     print(f"  state: {state.backend} at {where}")
+    count, why = worker_count(config)
+    print(f"  workers: {count} ({why})")
     return 0
 
 
@@ -108,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run the gateway")
     p.add_argument("--config", default="config/gateway.yaml")
+    # Set by the supervisor of `workers: N` for each worker it starts (gateway/workers).
+    p.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--ready-fd", type=int, default=-1, help=argparse.SUPPRESS)
+    p.add_argument("--supervisor", type=int, default=0, help=argparse.SUPPRESS)
     p.set_defaults(func=_serve)
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("file")

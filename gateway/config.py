@@ -309,6 +309,11 @@ class GatewayConfig(_Model):
     auth: AuthConfig | None = Field(None, description="Who may call, what, how often, over "
                                     "what channel (README \"Security\"); tenants override")
     state: StateConfig = Field(default_factory=StateConfig)
+    workers: int | None = Field(
+        None, ge=1, le=1024, description="Processes serving the same listeners "
+        "(SO_REUSEPORT) under one supervisor; null: one per CPU this process may use "
+        "(affinity, capped by a cgroup CPU limit); 1: a single process, no supervisor "
+        "(README \"Workers\")")
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio", description="The event loop `serve` runs on; uvloop needs the `uvloop` "
         "package (`pip install a2a-gateway[speed]`). A2A_GATEWAY_LOOP overrides it.")
@@ -353,6 +358,10 @@ class GatewayConfig(_Model):
                                           or self.auth.server_tls.client_ca_file is None):
                 raise ValueError(f"tenants.{name}: auth.mtls needs auth.server_tls with a "
                                  f"client_ca_file (client certificates are checked there)")
+        if (self.workers or 1) > 1 and self.state.backend == "sqlite" \
+                and self.state.path == ":memory:":
+            raise ValueError("state.path `:memory:` serves one process: with workers > 1 "
+                             "use a file or redis (README \"Workers\")")
         if self.card_signing is not None and not self.public_url:
             raise ValueError("card_signing needs public_url: a signed card names the gateway "
                              "by its configured address, never by what a request says")

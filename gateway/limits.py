@@ -21,8 +21,9 @@ from translators.errors import A2AError, a2a_error
 
 IN_USE = Gauge("a2a_gateway_limit_in_use", "Slots held now, by limit",
                ["limit", "scope"], multiprocess_mode="livesum")
+# Summed over live workers, as IN_USE is: each worker holds its own slots.
 CAPACITY = Gauge("a2a_gateway_limit_capacity", "Slots a limit allows",
-                 ["limit", "scope"], multiprocess_mode="liveall")
+                 ["limit", "scope"], multiprocess_mode="livesum")
 REFUSED = Counter("a2a_gateway_limit_refusals_total", "Calls refused because a limit was "
                   "reached", ["limit", "scope"])
 

@@ -1,5 +1,9 @@
 """Prometheus metrics (prometheus-client), exported at `/metrics`.
 
+With workers (README "Workers") the supervisor sets PROMETHEUS_MULTIPROC_DIR before any
+worker starts: each worker writes its values there, every gauge says how workers' values
+combine (`multiprocess_mode`), and `/metrics` on any worker reads all of them.
+
 Every call is counted once, at the same place it is logged (observe.log_call), so the
 log line and the counters cannot disagree. Label values are bounded: operations,
 dialects and outcomes come from fixed tables; loss field paths lose their indices.
@@ -7,9 +11,18 @@ dialects and outcomes come from fixed tables; loss field paths lose their indice
 
 from __future__ import annotations
 
+import os
 import re
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.multiprocess import MultiProcessCollector
 
 from gateway.call import CallContext
 
@@ -28,7 +41,8 @@ GATEWAY_SECONDS = Histogram("a2a_gateway_added_seconds",
 BACKEND_SECONDS = Histogram("a2a_gateway_backend_duration_seconds",
                             "Backend time: the answer, or a stream's first event",
                             ["backend_binding", "operation"], buckets=_LATENCY_BUCKETS)
-OPEN_STREAMS = Gauge("a2a_gateway_open_streams", "Streams open now", ["client_binding"])
+OPEN_STREAMS = Gauge("a2a_gateway_open_streams", "Streams open now", ["client_binding"],
+                     multiprocess_mode="livesum")
 STREAM_EVENTS = Counter("a2a_gateway_stream_events_total", "Stream events relayed to clients",
                         ["operation", "client_binding"])
 LOSSES = Counter("a2a_gateway_translation_losses_total",
@@ -76,5 +90,20 @@ def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) 
         BACKEND_ERRORS.labels(ctx.tenant or "none", ctx.outcome.backend_error).inc()
 
 
+def _all_workers() -> CollectorRegistry | None:
+    """What `/metrics` exports: every worker's values, or None for this process's own."""
+    directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not directory:
+        return None
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, directory)  # type: ignore[no-untyped-call]
+    return registry
+
+
+_EXPORTED = _all_workers()
+
+
 def exposition() -> tuple[bytes, str]:
-    return generate_latest(), CONTENT_TYPE_LATEST
+    if _EXPORTED is None:
+        return generate_latest(), CONTENT_TYPE_LATEST
+    return generate_latest(_EXPORTED), CONTENT_TYPE_LATEST

@@ -18,15 +18,22 @@ from translators.errors import A2AError
 _configured = False
 
 
-def configure_logging(level: str = "info") -> None:
+def configure_logging(level: str = "info", worker: int | None = None) -> None:
+    """JSON lines on stderr; a worker's lines carry its index (`worker`)."""
     global _configured
     logging.basicConfig(stream=sys.stderr, format="%(message)s",
                         level=getattr(logging, level.upper()))
     if _configured:
         return
+
+    def tag(_: Any, __: str, event: structlog.types.EventDict) -> structlog.types.EventDict:
+        event["worker"] = worker
+        return event
+
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            *([] if worker is None else [tag]),
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
@@ -70,6 +77,9 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
     trace_id = tracing.trace_id(ctx)
     if trace_id is not None:
         fields["trace_id"] = trace_id
+    if ctx.principal is not None:  # who called (auth); never the credential itself
+        fields["principal"] = ctx.principal.name
+        fields["auth"] = ctx.principal.method
     if ctx.outcome.events:
         fields["stream_events"] = ctx.outcome.events
     if ctx.outcome.forwarded:

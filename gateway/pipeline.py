@@ -61,7 +61,10 @@ class Gateway:
     """Everything a request needs, built once per config."""
 
     def __init__(self, config: GatewayConfig, session: aiohttp.ClientSession,
-                 store: Store | None = None, previous: Gateway | None = None) -> None:
+                 store: Store | None = None, previous: Gateway | None = None,
+                 shared_state: bool = False) -> None:
+        """``shared_state``: other processes (workers, replicas) serve from ``store`` too:
+        rate limits are kept there."""
         self.config = config
         self.version_rules = VersionRules(tuple(config.versions), config.strict_versions)
         self.cards = CardPublisher(config)
@@ -73,7 +76,9 @@ class Gateway:
         self.limits = CallLimits(config)
         # Who may call what, how often (README "Security"); None when nothing is
         # configured. A reload keeps the rate buckets and open-call counts.
-        self.auth: GatewayAuth | None = build_auth(config, previous.auth if previous is not None else None)
+        self.auth: GatewayAuth | None = build_auth(
+            config, previous.auth if previous is not None else None,
+            store if shared_state else None)
         # What outlives this config and is shared by workers and replicas (state/); the
         # server owns it and closes it.
         self.store = store

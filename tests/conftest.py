@@ -34,13 +34,16 @@ async def make_gateway() -> AsyncIterator[MakeGateway]:
     servers: list[Server] = []
 
     async def make(tenants: dict[str, Any], *, grpc_port: int | None = None,
-                   listen_admin: str | None = None, **extra: Any) -> str:
+                   listen_admin: str | None = None,
+                   listen_grpc_reflection: bool = True, **extra: Any) -> str:
         port = free_port()
-        listen = {"http": f"127.0.0.1:{port}"}
+        listen: dict[str, Any] = {"http": f"127.0.0.1:{port}"}
         if grpc_port is not None:
             listen["grpc"] = f"127.0.0.1:{grpc_port}"
         if listen_admin is not None:
             listen["admin"] = listen_admin
+        if not listen_grpc_reflection:
+            listen["grpc_reflection"] = False
         # Every peer here is on 127.0.0.1, which the push relay's SSRF guard refuses
         # unless allow-listed (a test of the guard passes its own push_relay).
         relay = {"webhook_allowlist": ["127.0.0.1"]}

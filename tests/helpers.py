@@ -69,8 +69,9 @@ def running(cmd: list[str], port: int, *, log: Path, timeout: float = 60.0,
 
 
 def write_config(path: Path, config: dict[str, Any]) -> Path:
-    """``config`` as YAML at ``path``; its state store beside it unless it names one."""
-    config = {"state": {"path": str(path.with_suffix(".state.db"))}, **config}
+    """``config`` as YAML at ``path``; its state store beside it unless it names one, and
+    one process unless it names `workers` (tests/integration/test_workers.py does)."""
+    config = {"state": {"path": str(path.with_suffix(".state.db"))}, "workers": 1, **config}
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
 
@@ -98,3 +99,13 @@ async def serving(app: web.Application) -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+class ManualClock:
+    """A clock the test moves by hand (``clock.now += 5``)."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

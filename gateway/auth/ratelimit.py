@@ -1,6 +1,6 @@
 """Traffic limits per tenant and per principal: request rate (token buckets with a
 burst) and calls / streams open at once. Process-local here, behind ``BucketStore`` so
-a shared store can replace it. Refusals are ResourceExhaustedError with `limit` and
+the state store replaces it when several processes serve (workers, replicas). Refusals are ResourceExhaustedError with `limit` and
 `retry_after` (whole seconds) in the metadata: HTTP 429 + Retry-After, gRPC
 RESOURCE_EXHAUSTED, JSON-RPC -32603 with reason RESOURCE_EXHAUSTED."""
 
@@ -16,11 +16,12 @@ from typing import Protocol
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
 from gateway.limits import REFUSED
+from gateway.state import Store
 from translators.errors import A2AError, a2a_error
 
 
 class BucketStore(Protocol):
-    def take(self, key: str, rate: float, burst: int) -> float | None:
+    async def take(self, key: str, rate: float, burst: int) -> float | None:
         """Take one token from ``key``'s bucket: None when taken, else the seconds until
         one is there."""
 
@@ -35,7 +36,10 @@ class LocalBuckets:
         self._max = max_keys
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
-    def take(self, key: str, rate: float, burst: int) -> float | None:
+    async def take(self, key: str, rate: float, burst: int) -> float | None:
+        return self.take_now(key, rate, burst)
+
+    def take_now(self, key: str, rate: float, burst: int) -> float | None:
         now = self._clock()
         tokens, last = self._buckets.get(key, (float(burst), now))
         tokens = min(float(burst), tokens + (now - last) * rate)
@@ -50,6 +54,18 @@ class LocalBuckets:
         self._buckets.move_to_end(key)
         while len(self._buckets) > self._max:
             self._buckets.popitem(last=False)
+
+
+class StoreBuckets:
+    """Token buckets in the state store: one bucket per key for every worker and replica
+    that shares the store (atomic there; Redis uses its own clock)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def take(self, key: str, rate: float, burst: int) -> float | None:
+        taken, wait = await self.store.take_tokens(key, rate, float(burst))
+        return None if taken else wait
 
 
 class Concurrency:
@@ -98,17 +114,17 @@ class TrafficLimits:
         self.buckets = buckets
         self.concurrency = concurrency
 
-    def admit(self, principal: Principal | None) -> None:
+    async def admit(self, principal: Principal | None) -> None:
         """Take a token from the tenant's bucket and from the principal's."""
         cfg, tenant = self.config, self.tenant
         if cfg.tenant is not None:
-            wait = self.buckets.take(f"rate:tenant:{tenant}", cfg.tenant.rate, cfg.tenant.burst)
+            wait = await self.buckets.take(f"rate:tenant:{tenant}", cfg.tenant.rate, cfg.tenant.burst)
             if wait is not None:
                 raise exhausted("rate_per_tenant", tenant, wait, "the tenant's request rate "
                                 f"({cfg.tenant.rate:g}/s, burst {cfg.tenant.burst}) is reached")
         if cfg.principal is not None:
             key = f"rate:principal:{tenant}:{principal_key(principal)}"
-            wait = self.buckets.take(key, cfg.principal.rate, cfg.principal.burst)
+            wait = await self.buckets.take(key, cfg.principal.rate, cfg.principal.burst)
             if wait is not None:
                 raise exhausted("rate_per_principal", tenant, wait, "the caller's request "
                                 f"rate ({cfg.principal.rate:g}/s, burst "

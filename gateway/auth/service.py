@@ -35,7 +35,7 @@ class TenantAuth:
         ``limits.hold(principal, streaming)`` around the call itself."""
         principal = await self.authenticator.authenticate(headers, peer_cert)
         self.authorizer.authorize(principal, self.tenant, operation)
-        self.limits.admit(principal)
+        await self.limits.admit(principal)
         return principal
 
 

@@ -194,17 +194,19 @@ def generic_handlers(current: Current, streams: Streams | None = None,
 
 async def start_grpc_server(current: Current, listen: str, streams: Streams | None = None,
                             credentials: grpc.ServerCredentials | None = None,
-                            ) -> grpc.aio.Server:
+                            reuse_port: bool = False) -> grpc.aio.Server:
     """Serve both services (and server reflection, unless turned off) on ``listen``
     (host:port), over TLS with ``credentials``. Open streams are tracked in ``streams``,
-    so that shutdown can end them cleanly."""
+    so that shutdown can end them cleanly. ``reuse_port``: the workers of one gateway
+    share the port (README "Workers")."""
     config = current().config
     max_bytes = config.max_body_bytes
     limits = config.limits
     max_connections = limits.grpc_max_connections or max(
         16, (limits.max_connections or default_max_connections()) // 4)
     server = grpc.aio.server(options=[
-        ("grpc.so_reuseport", 0),  # a port in use is an error, not a shared listener
+        # Alone, a port in use is an error, not a shared listener.
+        ("grpc.so_reuseport", int(reuse_port)),
         # Messages up to max_body_bytes are read; larger ones, up to twice that, are refused
         # by the handler in the caller's dialect; beyond, by gRPC itself (no details).
         ("grpc.max_receive_message_length", 2 * max_bytes),

@@ -72,10 +72,15 @@ async def handle_body(request: web.Request, path_tenant: str | None,
 
 async def _stream(request: web.Request, call: Call) -> web.StreamResponse:
     dialect, rid, loss = call.dialect, call.request_id, call.ctx.loss
-    # The v0.3 SDK clients read a streaming method's answer as SSE only: an error before
-    # the first event is one data line too (as the a2a-sdk 0.3 server sends it).
-    answer_error = None if dialect.version == "0.3" else (
-        lambda err: refused(dialect.refusal(rid, err), err, call.ctx))
+
+    def answer_error(err: A2AError) -> web.StreamResponse | None:
+        # The v0.3 SDK clients read a streaming method's answer as SSE only: an error
+        # before the first event is one data line too (as the a2a-sdk 0.3 server sends
+        # it), unless the HTTP status itself says it (401, 403, 429, 408, 413).
+        if dialect.version == "0.3" and err.kind.name not in rpc.TRANSPORT_ERRORS:
+            return None
+        return refused(dialect.refusal(rid, err), err, call.ctx)
+
     return await serve_sse(
         request, call, lambda item, final: dialect.event_frame(rid, item, final, loss),
         lambda err: dialect.error_frame(rid, err), answer_error)

@@ -20,16 +20,17 @@ from translators.versions import V03
 
 FrameItem = Callable[[pb.StreamResponse, bool], bytes]
 FrameError = Callable[[A2AError], bytes]
-AnswerError = Callable[[A2AError], web.StreamResponse]
+# The plain answer to an error before the first event; None: a stream of that error.
+AnswerError = Callable[[A2AError], web.StreamResponse | None]
 
 
 async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
-                    frame_error: FrameError, answer_error: AnswerError | None,
+                    frame_error: FrameError, answer_error: AnswerError,
                     ) -> web.StreamResponse:
     """Run the call's stream and write each event as the client's dialect frames it.
 
     An error before the first event is answered by ``answer_error`` (a plain error in the
-    client's dialect), or, when that is None, as a stream holding only the error frame; a
+    client's dialect), or, when it gives None, as a stream holding only the error frame; a
     later error becomes a final error frame. A client that goes away closes the backend
     stream, because closing `items` closes the pipeline's iterator.
     """
@@ -50,8 +51,9 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         raise
     if first_error is not None:
         await items.aclose()
-        if answer_error is not None:
-            return answer_error(first_error)
+        answered = answer_error(first_error)
+        if answered is not None:
+            return answered
     response = web.StreamResponse(headers={**SSE_HEADERS, **dialect_headers(ctx)})
     await response.prepare(request)
     if first_error is not None:

@@ -59,8 +59,9 @@ class PushRelay:
         if self.enabled:
             if source == "generated":
                 log.warning(
-                    "push relay key generated at start: relay URLs stop working when this "
-                    "process exits, and replicas cannot deliver each other's; set "
+                    "push relay key generated at start: relay URLs stop working when the "
+                    "gateway restarts (its workers share the key), and replicas cannot "
+                    "deliver each other's; set "
                     f"push_relay.keys or {self.settings.keys_env} to a shared key")
             log.info("push relay ready", relay_base=self.base, keys=len(keys),
                      key_source=source, always=self.settings.always)

@@ -34,8 +34,10 @@ _KEY_ID_LEN = 4
 _NONCE_LEN = 12
 
 # One key per process when none is configured, so a config reload keeps the seals
-# this process handed out working.
+# this process handed out working. Workers get their supervisor's (GENERATED_KEY_ENV), so
+# that any worker opens what another sealed; configured keys keep their precedence.
 _generated_key: bytes | None = None
+GENERATED_KEY_ENV = "A2A_GATEWAY_WORKERS_GENERATED_RELAY_KEY"
 
 
 class SealError(Exception):
@@ -54,7 +56,6 @@ def load_keys(settings: PushRelayConfig,
     """The relay keys, newest first, and where they came from: the environment variable
     named by `keys_env` (comma-separated) wins over `keys`; with neither, one key is
     made for this process (seals then die with it and replicas cannot share them)."""
-    global _generated_key
     environ = os.environ if environ is None else environ
     from_env = [k for k in environ.get(settings.keys_env, "").replace(" ", ",").split(",")
                 if k.strip()]
@@ -66,9 +67,23 @@ def load_keys(settings: PushRelayConfig,
         except (binascii.Error, ValueError):
             raise ConfigError(f"{source}: every relay key must be 16, 24 or 32 bytes in "
                               f"base64") from None
+    return [generated_key(environ)], "generated"
+
+
+def generated_key(environ: Mapping[str, str] | None = None) -> bytes:
+    """The key this process seals with when none is configured: its supervisor's when it
+    is a worker, else one made now and kept for the life of the process."""
+    global _generated_key
     if _generated_key is None:
-        _generated_key = AESGCM.generate_key(bit_length=256)
-    return [_generated_key], "generated"
+        inherited = (os.environ if environ is None else environ).get(GENERATED_KEY_ENV)
+        _generated_key = decode_key(inherited) if inherited else \
+            AESGCM.generate_key(bit_length=256)
+    return _generated_key
+
+
+def export_generated_key() -> str:
+    """This process's generated key, as base64 for GENERATED_KEY_ENV."""
+    return base64.urlsafe_b64encode(generated_key()).decode()
 
 
 class Sealer:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from aiohttp import web
+from helpers import ManualClock, serving
 
 from gateway.auth.backend_creds import BackendCredentials, OAuthTokens
 from gateway.auth.config import BackendAuthConfig, OAuthClientConfig
@@ -65,7 +66,7 @@ class TokenServer:
 
 
 @pytest.fixture
-async def token_server(unused_tcp_port: int) -> AsyncIterator[TokenServer]:
+async def token_server() -> AsyncIterator[TokenServer]:
     server = TokenServer()
 
     async def issue(request: web.Request) -> web.Response:
@@ -79,20 +80,9 @@ async def token_server(unused_tcp_port: int) -> AsyncIterator[TokenServer]:
 
     app = web.Application()
     app.router.add_post("/token", issue)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", unused_tcp_port).start()
-    server.url = f"http://127.0.0.1:{unused_tcp_port}/token"
-    yield server
-    await runner.cleanup()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 10.0
-
-    def __call__(self) -> float:
-        return self.now
+    async with serving(app) as base:
+        server.url = f"{base}/token"
+        yield server
 
 
 def oauth(server: TokenServer, monkeypatch: pytest.MonkeyPatch, **over: Any,
@@ -105,7 +95,7 @@ def oauth(server: TokenServer, monkeypatch: pytest.MonkeyPatch, **over: Any,
 
 async def test_client_credentials_cached_single_flight_and_refreshed(
         token_server: TokenServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    clock = Clock()
+    clock = ManualClock(10.0)
     token_server.delay = 0.05
     tokens = OAuthTokens(oauth(token_server, monkeypatch), clock)
     got = await asyncio.gather(*(tokens.token("t") for _ in range(20)))

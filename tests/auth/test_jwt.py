@@ -18,6 +18,7 @@ import pytest
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from helpers import ManualClock, serving
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from gateway.auth.authenticator import Authenticator
@@ -68,7 +69,7 @@ class JwksServer:
 
 
 @pytest.fixture
-async def jwks_server(unused_tcp_port: int) -> AsyncIterator[JwksServer]:
+async def jwks_server() -> AsyncIterator[JwksServer]:
     server = JwksServer([jwk(RSA_KEY, "rsa1"), jwk(EC_KEY, "ec1")])
 
     async def serve(_: web.Request) -> web.Response:
@@ -77,20 +78,9 @@ async def jwks_server(unused_tcp_port: int) -> AsyncIterator[JwksServer]:
 
     app = web.Application()
     app.router.add_get("/jwks.json", serve)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", unused_tcp_port).start()
-    server.url = f"http://127.0.0.1:{unused_tcp_port}/jwks.json"
-    yield server
-    await runner.cleanup()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+    async with serving(app) as base:
+        server.url = f"{base}/jwks.json"
+        yield server
 
 
 def config(url: str, **over: Any) -> JwtConfig:
@@ -184,7 +174,7 @@ def test_hmac_never_fits_a_public_key_even_past_the_allow_list() -> None:
 
 async def test_rotation_refetches_on_an_unknown_kid_at_most_once_per_interval(
         jwks_server: JwksServer) -> None:
-    clock = Clock()
+    clock = ManualClock(1000.0)
     cfg = config(jwks_server.url, jwks_refresh_min_interval=30, jwks_ttl=600)
     source = JwksSource(cfg, clock=clock)
     verifier = JwtVerifier(cfg, source)

@@ -4,6 +4,7 @@ and the per-principal caps on calls and streams open at once."""
 from __future__ import annotations
 
 import pytest
+from helpers import ManualClock
 
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
@@ -11,79 +12,70 @@ from gateway.auth.ratelimit import Concurrency, LocalBuckets, TrafficLimits
 from gateway.limits import REFUSED
 from translators.errors import A2AError
 
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 ALICE = Principal("alice", "jwt")
 BOB = Principal("bob", "jwt")
 
 
 def test_bucket_burst_refusal_and_refill() -> None:
-    clock = Clock()
+    clock = ManualClock(50.0)
     buckets = LocalBuckets(clock)
-    assert [buckets.take("k", 2.0, 3) for _ in range(3)] == [None, None, None]
-    wait = buckets.take("k", 2.0, 3)
+    assert [buckets.take_now("k", 2.0, 3) for _ in range(3)] == [None, None, None]
+    wait = buckets.take_now("k", 2.0, 3)
     assert wait == pytest.approx(0.5)
     clock.now += 0.25
-    assert buckets.take("k", 2.0, 3) == pytest.approx(0.25)
+    assert buckets.take_now("k", 2.0, 3) == pytest.approx(0.25)
     clock.now += 0.25
-    assert buckets.take("k", 2.0, 3) is None
+    assert buckets.take_now("k", 2.0, 3) is None
     clock.now += 100  # refills to the burst, no further
-    assert [buckets.take("k", 2.0, 3) for _ in range(4)][-1] is not None
-    assert buckets.take("other", 2.0, 3) is None  # buckets are per key
+    assert [buckets.take_now("k", 2.0, 3) for _ in range(4)][-1] is not None
+    assert buckets.take_now("other", 2.0, 3) is None  # buckets are per key
 
 
 def test_least_recently_used_buckets_go_first() -> None:
-    buckets = LocalBuckets(Clock(), max_keys=2)
-    buckets.take("a", 1, 1)
-    buckets.take("b", 1, 1)
-    buckets.take("c", 1, 1)
-    assert buckets.take("a", 1, 1) is None  # forgotten: starts full again
-    assert buckets.take("c", 1, 1) is not None
+    buckets = LocalBuckets(ManualClock(50.0), max_keys=2)
+    buckets.take_now("a", 1, 1)
+    buckets.take_now("b", 1, 1)
+    buckets.take_now("c", 1, 1)
+    assert buckets.take_now("a", 1, 1) is None  # forgotten: starts full again
+    assert buckets.take_now("c", 1, 1) is not None
 
 
-def limits(clock: Clock, **cfg: object) -> TrafficLimits:
+def limits(clock: ManualClock, **cfg: object) -> TrafficLimits:
     return TrafficLimits("t", RateLimitsConfig.model_validate(cfg), LocalBuckets(clock),
                          Concurrency())
 
 
-def test_principal_rate_refusal_says_when_to_retry() -> None:
-    clock = Clock()
+async def test_principal_rate_refusal_says_when_to_retry() -> None:
+    clock = ManualClock(50.0)
     lim = limits(clock, principal={"rate": 0.5, "burst": 2})
     before = REFUSED.labels("rate_per_principal", "t")._value.get()
-    lim.admit(ALICE)
-    lim.admit(ALICE)
+    await lim.admit(ALICE)
+    await lim.admit(ALICE)
     with pytest.raises(A2AError) as caught:
-        lim.admit(ALICE)
+        await lim.admit(ALICE)
     err = caught.value
     assert err.kind.name == "ResourceExhaustedError"
     assert err.metadata == {"limit": "rate_per_principal", "retry_after": "2"}
     assert REFUSED.labels("rate_per_principal", "t")._value.get() == before + 1
-    lim.admit(BOB)  # another principal, another bucket
-    lim.admit(None)  # anonymous callers share one
+    await lim.admit(BOB)  # another principal, another bucket
+    await lim.admit(None)  # anonymous callers share one
     clock.now += 2
-    lim.admit(ALICE)
+    await lim.admit(ALICE)
 
 
-def test_tenant_rate_is_shared_and_retry_after_is_at_least_one_second() -> None:
-    clock = Clock()
+async def test_tenant_rate_is_shared_and_retry_after_is_at_least_one_second() -> None:
+    clock = ManualClock(50.0)
     lim = limits(clock, tenant={"rate": 100, "burst": 1})
-    lim.admit(ALICE)
+    await lim.admit(ALICE)
     with pytest.raises(A2AError) as caught:
-        lim.admit(BOB)
+        await lim.admit(BOB)
     assert caught.value.metadata == {"limit": "rate_per_tenant", "retry_after": "1"}
     clock.now += 0.01
-    lim.admit(BOB)
+    await lim.admit(BOB)
 
 
 def test_concurrent_calls_and_streams_per_principal() -> None:
-    lim = limits(Clock(), max_calls_per_principal=1, max_streams_per_principal=2)
+    lim = limits(ManualClock(50.0), max_calls_per_principal=1, max_streams_per_principal=2)
     with lim.hold(ALICE, streaming=False):
         with pytest.raises(A2AError) as caught, lim.hold(ALICE, streaming=False):
             pass
@@ -99,17 +91,17 @@ def test_concurrent_calls_and_streams_per_principal() -> None:
     assert lim.concurrency.held("max_calls_per_principal:t:jwt:alice") == 0
 
 
-def test_a_rebuilt_policy_keeps_buckets_and_open_calls() -> None:
+async def test_a_rebuilt_policy_keeps_buckets_and_open_calls() -> None:
     from gateway.auth.config import AuthConfig
     from gateway.auth.service import GatewayAuth
 
     cfg = AuthConfig.model_validate({"rate_limits": {"principal": {"rate": 0.1, "burst": 1},
                                                      "max_calls_per_principal": 1}})
     old = GatewayAuth(cfg, {"t": None})
-    old.for_tenant("t").limits.admit(ALICE)
+    await old.for_tenant("t").limits.admit(ALICE)
     with old.for_tenant("t").limits.hold(ALICE, streaming=False):
         new = GatewayAuth(cfg, {"t": None}, previous=old)
         with pytest.raises(A2AError):
-            new.for_tenant("t").limits.admit(ALICE)
+            await new.for_tenant("t").limits.admit(ALICE)
         with pytest.raises(A2AError), new.for_tenant("t").limits.hold(ALICE, streaming=False):
             pass

@@ -49,6 +49,34 @@ def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return found[0]
 
 
+def gateway_deployment(docs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The Deployment running the gateway (beside it there may be a Redis)."""
+    found = [d for d in by_kind(docs, "Deployment")
+             if any(c["name"] == "a2a-gateway" for c in d["spec"]["template"]["spec"]["containers"])]
+    assert len(found) == 1, f"expected one gateway Deployment, found {len(found)}"
+    return found[0]
+
+
+def gateway_service(docs: list[dict[str, Any]], pod_labels: dict[str, str]) -> dict[str, Any]:
+    found = [d for d in by_kind(docs, "Service")
+             if d["spec"]["selector"].items() <= pod_labels.items()]
+    assert len(found) == 1, f"expected one Service selecting the gateway, found {len(found)}"
+    return found[0]
+
+
+def check_redis(docs: list[dict[str, Any]], config: GatewayConfig) -> None:
+    """Replicas share one state store: a Redis Deployment and Service beside the gateway,
+    named by the config's state URL, whose pods the gateway's selectors never pick."""
+    assert config.state.backend == "redis" and config.state.url is not None
+    host = urlsplit(config.state.url).hostname
+    service = named(docs, "Service", str(host))
+    (redis,) = [d for d in by_kind(docs, "Deployment") if d is not gateway_deployment(docs)]
+    labels = redis["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    gateway = gateway_deployment(docs)
+    assert not gateway["spec"]["selector"]["matchLabels"].items() <= labels.items()
+
+
 def named(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
     found = [d for d in by_kind(docs, kind) if d["metadata"]["name"] == name]
     assert found, f"no {kind} named {name!r} among the manifests"
@@ -95,7 +123,7 @@ def assert_non_root(pod_sc: dict[str, Any], sc: dict[str, Any], who: str) -> Non
 
 def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> GatewayConfig:
     """mode: sidecar | shared; relay: None, "rendered" (Secret among docs) or "external"."""
-    deployment = one(docs, "Deployment")
+    deployment = gateway_deployment(docs)
     template = deployment["spec"]["template"]
     pod = template["spec"]
     labels = template["metadata"]["labels"]
@@ -125,6 +153,10 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
     assert config.listen.grpc == f"0.0.0.0:{GRPC_PORT}"
     assert config.listen.admin == (f"0.0.0.0:{ports['admin']}" if "admin" in ports else None)
     assert config.demo_agent is None, "no in-process demo agent in a cluster"
+    # The root filesystem is read-only: the SQLite store must be on a mounted volume.
+    if config.state.backend == "sqlite":
+        state_dir = config.state.path.rpartition("/")[0]
+        assert state_dir in {m["mountPath"] for m in gateway["volumeMounts"]}, state_dir
 
     assert not pod.get("hostNetwork") and not pod.get("hostPID") and not pod.get("hostIPC")
     pod_sc = pod.get("securityContext", {})
@@ -147,8 +179,7 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
         else:
             assert not by_kind(docs, "Secret"), "an existing Secret is referenced, not rendered"
 
-    service = one(docs, "Service")
-    assert service["spec"]["selector"].items() <= labels.items(), "the Service selects no pod"
+    service = gateway_service(docs, labels)
     service_ports = {p["name"]: p for p in service["spec"]["ports"]}
     assert set(service_ports) == {"http", "grpc"}
     for name, number in (("http", HTTP_PORT), ("grpc", GRPC_PORT)):
@@ -176,6 +207,7 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
         for tenant in config.tenants.values():
             host = urlsplit(tenant.backend.url).hostname
             assert host not in {"127.0.0.1", "localhost", "::1"}, "a shared gateway's backends are remote"
+        check_redis(docs, config)  # replicas share one state store
     return config
 
 
@@ -288,7 +320,7 @@ def test_helm_template(case: str, helm: str, tools: dict[str, Any]) -> None:
         {"Secret"} if relay == "rendered" else set())
     assert k8s_schema_errors(docs) == []
     check_workload(docs, mode, relay)
-    annotations = one(docs, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+    annotations = gateway_deployment(docs)["spec"]["template"]["metadata"]["annotations"]
     assert re.fullmatch(r"[0-9a-f]{64}", annotations["checksum/config"])
     if case == "shared-ci-values":  # TLS from the Secret, auth, the admin port scraped
         check_tls_and_auth(docs)
@@ -296,7 +328,7 @@ def test_helm_template(case: str, helm: str, tools: dict[str, Any]) -> None:
 
 
 def check_tls_and_auth(docs: list[dict[str, Any]]) -> None:
-    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    pod = gateway_deployment(docs)["spec"]["template"]["spec"]
     gateway = next(c for c in pod["containers"] if c["name"] == "a2a-gateway")
     config = parse_config(yaml.safe_load(mounted_config(docs, pod, gateway)), "shared")
     assert config.auth is not None and config.auth.server_tls is not None
@@ -330,8 +362,12 @@ def test_helm_lint(values: dict[str, Any] | None, helm: str) -> None:
     ({"tls": {"enabled": True}}, "tls.enabled needs tls.secretName"),
     ({"tls": {"clientAuth": "sometimes"}}, "tls.clientAuth must be none, optional or required"),
     ({"gateway": {"config": {"auth": {"server_tls": {}}}}}, "set tls.enabled"),
+    ({"replicaCount": 3}, "replicaCount > 1 needs a shared state store"),
+    ({"redis": {"enabled": True}, "gateway": {"config": {"state": {"path": "/x.db"}}}},
+     "leave state out of gateway.config"),
 ], ids=["bad-mode", "shared-without-tenants", "listen-in-config", "tls-without-secret",
-        "bad-client-auth", "server-tls-in-config"])
+        "bad-client-auth", "server-tls-in-config", "replicas-without-redis",
+        "redis-and-state"])
 def test_helm_rejects_values_that_cannot_work(values: dict[str, Any], needle: str,
                                               helm: str) -> None:
     answer = helm_render(values)
@@ -343,7 +379,7 @@ def test_helm_sidecar_matches_the_plain_manifest(helm: str) -> None:
     chart = rendered_docs(helm_render({"relayKey": {"value": "k"}})["manifests"])
     plain = load_docs((MANIFESTS / "sidecar.yaml").read_text(encoding="utf-8"))
     for docs in (chart, plain):
-        pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+        pod = gateway_deployment(docs)["spec"]["template"]["spec"]
         assert sorted(c["name"] for c in pod["containers"]) == ["a2a-gateway", "legacy-agent"]
 
     def backend(docs: list[dict[str, Any]]) -> Any:

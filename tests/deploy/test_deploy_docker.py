@@ -110,8 +110,10 @@ def test_docker_config() -> None:
 def test_compose_file() -> None:
     compose = load_file(DEPLOY / "compose.yaml")
     services = compose["services"]
-    assert set(services) == {"certs", "demo-agent", "gateway"}
+    assert set(services) == {"certs", "demo-agent", "gateway", "redis"}
     for name, service in services.items():
+        if name == "redis":
+            continue
         build = service["build"]
         context = (DEPLOY / build["context"]).resolve()
         assert context == ROOT, f"{name}: build context {context}"
@@ -130,6 +132,8 @@ def test_compose_file() -> None:
     assert config_path == DEPLOY / "compose-gateway.yaml"
     assert gateway["depends_on"]["demo-agent"]["condition"] == "service_healthy"
     published = {p.rsplit(":", 1)[-1] for p in gateway["ports"]}
+    # Host port ranges: each replica of `--scale gateway=N` takes the next free one.
+    assert all("-" in p.split(":")[1] for p in gateway["ports"]), gateway["ports"]
     assert published == {str(HTTP_PORT), str(GRPC_PORT), "9090"}
     # TLS from the certificate the certs service writes, callers' key from the environment.
     assert services["certs"]["command"][:3] == ["dev-cert", "--dir", "/etc/a2a-gateway/tls"]
@@ -142,6 +146,9 @@ def test_compose_file() -> None:
     assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
     assert config.auth is not None and config.auth.required and config.auth.server_tls
     assert config.auth.server_tls.cert_file == "/etc/a2a-gateway/tls/tls.crt"
+    # Replicas share the Redis service.
+    assert (config.state.backend, config.state.url) == ("redis", "redis://redis:6379/0")
+    assert gateway["depends_on"]["redis"]["condition"] == "service_healthy"
     backend = config.tenants[str(config.default_tenant)].backend
     url = urlsplit(backend.url)
     assert (url.hostname, url.port, backend.version) == ("demo-agent", 9009, "0.3")

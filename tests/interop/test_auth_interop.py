@@ -111,7 +111,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Secured]:
 
 def probe(secured: Secured, sdk: str, binding: str, attempts: list[dict[str, Any]],
           ) -> dict[str, Any]:
-    script = PEERS / ("auth_client_v03.py" if sdk == "0.3" else "auth_client_v10.py")
+    script = PEERS / "auth_client.py"
     cmd = [str(SDK_PYTHON[sdk]), str(script), "--http", secured.http, "--grpc", secured.grpc,
            "--transport", binding, "--attempts", json.dumps(attempts)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)

@@ -3,7 +3,9 @@ every call, API keys, and raw calls in each client dialect."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -38,9 +40,18 @@ class RecordingAgent:
     headers: list[dict[str, str]] = field(default_factory=list)
     url: str = ""
 
-    async def _rpc(self, request: web.Request) -> web.Response:
+    async def _rpc(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        if body.get("method") == "message/stream":  # one working status, then silence
+            response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await response.prepare(request)
+            event = {"jsonrpc": "2.0", "id": body.get("id"), "result": {
+                "kind": "status-update", "taskId": "t", "contextId": "c",
+                "status": {"state": "working"}, "final": False}}
+            await response.write(f"data: {json.dumps(event)}\n\n".encode())
+            await asyncio.sleep(3600)
+            return response
         return web.json_response({"jsonrpc": "2.0", "id": body.get("id"), "result": {
             "kind": "message", "messageId": "r", "role": "agent",
             "parts": [{"kind": "text", "text": f"from {self.name}"}]}})
@@ -50,7 +61,7 @@ class RecordingAgent:
                       ) -> AsyncIterator[RecordingAgent]:
         app = web.Application()
         app.router.add_post("/", self._rpc)
-        runner = web.AppRunner(app)
+        runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=1)
         await runner.setup()
         port = free_port()
         await web.TCPSite(runner, "127.0.0.1", port, ssl_context=tls).start()

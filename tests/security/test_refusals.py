@@ -20,6 +20,7 @@ from security_support import (
     rest_send,
     rpc_send,
 )
+from structlog.testing import capture_logs
 
 from translators.grpc_errors import STATUS_DETAILS_KEY
 
@@ -126,3 +127,14 @@ async def test_a_principal_of_one_tenant_never_reaches_another(setup: Any) -> No
         await grpc_send(target, "0.3", (("x-a2a-tenant", "b"), ("x-api-key", KEY_A)))
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert b.headers == []  # nothing of a's ever reached b
+
+
+async def test_the_call_log_names_the_principal_never_the_key(setup: Any) -> None:
+    gw, _, _, _, http = setup
+    with capture_logs() as logs:
+        await post(http, gw + "/a", rpc_send("0.3"), {"X-API-Key": KEY_A})
+        await post(http, gw + "/a", rpc_send("0.3"), {"X-API-Key": "not-the-key"})
+    calls = [line for line in logs if line["event"] == "call"]
+    assert [(c.get("principal"), c.get("auth"), c["outcome"]) for c in calls] == [
+        ("alice", "api_key", "ok"), (None, None, "UNAUTHENTICATED")]
+    assert "not-the-key" not in str(logs) and KEY_A not in str(logs)

@@ -1,10 +1,11 @@
 """SDK-agnostic driver of the security interop tests (tests/interop/test_auth_interop.py).
 
 Each attempt builds a fresh SDK client that authenticates the way that SDK does (see
-auth_client_v03.py / auth_client_v10.py), makes one call (or a burst of calls), and
+auth_client.py), makes one call (or a burst of calls), and
 reports the answer or the refusal as the client saw it: the SDK's error plus the
 transport status underneath it (HTTP status and headers, or the gRPC status code and
-trailers). Standard library only; prints one JSON object on stdout.
+trailers). Standard library only but for the SDK's CredentialService; prints one JSON
+object on stdout.
 """
 
 from __future__ import annotations
@@ -32,6 +33,20 @@ class PeerAuth:
     scheme: str  # a scheme name of the gateway's card: "bearer" or "apiKey"
     credential: str
     card: dict[str, Any]
+
+    def credential_service(self) -> Any:
+        """This credential as the SDK's CredentialService (both SDKs name it alike), for
+        its AuthInterceptor."""
+        from a2a.client.auth import CredentialService
+
+        scheme, credential = self.scheme, self.credential
+
+        class OneCredential(CredentialService):  # type: ignore[misc]
+            async def get_credentials(self, security_scheme_name: str,
+                                      context: Any) -> str | None:
+                return credential if security_scheme_name == scheme else None
+
+        return OneCredential()
 
     @property
     def headers(self) -> dict[str, str]:

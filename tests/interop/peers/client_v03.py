@@ -34,7 +34,7 @@ from _client_common import (
     state_label,
 )
 from a2a.client import ClientConfig, ClientFactory
-from a2a.client.auth import AuthInterceptor, CredentialService
+from a2a.client.auth import AuthInterceptor
 from a2a.client.base_client import BaseClient
 from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.grpc import a2a_pb2, a2a_pb2_grpc
@@ -158,17 +158,6 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
     return error_dict(exc, None, str(exc))
 
 
-class _Credential(CredentialService):
-    """The one credential this client holds, for the scheme the gateway's card names."""
-
-    def __init__(self, scheme: str, credential: str) -> None:
-        self._scheme = scheme
-        self._credential = credential
-
-    async def get_credentials(self, security_scheme_name: str, context: Any) -> str | None:
-        return self._credential if security_scheme_name == self._scheme else None
-
-
 class _CallMetadata:
     """Adds metadata to every call: `x-a2a-tenant`, credentials (the 0.3.26 gRPC client
     has no per-call metadata and does not run the SDK's auth interceptors)."""
@@ -229,8 +218,7 @@ class V03Peer:
             # httpx client's headers / the channel's metadata, as that SDK expects.
             served = AgentCard.model_validate(self.auth.card)
             card.security, card.security_schemes = served.security, served.security_schemes
-            interceptors = [AuthInterceptor(_Credential(self.auth.scheme,
-                                                        self.auth.credential))]
+            interceptors = [AuthInterceptor(self.auth.credential_service())]
             if self.transport == "HTTP+JSON":
                 headers = self.auth.headers
         config = ClientConfig(

@@ -36,7 +36,7 @@ from _client_common import (
     state_label,
 )
 from a2a.client import Client, ClientConfig, ClientFactory
-from a2a.client.auth import AuthInterceptor, CredentialService
+from a2a.client.auth import AuthInterceptor
 from a2a.types import (
     AgentCapabilities,
     AgentCard,
@@ -157,17 +157,6 @@ def describe_error(exc: BaseException) -> dict[str, Any]:
     return error_dict(exc, None, str(exc))
 
 
-class _Credential(CredentialService):
-    """The one credential this client holds, for the scheme the gateway's card names."""
-
-    def __init__(self, scheme: str, credential: str) -> None:
-        self._scheme = scheme
-        self._credential = credential
-
-    async def get_credentials(self, security_scheme_name: str, context: Any) -> str | None:
-        return self._credential if security_scheme_name == self._scheme else None
-
-
 class V10Peer:
     """PeerClient implemented with the a2a-sdk 1.3.0 Client."""
 
@@ -210,8 +199,7 @@ class V10Peer:
             for name, scheme in served.security_schemes.items():
                 card.security_schemes[name].CopyFrom(scheme)
             card.security_requirements.extend(served.security_requirements)
-            interceptors = [AuthInterceptor(_Credential(self.auth.scheme,
-                                                        self.auth.credential))]
+            interceptors = [AuthInterceptor(self.auth.credential_service())]
         config = ClientConfig(
             streaming=streaming,
             supported_protocol_bindings=[self.transport],

@@ -61,6 +61,13 @@ app.kubernetes.io/component: {{ ternary "sidecar" "gateway" (eq .Values.mode "si
 {{- if hasKey ((.Values.gateway.config | default dict).auth | default dict) "server_tls" }}
 {{- fail "gateway.config.auth.server_tls is written by the chart from tls: set tls.enabled and tls.secretName instead" }}
 {{- end }}
+{{- $state := (.Values.gateway.config | default dict).state | default dict }}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.redis.enabled) (ne (toString $state.backend) "redis") }}
+{{- fail "replicaCount > 1 needs a shared state store: set redis.enabled, or gateway.config.state with backend redis" }}
+{{- end }}
+{{- if and .Values.redis.enabled $state }}
+{{- fail "redis.enabled writes gateway.config.state: leave state out of gateway.config" }}
+{{- end }}
 {{- if and .Values.tls.enabled (not .Values.tls.secretName) }}
 {{- fail "tls.enabled needs tls.secretName (a kubernetes.io/tls Secret)" }}
 {{- end }}
@@ -93,6 +100,12 @@ without tenants, one tenant for the legacy agent on 127.0.0.1:<legacyAgent.port>
 {{- $_ := set $listen "admin" (printf "0.0.0.0:%v" .Values.gateway.ports.admin) }}
 {{- end }}
 {{- $_ := set $cfg "listen" $listen }}
+{{- if .Values.redis.enabled }}
+{{- $redis := printf "%s-redis" (include "a2a-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- $_ := set $cfg "state" (dict "backend" "redis" "url" (printf "redis://%s:6379/0" $redis)) }}
+{{- else if not $cfg.state }}
+{{- $_ := set $cfg "state" (dict "backend" "sqlite" "path" "/var/lib/a2a-gateway/state.db") }}
+{{- end }}
 {{- if .Values.tls.enabled }}
 {{- $tls := dict "cert_file" "/etc/a2a-gateway/tls/tls.crt" "key_file" "/etc/a2a-gateway/tls/tls.key" }}
 {{- if ne .Values.tls.clientAuth "none" }}
