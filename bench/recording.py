@@ -22,6 +22,7 @@ the gateway's CPU per request, the ratio to `off`, and what the index wrote and 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import shutil
 import sys
@@ -33,7 +34,7 @@ from typing import Any
 
 import yaml
 
-from bench import peers, report
+from bench import peers, recording_cpu, report
 from bench.procs import BenchError, Processes, free_port, gateway_cmd
 from bench.targets import Target, evaluate
 
@@ -41,9 +42,12 @@ HERE = Path(__file__).resolve().parent
 SECTION = report.RECORDING_SECTION
 PATHS = {"translated": ("/u03", "0.3"), "same": ("/u10", "1.0")}
 SETTINGS = ("off", "sqlite", "redis")
-TARGETS = [Target(f"index:{path}.{setting}.rps_vs_off", ">=", 0.9,
-                  f"{path} unary throughput with the index on {setting} ≥ 90% of index off")
-           for path in PATHS for setting in ("sqlite", "redis")]
+TARGETS = [target for path in PATHS for setting in ("sqlite", "redis") for target in (
+    Target(f"index:{path}.{setting}.rps_vs_off", ">=", 0.9,
+           f"{path} unary throughput with the index on {setting} ≥ 90% of index off"),
+    Target(f"index:{path}.{setting}.cpu_share", "<=", 0.1,
+           f"{path}: recording on {setting} (in process) ≤ 10% of a call's CPU with the "
+           f"index off"))]
 
 
 def redis_binary() -> str | None:
@@ -51,10 +55,13 @@ def redis_binary() -> str | None:
 
 
 def gateway_config(port: int, echo: int, state: dict[str, Any]) -> dict[str, Any]:
-    return {"listen": {"http": f"127.0.0.1:{port}"}, "state": state, "tenants": {
-        name: {"backend": {"url": f"http://127.0.0.1:{echo}{path}", "version": version,
-                           "binding": "JSONRPC", "precheck": False}}
-        for name, (path, version) in PATHS.items()}, "default_tenant": "translated"}
+    tenants = {name: {"backend": {"url": f"http://127.0.0.1:{echo}{path}",
+                                  "version": version, "binding": "JSONRPC",
+                                  "precheck": False}}
+               for name, (path, version) in PATHS.items()}
+    # One process on one core (bench/workers.py measures more).
+    return {"listen": {"http": f"127.0.0.1:{port}"}, "state": state, "workers": 1,
+            "tenants": tenants, "default_tenant": "translated"}
 
 
 def state_for(setting: str, logs: Path, redis_port: int | None) -> dict[str, Any]:
@@ -135,8 +142,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                           f"{r['cpu_ms_per_req']:.3f} ms CPU/req  written {r['written']:.0f}  "
                           f"dropped {r['dropped']:.0f}", flush=True)
                 processes.stop(gw)
+        print("  in process: the recording alone", flush=True)
+        cpu = asyncio.run(recording_cpu.measure(redis_port))
     shutil.rmtree(logs, ignore_errors=True)
     metrics = derive(results)
+    for key, micros in cpu.items():
+        path, setting = key.split(".")
+        metrics[f"index:{path}.{setting}.cpu_us_per_call"] = micros
+        off = metrics.get(f"index:{path}.off.cpu_ms_per_req")
+        if off:
+            metrics[f"index:{path}.{setting}.cpu_share"] = micros / (off * 1000)
     return {"elapsed_s": time.monotonic() - started, "results": results, "missing": missing,
             "metrics": metrics, "targets": evaluate(metrics, TARGETS)}
 
@@ -178,6 +193,7 @@ COLUMNS = ["path", "index", "round", "req/s", "CPU ms/req", "hop CPU", "vs off (
 
 
 def markdown(data: dict[str, Any]) -> str:
+    m = data["metrics"]
     lines = ["## Task index: the cost of recording (`python -m bench.recording`)", "",
              "v1.0 JSON-RPC client → gateway (alone on CPU 0) → echo stub answering a new "
              "Task each call; 32 connections. `translated`: to a v0.3 backend; `same`: to a "
@@ -185,6 +201,12 @@ def markdown(data: dict[str, Any]) -> str:
              "over the window (`dropped` > 0 would mean the queue filled).", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(row) + " |" for row in rows(data)]
+    lines += ["", "The recording alone, in process (no load, nothing else competing): CPU "
+              "per call, the answer read and merged, the batches written (SQLite's thread "
+              "counted): " + ", ".join(
+                  f"{key.removeprefix('index:').removesuffix('.cpu_us_per_call')} "
+                  f"{value:.1f} µs" for key, value in sorted(m.items())
+                  if key.endswith(".cpu_us_per_call")) + "."]
     lines += [""] + [f"- {note}" for note in data["missing"]]
     lines += [f"- {t['why']}: {t['value']:.2f} — **{t['status']}**" for t in data["targets"]
               if t["status"] != "N/A"]
@@ -212,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     print()
     print(report.text_table(COLUMNS, rows(data), left=2))
+    for key, value in sorted(data["metrics"].items()):
+        if key.endswith(".cpu_us_per_call"):
+            print(f"in process, {key.removeprefix('index:')}: {value:.1f} µs CPU per call")
     if str(args.md) != "-":
         old = args.md.read_text() if args.md.exists() else ""
         args.md.write_text(report.put_section(old, SECTION, markdown(data)))

@@ -5,6 +5,7 @@ are atomic; the token bucket uses the Redis server's clock, so replicas agree on
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Awaitable, Sequence
@@ -82,13 +83,12 @@ class RedisStore:
         await self._do(self._upsert(args=[self.prefix, *self._fields(record)]))
 
     async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
-        # One script call for the batch: one command to encode and one reply to read,
-        # whatever its size (each task is written atomically, the batch in order).
+        # One script call, one argument for the batch: little to encode and one reply to
+        # read, whatever its size (each task is written atomically, the batch in order).
         if records:
-            args = [self.prefix]
-            for record in records:
-                args += self._fields(record)
-            await self._do(self._upsert_many(args=args))
+            batch = json.dumps([self._fields(r) for r in records], separators=(",", ":"),
+                               ensure_ascii=False)
+            await self._do(self._upsert_many(args=[self.prefix, batch]))
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         fields = await self._do(self._redis.hmget(

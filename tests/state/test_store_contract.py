@@ -57,8 +57,11 @@ async def test_record_tasks_in_one_batch(store: Store) -> None:
     batch = [rec(f"b{i:03d}", T0 + i, owner="al" if i % 2 else None) for i in range(300)]
     batch += [rec("b005", T0 + 500, state="TASK_STATE_COMPLETED", owner="bo"),
               rec("b007", T0 - 1, state="TASK_STATE_FAILED", owner="bo"),
-              rec("b001", T0 + 1, tenant="t2")]
+              rec("b001", T0 + 1, tenant="t2"),
+              rec("ünï-😀 \"q\"", T0 + 0.5, ctx="ctx ✓", owner="ö", tenant="t3")]
     await store.record_tasks(batch)
+    assert await store.get_task("t3", "ünï-😀 \"q\"") == rec(
+        "ünï-😀 \"q\"", T0 + 0.5, ctx="ctx ✓", owner="ö", tenant="t3")
     page = await store.list_tasks(TaskQuery("t1"), 3)
     assert page.total_size == 300
     assert [(r.task_id, r.state) for r in page.records] == [
