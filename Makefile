@@ -70,8 +70,9 @@ matrix: setup venvs
 
 # bench/README.md: the gateway against nginx, a bare aiohttp proxy and a direct call, the
 # middle hop pinned to one core (bench.run, peers), one worker vs two (bench.workers), the
-# same with real backends, then
-# 10,000 idle streams through it to an HTTP and to a gRPC backend (bench.idle_streams).
+# same with real backends, then 10,000 idle streams through it to an HTTP and to a gRPC
+# backend (bench.idle_streams), then what recording the task index costs: off, SQLite,
+# Redis (bench.recording).
 # nginx-light (Debian) and uvloop are installed for the bench when missing; without nginx
 # the nginx rows are reported missing. BENCH_ARGS passes options to bench.run.
 BENCH_ARGS ?=
@@ -83,6 +84,7 @@ bench: setup venvs
 	  echo "bench: uvloop could not be installed: only the asyncio loop will be measured"
 	$(BIN)/python -m bench.run $(BENCH_ARGS)
 	$(BIN)/python -m bench.idle_streams
+	$(BIN)/python -m bench.recording
 
 clean:
 	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis .matrix

@@ -8,13 +8,15 @@ forwards as sent; translated calls need this stub. It answers `POST /v10...` wit
 fixed v1.0 `SendMessage` result (a small Task), `POST /v03...` with the same Task in the
 v0.3 shape, and `POST /sse10...` with a fixed v1.0 SSE stream of bench.nginx.STREAM_EVENTS
 events (one body with a Content-Length), each with the request's id. It does nothing
-else: a regex finds the id, a template takes it.
+else: a regex finds the id, a template takes it. `POST /u10...` and `/u03...` answer the
+same Tasks with a new task id each time (the task index's cost: bench/recording.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import re
 import signal
 
@@ -32,7 +34,11 @@ def _template(body: str | bytes, content_type: bytes) -> tuple[bytes, bytes]:
 
 _ANSWERS = {b"/v10": _template(nginx.ANSWER_V10, b"application/json"),
             b"/v03": _template(nginx.ANSWER_V03, b"application/json"),
+            b"/u10": _template(nginx.ANSWER_V10, b"application/json"),
+            b"/u03": _template(nginx.ANSWER_V03, b"application/json"),
             b"/sse10": _template(nginx.sse_v10(), b"text/event-stream")}
+_TASK_ID = b'"t-1"'
+_count = itertools.count(1)
 
 
 def answer(path: bytes, body: bytes) -> bytes:
@@ -41,6 +47,8 @@ def answer(path: bytes, body: bytes) -> bytes:
             found = _ID.search(body)
             rid = found.group(1) if found else b"null"
             out = template.replace(b"\x00", b'"id":' + rid + b",")
+            if prefix.startswith(b"/u"):  # a new task each time
+                out = out.replace(_TASK_ID, b'"t-%d"' % next(_count))
             return (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type
                     + b"\r\nContent-Length: " + str(len(out)).encode() + b"\r\n\r\n" + out)
     return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"

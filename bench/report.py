@@ -115,6 +115,9 @@ def route_rows() -> list[list[str]]:
 # (`<!-- NAME:begin -->` ... `<!-- NAME:end -->`): bench.run rewrites the file and keeps
 # them; each module replaces only its own.
 IDLE_SECTION = "idle-streams"
+RECORDING_SECTION = "task-index"
+# Sections of bench/RESULTS.md other bench modules write (bench.run keeps them).
+OTHER_SECTIONS = (IDLE_SECTION, RECORDING_SECTION)
 
 
 def _markers(name: str) -> tuple[str, str]:

@@ -299,12 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.render is None:
         args.json.write_text(json.dumps(data, indent=1, default=str) + "\n")
     if str(args.md) != "-":
-        # Keep the idle-streams section (bench/idle_streams.py writes it).
-        kept = report.section(args.md.read_text() if args.md.exists() else "",
-                              report.IDLE_SECTION)
+        # Keep the sections bench/idle_streams.py and bench/recording.py write.
+        old = args.md.read_text() if args.md.exists() else ""
         text = report.markdown(data)
-        if kept is not None:
-            text = report.put_section(text, report.IDLE_SECTION, kept)
+        for name in report.OTHER_SECTIONS:
+            kept = report.section(old, name)
+            if kept is not None:
+                text = report.put_section(text, name, kept)
         args.md.write_text(text)
     return report.summarize(data, args.json, args.md, args.strict)
 

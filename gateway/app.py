@@ -35,6 +35,7 @@ from gateway.pipeline import Gateway
 from gateway.relay import endpoint as relay_endpoint
 from gateway.state import Store, open_store
 from gateway.state.config import redact_url
+from gateway.state.retention import prune_forever
 from gateway.workers.worker import WorkerRole
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
@@ -124,6 +125,10 @@ class Server:
         log.info("state store opened", backend=self.store.backend,
                  where=config.state.path if config.state.backend == "sqlite"
                  else redact_url(config.state.url or ""))
+        # Every replica and worker prunes on its own timer: pruning is idempotent
+        # (state/retention.py).
+        self._tasks.add(asyncio.create_task(
+            prune_forever(self.store, config.state.retention.interval)))
         first = Gateway(config, self._session, self.store, shared_state=self._shared_state)
         if first.auth is not None:
             await first.auth.prime()  # a JWK set file that cannot be used stops the start
@@ -176,12 +181,14 @@ class Server:
         """Swap in a new config. Calls in flight finish on the gateway they started on;
         the listeners and the demo agent stay as they are (changing them needs a
         restart, and the log says so)."""
-        if (config.listen, config.demo_agent, config.tracing, config.state,
-                config.workers) != (self.config.listen, self.config.demo_agent,
-                                    self.config.tracing, self.config.state,
-                                    self.config.workers):
-            log.warning("listen, demo_agent, tracing, state and workers changes take effect "
-                        "at the next restart")
+        # The store stays open across reloads; what the task index does with it
+        # (state.tasks) belongs to the gateway being swapped in.
+        if (config.listen, config.demo_agent, config.tracing,
+                config.state.model_copy(update={"tasks": None}), config.workers) != (
+                self.config.listen, self.config.demo_agent, self.config.tracing,
+                self.config.state.model_copy(update={"tasks": None}), self.config.workers):
+            log.warning("listen, demo_agent, tracing, state (but state.tasks) and workers "
+                        "changes take effect at the next restart")
         assert self._session is not None
         old = self.holder.current
         new = Gateway(config, self._session, self.store, previous=old,
@@ -208,6 +215,8 @@ class Server:
         grace = self.config.shutdown_grace
         for task in self._tasks:
             task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
         for runner in self._runners[:1]:
             for site in list(runner.sites):
                 await site.stop()

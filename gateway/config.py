@@ -89,6 +89,10 @@ class BackendConfig(_Model):
                                     description="Static headers added to every backend call")
     subscribe_verb: Literal["POST", "GET"] = Field(
         "POST", description="HTTP+JSON subscribe verb tried first (the other on 405)")
+    fallback: bool = Field(True, description="When the interface in use cannot do an "
+                           "operation (UNIMPLEMENTED, HTTP 405/501, a NotImplemented 500), "
+                           "use another interface of the same version that the backend's "
+                           "card lists, and remember it per operation")
     pass_through: bool = Field(True, description="Forward a unary call whose client speaks "
                                "this backend's dialect (binding and version) as it came, "
                                "without translating it, when the gateway has nothing in it "
@@ -120,6 +124,9 @@ class TenantConfig(_Model):
                                     "gateway's limits)")
     auth: AuthConfig | None = Field(None, description="This tenant's auth settings; a "
                                     "field set here replaces the gateway-wide `auth` one")
+    task_ownership: bool | None = Field(None, description="A principal sees and acts on "
+                                        "only its own tasks (null: state.tasks.ownership); "
+                                        "false for agents that share tasks on purpose")
 
 
 class ListenConfig(_Model):

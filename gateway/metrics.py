@@ -55,6 +55,14 @@ CARD_REFRESHES = Counter("a2a_gateway_card_refreshes_total", "Backend card fetch
                          ["tenant", "outcome"])
 PUSH_DELIVERIES = Counter("a2a_gateway_push_deliveries_total", "Relayed webhook deliveries",
                           ["outcome"])
+TASK_RECORDS = Counter("a2a_gateway_task_index_records_total",
+                       "Task records written to the state store (after coalescing)")
+TASK_DROPS = Counter("a2a_gateway_task_index_dropped_total", "Task observations not "
+                     "recorded: queue full (the call was never held up), or store error",
+                     ["reason"])
+FALLBACKS = Counter("a2a_gateway_interface_fallbacks_total", "Calls served by another "
+                    "interface of the backend's agent than the configured one",
+                    ["tenant", "operation", "binding"])
 RELOADS = Counter("a2a_gateway_config_reloads_total", "Config reloads", ["outcome"])
 
 _INDEX = re.compile(r"\[\d+(?::\d*)?\]")

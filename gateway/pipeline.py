@@ -34,6 +34,8 @@ from gateway.limits import CallLimits
 from gateway.relay.hooks import PushRelay
 from gateway.state import Store
 from gateway.streams import bounded_stream
+from gateway.task_index import TaskIndex
+from gateway.task_list import TaskLister
 from gateway.tenants import TenantRoute
 from gateway.v03_streams import v03_repaired
 from translators import operations as ops
@@ -81,6 +83,8 @@ class Gateway:
         # server owns it and closes it.
         self.store = store
         self.relay = PushRelay(config, self.fetch_task, store=store)  # webhooks (relay/)
+        self.tasks = TaskIndex(config, store)  # what calls show of tasks, who owns them
+        self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
 
@@ -115,6 +119,7 @@ class Gateway:
 
     async def close(self) -> None:
         await self.relay.close()  # deliveries in flight: finish or log
+        await self.tasks.close()  # observations not written yet
         for route in self.tenants.values():
             await route.close()
         for session in self._own_sessions:
@@ -150,6 +155,7 @@ class Gateway:
         call.ctx.loss.policy = self.config.loss_policy  # the backend's dialect applies it
         if route.config.precheck:
             call.backend_card = await route.card_json()
+        await self.tasks.admit(call)  # a task of another principal is not found
         return route, backend
 
     @asynccontextmanager
@@ -171,6 +177,8 @@ class Gateway:
 
     async def _unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         route, backend = await self._admit(call)
+        if self.tasks.lists(call, backend.config.version):
+            return await self.listing.list_tasks(call)
         # Same dialect object on both sides first: a translated call asks no more.
         forward = (call.dialect is backend.dialect and call.wire is not None
                    and route.config.pass_through
@@ -189,15 +197,16 @@ class Gateway:
                 tracing.backend_span(call.ctx, call.op.name):
             started = time.monotonic()
             try:
-                if forward:
-                    return await backend.forward(call)
-                result = await backend.unary(call)
+                answer = await (backend.forward(call) if forward else backend.unary(call))
             except A2AError as err:
                 call.ctx.outcome.backend_error = err.kind.reason
                 raise
             finally:
                 call.ctx.outcome.backend_seconds = time.monotonic() - started
-        result = self.relay.restore_response(call, result)
+        self.tasks.answered(call, answer)  # recorded later, off this call's path
+        if isinstance(answer, WireAnswer):
+            return answer
+        result = self.relay.restore_response(call, answer)
         if isinstance(result, pb.AgentCard):
             # Never hand out the backend's own addresses: the extended card lists ours.
             result = self.cards.rewrite_extended(result, call.ctx)
@@ -223,6 +232,7 @@ class Gateway:
                         call.ctx.outcome.backend_seconds = time.monotonic() - started
                     first = False
                     call.ctx.outcome.events += 1
+                    self.tasks.streamed(call, item)
                     yield item
             except A2AError as err:
                 call.ctx.outcome.backend_error = err.kind.reason

@@ -16,6 +16,7 @@ from gateway.call import Call
 from gateway.cards.backend import BackendCard, default_card_url
 from gateway.config import BackendConfig
 from gateway.egress.base import Backend, backend_unavailable
+from gateway.fallback import FallbackBackend
 from translators.card_serving import pick_interface
 from translators.j03.common import JSON
 
@@ -31,13 +32,27 @@ class TenantRoute:
         self.config = config
         self.card = BackendCard(default_card_url(config), config.card_ttl, session, name)
         self._make = make_backend
-        self._backend: Backend | None = make_backend(config) if config.url else None
+        self._backend: Backend | None = self._build(config) if config.url else None
         self._picked: JSON | None = None
         self._retired: list[Backend] = []
+
+    def _build(self, config: BackendConfig) -> Backend:
+        """The backend client for ``config``; with `fallback`, one that uses the card's
+        other interfaces for what this one cannot do (fallback.py)."""
+        backend = self._make(config)
+        if self.config.fallback and self.card.url:
+            return FallbackBackend(backend, self.name, self.card, self._make)
+        return backend
 
     @property
     def discovered(self) -> bool:
         return self.config.url is None
+
+    @property
+    def label(self) -> str:
+        """The backend's binding and version as last resolved (never its address)."""
+        b = self._backend
+        return "" if b is None else f"{b.config.binding}/{b.config.version}"
 
     async def backend(self, call: Call) -> Backend:
         if not self.discovered:
@@ -62,7 +77,7 @@ class TenantRoute:
                 "tenant": picked.get("tenant") or self.config.tenant})
             if self._backend is not None:
                 self._retired.append(self._backend)
-            self._backend = self._make(BackendConfig.model_validate(effective.model_dump()))
+            self._backend = self._build(BackendConfig.model_validate(effective.model_dump()))
             self._picked = picked
             log.info("backend discovered", tenant=self.name, url=picked["url"],
                      version=picked["protocolVersion"], binding=picked["protocolBinding"])

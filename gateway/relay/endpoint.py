@@ -107,6 +107,8 @@ async def handle(request: web.Request) -> web.Response:
                  task_id=task_id)
         return web.json_response({}, status=202)
     relay.counters.bump("accepted")
+    route = gateway.tenants.get(target.tenant)
+    gateway.tasks.relayed(target.tenant, route.label if route is not None else "", event)
     if _ends_task(event):
         await relay.state.spend(sid, relay.settings.spent_after,
                                 relay.settings.seal_max_age or _SPENT_MEMORY)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -124,6 +124,10 @@ class Store(Protocol):
     async def record_task(self, record: TaskRecord) -> None:
         """Insert or replace the task (tenant, task_id). ``created_at`` and ``owner`` of
         an existing record are kept (the first writer owns the task)."""
+
+    async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
+        """:meth:`record_task` for each of ``records``, in one round trip (the task index
+        writes its observations in batches). Not atomic as a whole: each record is."""
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None: ...
 

@@ -22,6 +22,28 @@ class RetentionConfig(_Model):
     interval: float = Field(300.0, gt=0, description="Seconds between two prunings")
 
 
+class TaskIndexConfig(_Model):
+    """The task index (README "State"): what the gateway records of the tasks it sees."""
+
+    record: bool = Field(True, description="Record every task answers, stream events and "
+                         "relayed webhooks show (off: no index, so no ListTasks for v0.3 "
+                         "backends and no ownership)")
+    ownership: bool = Field(True, description="With authentication on, a principal sees "
+                            "and acts on only the tasks it created (tenants may override: "
+                            "`task_ownership`)")
+    queue: int = Field(10_000, gt=0, description="Observations waiting to be written at "
+                       "most; past it they are dropped and counted, never waited for")
+    batch: int = Field(500, gt=0, description="Records written to the store in one round "
+                       "trip at most")
+    linger: float = Field(0.02, ge=0, description="Seconds an observation may wait for "
+                          "others to be written with it (a full batch goes at once)")
+    refresh_concurrency: int = Field(8, gt=0, description="ListTasks from the index: "
+                                     "GetTask calls to the backend at once")
+    refresh_limit: int = Field(100, ge=0, le=100, description="ListTasks from the index: "
+                               "unfinished tasks in the call's scope refreshed with GetTask "
+                               "before the page is read, most recently updated first")
+
+
 class StateConfig(_Model):
     """What the gateway remembers across calls and replicas (README "State"): the task
     index, relay replay protection, rate-limit counters."""
@@ -40,6 +62,7 @@ class StateConfig(_Model):
                             "gateways may share one Redis)")
     timeout: float = Field(2.0, gt=0, description="Seconds one Redis command may take")
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
+    tasks: TaskIndexConfig = Field(default_factory=TaskIndexConfig)
 
     @model_validator(mode="after")
     def _check(self) -> StateConfig:

@@ -5,9 +5,10 @@ are atomic; the token bucket uses the Redis server's clock, so replicas agree on
 
 from __future__ import annotations
 
+import json
 import math
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
 import redis.asyncio as aioredis
@@ -23,7 +24,15 @@ from gateway.state.base import (
     encode_token,
 )
 from gateway.state.config import RetentionConfig, redact_url
-from gateway.state.redis_lua import CLAIM, DELETE, LIST_SCAN, LIST_UNION, TAKE, UPSERT
+from gateway.state.redis_lua import (
+    CLAIM,
+    DELETE,
+    LIST_SCAN,
+    LIST_UNION,
+    TAKE,
+    UPSERT,
+    UPSERT_MANY,
+)
 
 _BATCH = 500
 
@@ -46,6 +55,7 @@ class RedisStore:
             socket_connect_timeout=timeout, health_check_interval=30, **extra)
         self._url = redact_url(url)
         self._upsert = self._redis.register_script(UPSERT)
+        self._upsert_many = self._redis.register_script(UPSERT_MANY)
         self._list_scan = self._redis.register_script(LIST_SCAN)
         self._list_union = self._redis.register_script(LIST_UNION)
         self._delete = self._redis.register_script(DELETE)
@@ -62,13 +72,23 @@ class RedisStore:
 
     # The task index.
 
-    async def record_task(self, record: TaskRecord) -> None:
-        r = record
+    @staticmethod
+    def _fields(r: TaskRecord) -> list[str]:
         if ":" in r.tenant:  # keys are prefix + "task:" + tenant + ":" + task id
             raise ValueError(f"tenant {r.tenant!r} may not contain ':'")
-        await self._do(self._upsert(args=[
-            self.prefix, r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
-            repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]))
+        return [r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
+                repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]
+
+    async def record_task(self, record: TaskRecord) -> None:
+        await self._do(self._upsert(args=[self.prefix, *self._fields(record)]))
+
+    async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
+        # One script call, one argument for the batch: little to encode and one reply to
+        # read, whatever its size (each task is written atomically, the batch in order).
+        if records:
+            batch = json.dumps([self._fields(r) for r in records], separators=(",", ":"),
+                               ensure_ascii=False)
+            await self._do(self._upsert_many(args=[self.prefix, batch]))
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         fields = await self._do(self._redis.hmget(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -117,10 +117,13 @@ class SqliteStore:
     # The task index.
 
     async def record_task(self, record: TaskRecord) -> None:
-        r = record
-        row = (r.tenant, r.task_id, r.context_id, r.state, r.created_at, r.updated_at,
-               r.owner, r.backend)
-        await self._run(lambda: self._tx(lambda db: db.execute(_UPSERT, row)))
+        await self.record_tasks([record])
+
+    async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
+        rows = [(r.tenant, r.task_id, r.context_id, r.state, r.created_at, r.updated_at,
+                 r.owner, r.backend) for r in records]
+        if rows:
+            await self._run(lambda: self._tx(lambda db: db.executemany(_UPSERT, rows)))
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         def get() -> TaskRecord | None:

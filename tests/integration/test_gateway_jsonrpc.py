@@ -172,11 +172,32 @@ async def test_push_config_semantics_v10_to_v03(http: aiohttp.ClientSession, gw:
     await rpc(http, gw, "CancelTask", {"id": task_id}, V10_HEADERS)
 
 
-async def test_list_tasks_against_v03_backend_is_unsupported(http: aiohttp.ClientSession,
-                                                             gw: str) -> None:
-    reply, _ = await rpc(http, gw, "ListTasks", {}, V10_HEADERS)
-    assert reply["error"]["code"] == -32004
-    assert reply["error"]["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
+async def test_list_tasks_against_v03_backend_from_the_index(http: aiohttp.ClientSession,
+                                                              gw: str) -> None:
+    """v0.3 has no ListTasks: the gateway answers it from the tasks it has seen."""
+    sent = []
+    for text in ("task: a", "task: b"):
+        reply, _ = await rpc(http, gw, "SendMessage",
+                             {"message": p10_message(text, contextId="ctx-list")}, V10_HEADERS)
+        sent.append(reply["result"]["task"]["id"])
+    await rpc(http, gw, "SendMessage", {"message": p10_message("task: other")}, V10_HEADERS)
+    reply, _ = await rpc(http, gw, "ListTasks", {"contextId": "ctx-list"}, V10_HEADERS)
+    result = reply["result"]
+    assert sorted(t["id"] for t in result["tasks"]) == sorted(sent)
+    assert {t["status"]["state"] for t in result["tasks"]} == {"TASK_STATE_COMPLETED"}
+    assert all("artifacts" not in t for t in result["tasks"])
+    assert (result["totalSize"], result["pageSize"], result["nextPageToken"]) == (2, 50, "")
+    reply, _ = await rpc(http, gw, "ListTasks", {"contextId": "ctx-list", "pageSize": 1,
+                                                 "includeArtifacts": True}, V10_HEADERS)
+    first = reply["result"]
+    assert first["tasks"][0]["artifacts"][0]["parts"][0]["text"] in ("built a", "built b")
+    reply, _ = await rpc(http, gw, "ListTasks", {"contextId": "ctx-list", "pageSize": 1,
+                                                 "pageToken": first["nextPageToken"]},
+                         V10_HEADERS)
+    assert {first["tasks"][0]["id"], reply["result"]["tasks"][0]["id"]} == set(sent)
+    assert reply["result"]["nextPageToken"] == ""
+    reply, _ = await rpc(http, gw, "ListTasks", {"pageToken": "nope"}, V10_HEADERS)
+    assert reply["error"]["code"] == -32602
 
 
 async def test_loss_is_reported_in_header(http: aiohttp.ClientSession, chained: str) -> None:

@@ -113,11 +113,19 @@ async def test_i2_unknown_task_over_grpc_is_not_found_with_error_info(
     assert dict(err.trailing_metadata())["x-request-id"]
 
 
-async def test_v10_list_tasks_against_v03_backend_is_unsupported(
+async def test_v10_list_tasks_against_v03_backend_from_the_index(
         channel: grpc.aio.Channel) -> None:
-    err = await rpc_error(v10_stub(channel).ListTasks(pb.ListTasksRequest(), metadata=V10_MD))
-    assert err.code() == grpc.StatusCode.FAILED_PRECONDITION
-    assert error_info(err).reason == "UNSUPPORTED_OPERATION"
+    stub = v10_stub(channel)
+    message = pb.Message(message_id="m-l", role=pb.ROLE_USER, context_id="ctx-grpc-list",
+                         parts=[pb.Part(text="task: l")])
+    sent = await stub.SendMessage(pb.SendMessageRequest(message=message), metadata=V10_MD)
+    listed = await stub.ListTasks(pb.ListTasksRequest(context_id="ctx-grpc-list"),
+                                  metadata=V10_MD)
+    assert [t.id for t in listed.tasks] == [sent.task.id]
+    assert listed.tasks[0].status.state == pb.TASK_STATE_COMPLETED
+    assert (listed.total_size, listed.next_page_token) == (1, "")
+    err = await rpc_error(stub.ListTasks(pb.ListTasksRequest(page_size=101), metadata=V10_MD))
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT
 
 
 # ---------------------------------------------------------------- v0.3 clients

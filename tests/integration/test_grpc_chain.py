@@ -42,8 +42,8 @@ def j03_message(text: str) -> dict[str, Any]:
             "parts": [{"kind": "text", "text": text}]}
 
 
-def p10_message(text: str) -> dict[str, Any]:
-    return {"messageId": f"m-{text}", "role": "ROLE_USER", "parts": [{"text": text}]}
+def p10_message(text: str, **extra: Any) -> dict[str, Any]:
+    return {"messageId": f"m-{text}", "role": "ROLE_USER", "parts": [{"text": text}], **extra}
 
 
 class Chain:
@@ -124,11 +124,16 @@ async def test_grpc_client_through_grpc_backend(chain: Chain) -> None:
         assert err.details() == "TaskNotFoundError: Task not found"
 
 
-async def test_list_tasks_toward_v03_grpc_is_unsupported(http: aiohttp.ClientSession,
-                                                         chain: Chain) -> None:
-    reply = await rpc(http, chain.url, "ListTasks", {}, V10_HEADERS)
-    assert reply["error"]["code"] == -32004
-    assert reply["error"]["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
+async def test_list_tasks_toward_grpc_backend(http: aiohttp.ClientSession,
+                                              chain: Chain) -> None:
+    """Toward v0.3 gRPC, gateway B lists from its own index; toward v1.0 gRPC, B forwards
+    ListTasks to gateway A, which lists from its index (its backend is v0.3)."""
+    reply = await rpc(http, chain.url, "SendMessage",
+                      {"message": p10_message("task: z", contextId="ctx-chain")}, V10_HEADERS)
+    task_id = reply["result"]["task"]["id"]
+    reply = await rpc(http, chain.url, "ListTasks", {"contextId": "ctx-chain"}, V10_HEADERS)
+    assert [t["id"] for t in reply["result"]["tasks"]] == [task_id]
+    assert reply["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 async def test_grpc_backend_down(http: aiohttp.ClientSession, make_gateway: MakeGateway) -> None:

@@ -74,10 +74,12 @@ def tenants_for(agents: dict[str, Agent]) -> dict[str, Any]:
         # Discovered from the agents' own cards (no url/version/binding configured).
         "d03": {"backend": {"card": card_url(agents["0.3"])}},
         "d10": {"backend": {"card": card_url(agents["1.0"])}},
-        "g03": {"backend": {"url": f"127.0.0.1:{agents['0.3'].grpc}",
-                            "version": "0.3", "binding": "GRPC"}},
-        "g10": {"backend": {"url": f"127.0.0.1:{agents['1.0'].grpc}",
-                            "version": "1.0", "binding": "GRPC"}},
+        # A gRPC address has no card URL of its own: the agent's card is named, for the
+        # interfaces it lists (per-operation fallback) and its capabilities (pre-checks).
+        "g03": {"backend": {"url": f"127.0.0.1:{agents['0.3'].grpc}", "card": card_url(
+            agents["0.3"]), "version": "0.3", "binding": "GRPC"}},
+        "g10": {"backend": {"url": f"127.0.0.1:{agents['1.0'].grpc}", "card": card_url(
+            agents["1.0"]), "version": "1.0", "binding": "GRPC"}},
     }
 
 
@@ -122,10 +124,10 @@ def read_hooks(out: Path, path: str) -> list[dict[str, Any]]:
 
 def run_client(version: str, url: str, transport: str, scenario: str = "all",
                webhook: str | None = None, timeout: float = 180,
-               tenant: str | None = None) -> Any:
+               tenant: str | None = None, extra: list[str] | None = None) -> Any:
     script = PEERS / ("client_v03.py" if version == "0.3" else "client_v10.py")
     cmd = [str(SDK_PYTHON[version]), str(script), "--url", url, "--transport", transport,
-           "--scenario", scenario]
+           "--scenario", scenario, *(extra or [])]
     if webhook:
         cmd += ["--webhook", webhook]
     if tenant:

@@ -42,7 +42,9 @@ class Footnotes:
 
 def _cell(cell: dict[str, Any], notes: Footnotes) -> str:
     status = cell["status"]
-    mark = f"<sup>{notes.ref(cell['note'])}</sup>" if cell.get("note") else ""
+    said = cell.get("note") or []  # one note, or several
+    refs = [notes.ref(n) for n in ([said] if isinstance(said, str) else said)]
+    mark = f"<sup>{','.join(map(str, refs))}</sup>" if refs else ""
     if status == PASS:
         return "✅" + mark
     if status == RAW:

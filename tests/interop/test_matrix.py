@@ -55,32 +55,26 @@ NO_LIST_TASKS = ("v0.3 has no ListTasks (no such method in the v0.3 JSON schema 
                  "the nearest v0.3 spellings, sent raw, get MethodNotFound: `tasks/list` → "
                  "-32601, `GET /v1/tasks` → HTTP 404, `a2a.v1.A2AService/ListTasks` → "
                  "UNIMPLEMENTED")
-LIST_TO_V03 = ("v0.3 has no ListTasks: the gateway refuses it before calling a v0.3 backend "
-               "(JSON-RPC -32004, HTTP 400, gRPC FAILED_PRECONDITION)")
-SDK03_REST_LIST = ("backend SDK limitation: a2a-sdk 0.3.26's REST handler raises "
-                   "NotImplementedError for push-config list (HTTP 500 `unknown exception`)")
-SDK03_REST_DELETE = ("backend SDK limitation: a2a-sdk 0.3.26's REST app has no DELETE "
-                     "push-config route (HTTP 405)")
-SDK03_GRPC_PUSH = ("backend SDK limitation: a2a-sdk 0.3.26's gRPC servicer does not implement "
-                   "List/DeleteTaskPushNotificationConfig (UNIMPLEMENTED)")
-
 # (client version, client binding, tenant, operation) → (what the client gets, reason);
 # "*" matches anything. The outcome is an A2A error name, or NA for "does not exist".
 EXPECTED_NON_PASS: dict[tuple[str, str, str, str], tuple[str, str]] = {
     ("0.3", "*", "*", "list"): (NA, NO_LIST_TASKS),
-    ("1.0", "*", "a03", "list"): ("UnsupportedOperationError", LIST_TO_V03),
-    ("1.0", "*", "r03", "list"): ("UnsupportedOperationError", LIST_TO_V03),
-    ("1.0", "*", "g03", "list"): ("UnsupportedOperationError", LIST_TO_V03),
-    ("*", "*", "r03", "push_list"): ("InternalError", SDK03_REST_LIST),
-    ("*", "*", "r03", "push_delete"): ("UnsupportedOperationError", SDK03_REST_DELETE),
-    ("*", "*", "g03", "push_list"): ("UnsupportedOperationError", SDK03_GRPC_PUSH),
-    ("*", "*", "g03", "push_delete"): ("UnsupportedOperationError", SDK03_GRPC_PUSH),
 }
+# Served although the backend cannot do it itself, no longer in the table above: ListTasks
+# toward v0.3 agents (from the gateway's task index), and push-config list/delete toward
+# the 0.3.26 agent's REST and gRPC interfaces, which lack them (the gateway uses the same
+# agent's JSON-RPC interface: per-operation fallback). README "State".
 
 RAW_NOTE = ("a2a-sdk 0.3.26's Client has no push-config list/delete: the client script sends "
             "them raw in the v0.3 wire shape of its binding (`tasks/pushNotificationConfig/"
             "list|delete`; `GET|DELETE /v1/tasks/{id}/pushNotificationConfigs[/{configId}]`; "
             "`a2a.v1` `List|DeleteTaskPushNotificationConfig` stubs)")
+FALLBACK_NOTE = ("a2a-sdk 0.3.26's REST and gRPC servers lack push-config list/delete (REST: "
+                 "list raises NotImplementedError, HTTP 500; no DELETE route, HTTP 405; gRPC: "
+                 "UNIMPLEMENTED): the gateway makes the call on the same agent's JSON-RPC "
+                 "interface, from its card (per-operation interface fallback)")
+INDEX_NOTE = ("v0.3 has no ListTasks: the gateway answers it from its task index, i.e. the "
+              "tasks that went through the gateway, each read from the agent with GetTask")
 RELAY_NOTE = ("client and backend versions differ: the gateway relays the backend's webhook "
               "and the receiver got the client's version shape (v0.3: the Task with `kind`; "
               "v1.0: a StreamResponse)")
@@ -213,6 +207,17 @@ def _value(results: dict[str, Any], op: str) -> Any:
     return results[scenario]
 
 
+def _served_over_jsonrpc(deployment: Deployment, pair: tuple[str, str, str],
+                         operation: str) -> None:
+    """Toward the 0.3.26 agent's REST and gRPC interfaces, the gateway's log says the
+    call was served by its JSON-RPC interface (fallback); elsewhere, by the configured one."""
+    client, binding, tenant = pair
+    calls = deployment.cache[("calls", client, tenant, binding)]
+    served = {c["backend_binding"] for c in calls if c["operation"] == operation}
+    expected = "JSONRPC" if tenant in ("r03", "g03") else BACKENDS[tenant][1]
+    assert served == {expected}, (operation, served)
+
+
 def check_pass(deployment: Deployment, pair: tuple[str, str, str], op: str,
                results: dict[str, Any]) -> None:
     """Assert the operation worked; AssertionError says how it did not."""
@@ -250,9 +255,11 @@ def check_pass(deployment: Deployment, pair: tuple[str, str, str], op: str,
         _cfg(_ok(value), webhook_for(deployment, client, tenant, binding))
     elif op == "push_list":
         assert [c["id"] for c in _ok(value)] == ["cfg1"], value
+        _served_over_jsonrpc(deployment, pair, "ListTaskPushNotificationConfigs")
         _cfg(value[0], webhook_for(deployment, client, tenant, binding))
     elif op == "push_delete":
         assert value is None, value
+        _served_over_jsonrpc(deployment, pair, "DeleteTaskPushNotificationConfig")
         assert results["push_crud"]["listedAfterDelete"] == [], results["push_crud"]
     elif op == "push_delivery":
         check_delivery(deployment, client, binding, tenant, _ok(value))
@@ -292,10 +299,14 @@ def judge(deployment: Deployment, pair: tuple[str, str, str], op: str,
                     "note": expected[1], "problem": None}
     except AssertionError as exc:
         return {"status": "fail", "text": "unexpected", "note": None, "problem": str(exc)}
-    note = RAW_NOTE if raw else None
+    notes = [RAW_NOTE] if raw else []
+    if tenant in ("r03", "g03") and op in ("push_list", "push_delete"):
+        notes.append(FALLBACK_NOTE)
+    if op == "list" and BACKENDS[tenant][0] == "0.3":
+        notes.append(INDEX_NOTE)
     if op == "push_delivery" and client != BACKENDS[tenant][0]:
-        note = RELAY_NOTE
-    return {"status": RAW if raw else PASS, "text": "", "note": note, "problem": None}
+        notes.append(RELAY_NOTE)
+    return {"status": RAW if raw else PASS, "text": "", "note": notes, "problem": None}
 
 
 def _fold(path: str) -> str:

@@ -45,8 +45,7 @@ SEEDS: dict[str, tuple[str, list[str]]] = {
         f"{SEED_SCENARIOS}::test_i11_stream_framing_per_binding",
         "tests/integration/test_rest.py::test_i11_rest_stream_lines_are_bare_stream_responses"]),
     "I12": ("S: GET /tasks with contextId, status and pageSize", [
-        f"{SEED_SCENARIOS}::test_i12_list_tasks_filters_and_page_size",
-        f"{SEED_SCENARIOS}::test_i12_list_tasks_against_a_v03_backend"]),
+        f"{SEED_SCENARIOS}::test_i12_list_tasks_filters_and_page_size"]),
     "I13": ("S: an unknown field in a request is ignored", [
         f"{SEED_SCENARIOS}::test_i13_unknown_fields_ignored_and_not_forwarded",
         "tests/integration/test_rest.py::test_i13_unknown_fields_are_ignored"]),

@@ -51,6 +51,30 @@ async def test_upsert_and_get(store: Store) -> None:
     assert await store.get_task("t1", "a") == got
 
 
+async def test_record_tasks_in_one_batch(store: Store) -> None:
+    """A batch reads as the same records written one by one, in its order."""
+    await store.record_tasks([])
+    batch = [rec(f"b{i:03d}", T0 + i, owner="al" if i % 2 else None) for i in range(300)]
+    batch += [rec("b005", T0 + 500, state="TASK_STATE_COMPLETED", owner="bo"),
+              rec("b007", T0 - 1, state="TASK_STATE_FAILED", owner="bo"),
+              rec("b001", T0 + 1, tenant="t2"),
+              rec("ünï-😀 \"q\"", T0 + 0.5, ctx="ctx ✓", owner="ö", tenant="t3")]
+    await store.record_tasks(batch)
+    assert await store.get_task("t3", "ünï-😀 \"q\"") == rec(
+        "ünï-😀 \"q\"", T0 + 0.5, ctx="ctx ✓", owner="ö", tenant="t3")
+    page = await store.list_tasks(TaskQuery("t1"), 3)
+    assert page.total_size == 300
+    assert [(r.task_id, r.state) for r in page.records] == [
+        ("b005", "TASK_STATE_COMPLETED"), ("b299", "TASK_STATE_WORKING"),
+        ("b298", "TASK_STATE_WORKING")]
+    assert await store.get_task("t1", "b005") == TaskRecord(
+        "t1", "b005", "c1", "TASK_STATE_COMPLETED", T0 + 5, T0 + 500, "al", "b1")
+    # An older status in the batch does not move the task back; the first owner stays.
+    assert await store.get_task("t1", "b007") == rec("b007", T0 + 7, owner="al")
+    assert await store.get_task("t1", "b004") == rec("b004", T0 + 4)
+    assert [r.task_id for r in (await store.list_tasks(TaskQuery("t2"))).records] == ["b001"]
+
+
 async def test_owner_filled_later(store: Store) -> None:
     await store.record_task(rec("a", T0))
     await store.record_task(rec("a", T0 - 1, owner="alice"))

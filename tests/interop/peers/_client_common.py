@@ -45,17 +45,26 @@ SCENARIOS = (
     "list_tasks",
     "subscribe",
 )
+# Run only when named (not by "all"): ListTasks' v1.0 semantics in depth.
+EXTRA_SCENARIOS = ("list_paging",)
 
 
 def client_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--url", required=True, help="http(s) URL, or host:port for GRPC")
     parser.add_argument("--transport", required=True, choices=TRANSPORTS)
-    parser.add_argument("--scenario", required=True, choices=(*SCENARIOS, "all"))
+    parser.add_argument("--scenario", required=True,
+                        choices=(*SCENARIOS, *EXTRA_SCENARIOS, "all"))
     parser.add_argument("--webhook", default=DEFAULT_WEBHOOK)
     parser.add_argument("--tenant", default=None,
                         help="tenant to name: the v1.0 interface's `tenant`; over GRPC the "
                         "v0.3 client sends it as `x-a2a-tenant` metadata")
+    parser.add_argument("--context", default=None,
+                        help="the contextId list_tasks uses (default: a fresh one)")
+    parser.add_argument("--api-key", default=None,
+                        help="client_v10: authenticate with this API key (the apiKey scheme "
+                        "of the card at --card-url drives the SDK's AuthInterceptor)")
+    parser.add_argument("--card-url", default=None, help="the gateway's card for --api-key")
     return parser.parse_args()
 
 
@@ -156,6 +165,12 @@ class PeerClient(Protocol):
 
     async def list_tasks(self, context_id: str) -> list[dict[str, Any]]: ...
 
+    async def list_page(self, query: dict[str, Any]) -> dict[str, Any]:
+        """One ListTasks call; ``query`` in the v1.0 JSON names (`statusTimestampAfter`
+        in seconds since the epoch). Returns ids, states, nextPageToken, totalSize,
+        pageSize and, per task, how many artifacts and history messages it came with."""
+        ...
+
     def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]: ...
 
     async def cancel_task(self, task_id: str) -> dict[str, Any]: ...
@@ -185,7 +200,8 @@ def _artifact_text(task: dict[str, Any], artifact_id: str) -> str | None:
 
 
 def build_scenarios(
-    peer: PeerClient, webhook: str, describe_error: ErrorDescriber | None = None
+    peer: PeerClient, webhook: str, describe_error: ErrorDescriber | None = None,
+    context: str | None = None,
 ) -> dict[str, Callable[[], Awaitable[Any]]]:
     async def step(call: Callable[[], Awaitable[Any]]) -> Any:
         """One push list/delete call: its result, {"skipped"} or {"error"} (not fatal)."""
@@ -289,8 +305,9 @@ def build_scenarios(
         }
 
     async def list_tasks() -> Any:
-        # Two finished tasks in a fresh context, then ListTasks filtered by that context.
-        context_id = uuid.uuid4().hex
+        # Two finished tasks in a fresh context (or --context), then ListTasks filtered by
+        # that context.
+        context_id = context or uuid.uuid4().hex
         sent = [
             _require_task(await peer.send("task: list", context_id=context_id))["id"]
             for _ in range(2)
@@ -303,6 +320,38 @@ def build_scenarios(
             "sameTasks": sorted(t["id"] for t in listed) == sorted(sent),
             "states": [t["state"] for t in listed],
         }
+
+    async def list_paging() -> Any:
+        # Five finished tasks and one working in a fresh context; every page of two, then
+        # the filters, historyLength, includeArtifacts and a page token of nobody's.
+        context_id = uuid.uuid4().hex
+        done = [_require_task(await peer.send(f"task: p{i}", context_id=context_id))["id"]
+                for i in range(5)]
+        working = _require_task(
+            await peer.send("slow", blocking=False, context_id=context_id))["id"]
+        scope = {"contextId": context_id}
+        try:
+            pages = [await peer.list_page({**scope, "pageSize": 2})]
+            while pages[-1]["nextPageToken"] and len(pages) < 10:
+                pages.append(await peer.list_page(
+                    {**scope, "pageSize": 2, "pageToken": pages[-1]["nextPageToken"]}))
+            return {
+                "done": done, "working": working,
+                "pages": [p["ids"] for p in pages],
+                "totals": [p["totalSize"] for p in pages],
+                "pageSizes": [p["pageSize"] for p in pages],
+                "working_only": await peer.list_page({**scope, "status": "TASK_STATE_WORKING"}),
+                "with_artifacts": await peer.list_page({
+                    **scope, "status": "TASK_STATE_COMPLETED", "includeArtifacts": True,
+                    "historyLength": 0}),
+                "history_1": await peer.list_page({**scope, "historyLength": 1}),
+                "after_future": await peer.list_page({**scope,
+                                                      "statusTimestampAfter": 4102444800}),
+                "bad_token": await step(lambda: peer.list_page({"pageToken": "nope"})),
+            }
+        finally:
+            with contextlib.suppress(Exception):
+                await peer.cancel_task(working)
 
     async def subscribe() -> Any:
         # A task that works for about half a second (SUBSCRIBE_CHUNKS artifact chunks, 50 ms
@@ -333,6 +382,7 @@ def build_scenarios(
         "push_delivery": push_delivery,
         "list_tasks": list_tasks,
         "subscribe": subscribe,
+        "list_paging": list_paging,
     }
 
 
@@ -341,9 +391,10 @@ async def run_client(
     peer: PeerClient,
     webhook: str,
     describe_error: Callable[[BaseException], dict[str, Any]],
+    context: str | None = None,
 ) -> None:
     """Run one scenario (or all) and print exactly one JSON object on stdout."""
-    scenarios = build_scenarios(peer, webhook, describe_error)
+    scenarios = build_scenarios(peer, webhook, describe_error, context)
 
     async def one(name: str) -> Any:
         try:

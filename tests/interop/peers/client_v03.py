@@ -385,6 +385,9 @@ class V03Peer:
     async def list_tasks(self, context_id: str) -> list[dict[str, Any]]:
         raise Unsupported(_NO_LIST_TASKS)
 
+    async def list_page(self, query: dict[str, Any]) -> dict[str, Any]:
+        raise Unsupported(_NO_LIST_TASKS)
+
     async def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]:
         async for item in self._streaming.resubscribe(TaskIdParams(id=task_id)):
             yield _event(item)

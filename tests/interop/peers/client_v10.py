@@ -14,12 +14,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import urllib.request
 from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any
 from uuid import uuid4
 
 import grpc
+from _auth_probe import PeerAuth
 from _client_common import (
     PUSH_CREDENTIALS,
     PUSH_SCHEME,
@@ -270,6 +272,28 @@ class V10Peer:
         response = await self._unary.list_tasks(ListTasksRequest(context_id=context_id))
         return [_task(t) for t in response.tasks]
 
+    async def list_page(self, query: dict[str, Any]) -> dict[str, Any]:
+        request = ListTasksRequest(
+            context_id=query.get("contextId", ""), page_token=query.get("pageToken", ""))
+        if "status" in query:
+            request.status = TaskState.Value(query["status"])
+        for name, field in (("pageSize", "page_size"), ("historyLength", "history_length"),
+                            ("includeArtifacts", "include_artifacts")):
+            if name in query:
+                setattr(request, field, query[name])
+        if "statusTimestampAfter" in query:
+            request.status_timestamp_after.FromSeconds(int(query["statusTimestampAfter"]))
+        response = await self._unary.list_tasks(request)
+        return {
+            "ids": [t.id for t in response.tasks],
+            "states": [_state(t.status.state) for t in response.tasks],
+            "artifacts": [len(t.artifacts) for t in response.tasks],
+            "history": [len(t.history) for t in response.tasks],
+            "nextPageToken": response.next_page_token,
+            "totalSize": response.total_size,
+            "pageSize": response.page_size,
+        }
+
     async def subscribe(self, task_id: str) -> AsyncIterator[dict[str, Any]]:
         async for response in self._streaming.subscribe(SubscribeToTaskRequest(id=task_id)):
             yield _event(response)
@@ -304,8 +328,13 @@ class V10Peer:
 
 async def main() -> None:
     args = client_args("a2a-sdk 1.3.0 interop client")
-    async with V10Peer(args.url, args.transport, args.tenant) as peer:
-        await run_client(args.scenario, peer, args.webhook, describe_error)
+    auth = None
+    if args.api_key:
+        request = urllib.request.Request(args.card_url, headers={"A2A-Version": "1.0"})
+        with urllib.request.urlopen(request, timeout=10) as resp:
+            auth = PeerAuth("apiKey", args.api_key, json.loads(resp.read()))
+    async with V10Peer(args.url, args.transport, args.tenant, auth=auth) as peer:
+        await run_client(args.scenario, peer, args.webhook, describe_error, args.context)
 
 
 if __name__ == "__main__":

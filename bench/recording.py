@@ -1,0 +1,252 @@
+"""What recording the task index costs: unary throughput with the index off, on SQLite and
+on Redis, in one run (issue 13: at most 10% of throughput).
+
+    python -m bench.recording [--duration 3] [--warmup 0.5] [--rounds 3] [--md FILE|-]
+
+The peers' setup (bench/peers.py): the gateway alone on CPU 0; the load client
+(bench/fastload.py), the echo stub (bench/echo_stub.py) and redis-server on CPU 1. The
+stub answers every call with a Task of a new id (`/u10`, `/u03`), so each call is a task
+to record. Two paths, each with every state setting, one gateway process per setting:
+
+- `translated`: v1.0 JSON-RPC client → gateway → v0.3 JSON-RPC backend (the answer is
+  decoded anyway; recording reads the canonical Task);
+- `same`: v1.0 JSON-RPC client → gateway → v1.0 JSON-RPC backend, forwarded as sent
+  (recording reads the task fields of the bytes, in the background).
+
+Settings: `off` (`state.tasks.record: false`), `sqlite` (a file in the run's temp dir),
+`redis` (a redis-server started here; the row is missing without one). Reports req/s,
+the gateway's CPU per request, the ratio to `off`, and what the index wrote and dropped
+(its counters at /metrics). Writes its own section of bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bench import peers, recording_cpu, report
+from bench.procs import BenchError, Processes, free_port, gateway_cmd
+from bench.targets import Target, evaluate
+
+HERE = Path(__file__).resolve().parent
+SECTION = report.RECORDING_SECTION
+PATHS = {"translated": ("/u03", "0.3"), "same": ("/u10", "1.0")}
+SETTINGS = ("off", "sqlite", "redis")
+TARGETS = [target for path in PATHS for setting in ("sqlite", "redis") for target in (
+    Target(f"index:{path}.{setting}.rps_vs_off", ">=", 0.9,
+           f"{path} unary throughput with the index on {setting} ≥ 90% of index off"),
+    Target(f"index:{path}.{setting}.cpu_share", "<=", 0.1,
+           f"{path}: recording on {setting} (in process) ≤ 10% of a call's CPU with the "
+           f"index off"))]
+
+
+def redis_binary() -> str | None:
+    return os.environ.get("A2A_TEST_REDIS_SERVER") or shutil.which("redis-server")
+
+
+def gateway_config(port: int, echo: int, state: dict[str, Any]) -> dict[str, Any]:
+    tenants = {name: {"backend": {"url": f"http://127.0.0.1:{echo}{path}",
+                                  "version": version, "binding": "JSONRPC",
+                                  "precheck": False}}
+               for name, (path, version) in PATHS.items()}
+    # One process on one core (bench/workers.py measures more).
+    return {"listen": {"http": f"127.0.0.1:{port}"}, "state": state, "workers": 1,
+            "tenants": tenants, "default_tenant": "translated"}
+
+
+def state_for(setting: str, logs: Path, redis_port: int | None) -> dict[str, Any]:
+    if setting == "off":
+        return {"path": str(logs / "off.db"), "tasks": {"record": False}}
+    if setting == "sqlite":
+        return {"path": str(logs / "index.db")}
+    return {"backend": "redis", "url": f"redis://127.0.0.1:{redis_port}/0"}
+
+
+def counters(port: int) -> dict[str, float]:
+    """The task index's counters from the gateway's /metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        text = resp.read().decode()
+    out = {"written": 0.0, "dropped": 0.0}
+    for line in text.splitlines():
+        if line.startswith("a2a_gateway_task_index_records_total "):
+            out["written"] += float(line.split()[-1])
+        elif line.startswith("a2a_gateway_task_index_dropped_total{"):
+            out["dropped"] += float(line.split()[-1])
+    return out
+
+
+def spec(port: int, path: str, args: argparse.Namespace, pid: int) -> dict[str, Any]:
+    return {"port": port, "path": f"/{path}", "headers": peers._V10,
+            "body": peers._rpc("SendMessage", peers._MSG10), "kind": "unary",
+            "expect": "TASK_STATE_COMPLETED", "events": 0, "connections": peers.CONNECTIONS,
+            "warmup": args.warmup, "duration": args.duration,
+            "max_requests": peers.MAX_REQUESTS, "watch": {"hop": pid}}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    started = time.monotonic()
+    logs = Path(tempfile.mkdtemp(prefix="a2a-bench-index-"))
+    results: list[dict[str, Any]] = []
+    missing: list[str] = []
+    with Processes(logs) as processes:
+        echo_port = free_port()
+        processes.start("echo-stub", ["taskset", "-c", peers.LOAD_CORE, sys.executable, "-m",
+                                      "bench.echo_stub", "--port", str(echo_port)], echo_port)
+        redis_port = None
+        binary = redis_binary()
+        if binary is None:
+            missing.append("redis: no redis-server (A2A_TEST_REDIS_SERVER or PATH)")
+        else:
+            redis_port = free_port()
+            processes.start("redis", ["taskset", "-c", peers.LOAD_CORE, binary, "--port",
+                                      str(redis_port), "--bind", "127.0.0.1", "--save", "",
+                                      "--appendonly", "no", "--dir", str(logs)], redis_port)
+        settings = [s for s in SETTINGS if s != "redis" or redis_port is not None]
+        for round_no in range(args.rounds):
+            for setting in settings:
+                port = free_port()
+                config = logs / f"gateway-{setting}.yaml"
+                config.write_text(yaml.safe_dump(gateway_config(
+                    port, echo_port, state_for(setting, logs, redis_port)), sort_keys=False))
+                gw = processes.start(f"gateway-{setting}-{round_no}",
+                                     ["taskset", "-c", peers.MIDDLE_CORE,
+                                      *gateway_cmd(config)], port)
+                time.sleep(0.3)
+                for path in PATHS:
+                    before = counters(port)
+                    load = peers._load(spec(port, path, args, gw.pid))
+                    if load["ok"] == 0 or not gw.alive():
+                        raise BenchError(f"{setting}/{path}: no answer right "
+                                         f"({load['error_sample']}):\n{gw.log_tail()}")
+                    time.sleep(0.2)  # the last batch
+                    after = counters(port)
+                    results.append({
+                        "path": path, "setting": setting, "round": round_no,
+                        "rps": load["rps"], "ok": load["ok"], "errors": load["errors"],
+                        "cpu_ms_per_req": load["cpu_s"]["hop"] / load["ok"] * 1000,
+                        "hop_cpu_util": load["cpu_s"]["hop"] / load["wall_s"],
+                        "written": after["written"] - before["written"],
+                        "dropped": after["dropped"] - before["dropped"]})
+                    r = results[-1]
+                    print(f"  {path:<10} {setting:<6} {r['rps']:>8.0f} req/s  "
+                          f"{r['cpu_ms_per_req']:.3f} ms CPU/req  written {r['written']:.0f}  "
+                          f"dropped {r['dropped']:.0f}", flush=True)
+                processes.stop(gw)
+        print("  in process: the recording alone", flush=True)
+        cpu = asyncio.run(recording_cpu.measure(redis_port))
+    shutil.rmtree(logs, ignore_errors=True)
+    metrics = derive(results)
+    for key, micros in cpu.items():
+        path, setting = key.split(".")
+        metrics[f"index:{path}.{setting}.cpu_us_per_call"] = micros
+        off = metrics.get(f"index:{path}.off.cpu_ms_per_req")
+        if off:
+            metrics[f"index:{path}.{setting}.cpu_share"] = micros / (off * 1000)
+    return {"elapsed_s": time.monotonic() - started, "results": results, "missing": missing,
+            "metrics": metrics, "targets": evaluate(metrics, TARGETS)}
+
+
+def derive(results: list[dict[str, Any]]) -> dict[str, float]:
+    """Per path and setting: the best round's req/s and its ratio to the index off."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in results:
+        key = (r["path"], r["setting"])
+        if key not in best or r["rps"] > best[key]["rps"]:
+            best[key] = r
+    metrics: dict[str, float] = {}
+    for (path, setting), r in best.items():
+        metrics[f"index:{path}.{setting}.rps"] = r["rps"]
+        metrics[f"index:{path}.{setting}.cpu_ms_per_req"] = r["cpu_ms_per_req"]
+        off = best.get((path, "off"))
+        if off is not None and setting != "off":
+            metrics[f"index:{path}.{setting}.rps_vs_off"] = r["rps"] / off["rps"]
+            metrics[f"index:{path}.{setting}.cpu_vs_off"] = \
+                r["cpu_ms_per_req"] / off["cpu_ms_per_req"]
+    return metrics
+
+
+def rows(data: dict[str, Any]) -> list[list[str]]:
+    m = data["metrics"]
+    out = []
+    for r in data["results"]:
+        key = f"index:{r['path']}.{r['setting']}"
+        ratio = m.get(f"{key}.rps_vs_off")
+        out.append([r["path"], r["setting"], str(r["round"]), f"{r['rps']:.0f}",
+                    f"{r['cpu_ms_per_req']:.3f}", f"{r['hop_cpu_util']:.0%}",
+                    "—" if ratio is None else f"{ratio:.2f}",
+                    f"{r['written']:.0f}", f"{r['dropped']:.0f}"])
+    return out
+
+
+COLUMNS = ["path", "index", "round", "req/s", "CPU ms/req", "hop CPU", "vs off (best)",
+           "written", "dropped"]
+
+
+def markdown(data: dict[str, Any]) -> str:
+    m = data["metrics"]
+    lines = ["## Task index: the cost of recording (`python -m bench.recording`)", "",
+             "v1.0 JSON-RPC client → gateway (alone on CPU 0) → echo stub answering a new "
+             "Task each call; 32 connections. `translated`: to a v0.3 backend; `same`: to a "
+             "v1.0 backend, forwarded as sent. `written`/`dropped`: the index's counters "
+             "over the window (`dropped` > 0 would mean the queue filled).", "",
+             "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows(data)]
+    lines += ["", "The recording alone, in process (no load, nothing else competing): CPU "
+              "per call, the answer read and merged, the batches written (SQLite's thread "
+              "counted): " + ", ".join(
+                  f"{key.removeprefix('index:').removesuffix('.cpu_us_per_call')} "
+                  f"{value:.1f} µs" for key, value in sorted(m.items())
+                  if key.endswith(".cpu_us_per_call")) + "."]
+    lines += [""] + [f"- {note}" for note in data["missing"]]
+    lines += [f"- {t['why']}: {t['value']:.2f} — **{t['status']}**" for t in data["targets"]
+              if t["status"] != "N/A"]
+    return "\n".join(lines).rstrip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.recording", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=3.0, help="measured seconds")
+    parser.add_argument("--warmup", type=float, default=0.5)
+    parser.add_argument("--rounds", type=int, default=3, help="settings measured in turn, "
+                        "this many times (each setting's best round counts: other work on "
+                        "the machine only slows a round down)")
+    parser.add_argument("--strict", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument("--md", type=Path, default=HERE / "RESULTS.md",
+                        help="markdown file whose task-index section is rewritten ('-': none)")
+    args = parser.parse_args(argv)
+    print(f"task index: gateway on CPU {peers.MIDDLE_CORE}, load, stub and redis on CPU "
+          f"{peers.LOAD_CORE}", flush=True)
+    try:
+        data = run(args)
+    except BenchError as exc:
+        print(f"bench.recording: the run broke: {exc}", file=sys.stderr)
+        return 2
+    print()
+    print(report.text_table(COLUMNS, rows(data), left=2))
+    for key, value in sorted(data["metrics"].items()):
+        if key.endswith(".cpu_us_per_call"):
+            print(f"in process, {key.removeprefix('index:')}: {value:.1f} µs CPU per call")
+    if str(args.md) != "-":
+        old = args.md.read_text() if args.md.exists() else ""
+        args.md.write_text(report.put_section(old, SECTION, markdown(data)))
+    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
+    for t in data["targets"]:
+        if t["status"] != "N/A":
+            print(f"{t['status']:<5} {t['why']} ({t['value']:.2f})")
+    print(f"\n{len(missed)} target(s) missed in {data['elapsed_s']:.0f} s")
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,78 @@
+"""The task index's CPU per call, measured in this process (part of bench/recording.py).
+
+A load through a gateway on a shared machine varies by tens of percent from one window to
+the next; this measures the recording alone, where nothing else competes: the same
+observations a call hands the index (a translated answer's Task, or a passed-through
+answer's bytes, each a new task), then the writer's batches to a real store, SQLite (its
+thread counted) or Redis. CPU time of the whole process over both, per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+
+from bench import nginx
+from gateway.call import Call, CallContext
+from gateway.config import parse_config
+from gateway.state import Store
+from gateway.state.redis_store import RedisStore
+from gateway.state.sqlite_store import SqliteStore
+from gateway.task_index import TaskIndex
+from translators import operations as ops
+from translators.dialects.base import WireAnswer
+from translators.dialects.jsonrpc import JSONRPC_V10
+
+CALLS = 20_000
+
+
+def _calls(path: str, n: int) -> list[tuple[Call, Any]]:
+    out = []
+    for i in range(n):
+        ctx = CallContext(client_version="1.0", client_binding="JSONRPC", tenant="t")
+        ctx.outcome.backend_binding = "JSONRPC"
+        ctx.outcome.backend_version = "0.3" if path == "translated" else "1.0"
+        call = Call(ops.BY_NAME[ops.SEND], pb.SendMessageRequest(), ctx, JSONRPC_V10)
+        if path == "translated":
+            answer: Any = pb.SendMessageResponse(task=pb.Task(
+                id=f"t-{i}", context_id="c-1",
+                status=pb.TaskStatus(state=pb.TASK_STATE_COMPLETED)))
+        else:
+            answer = WireAnswer(nginx.ANSWER_V10.replace('"t-1"', f'"t-{i}"').encode())
+        out.append((call, answer))
+    return out
+
+
+async def _one(store: Store, path: str, n: int) -> float:
+    config = parse_config({"tenants": {"t": {"backend": {"url": "http://127.0.0.1:9/",
+                                                         "version": "0.3"}}},
+                           "state": {"path": ":memory:"}})
+    index = TaskIndex(config, store)
+    calls = _calls(path, n)
+    started = time.process_time()
+    for i, (call, answer) in enumerate(calls):
+        index.answered(call, answer)
+        if i % 32 == 31:
+            await asyncio.sleep(0)  # calls take turns with the writer, as in a gateway
+    await index.close()  # everything written
+    return (time.process_time() - started) / n * 1e6
+
+
+async def measure(redis_port: int | None, n: int = CALLS) -> dict[str, float]:
+    """µs of CPU per recorded call, by "<path>.<store>"."""
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="a2a-bench-index-cpu-") as tmp:
+        for path in ("translated", "same"):
+            sqlite = SqliteStore(str(Path(tmp) / f"{path}.db"))
+            out[f"{path}.sqlite"] = await _one(sqlite, path, n)
+            await sqlite.close()
+            if redis_port is not None:
+                redis = RedisStore(f"redis://127.0.0.1:{redis_port}/0", f"cpu-{path}:")
+                out[f"{path}.redis"] = await _one(redis, path, n)
+                await redis.close()
+    return out

@@ -1,0 +1,104 @@
+"""Two gateway replicas sharing one real Redis (and the relay keys), as behind one load
+balancer: a task created through replica A is listed, read and cancelled through replica
+B, only by its owner, and the backend's webhook, sent to B (where the balancer routes
+it), is relayed by B and recorded for both."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import os
+import uuid
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from helpers import MakeGateway, serving, v03
+
+KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789"}
+V10 = {"A2A-Version": "1.0"}
+
+
+async def rpc(http: aiohttp.ClientSession, url: str, who: str, method: str,
+              params: Any) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    async with http.post(url, json=body, headers={**V10, "x-api-key": KEYS[who]}) as resp:
+        return await resp.json()
+
+
+def message(text: str, ctx: str, **extra: Any) -> dict[str, Any]:
+    return {"message": {"messageId": os.urandom(6).hex(), "role": "ROLE_USER",
+                        "contextId": ctx, "parts": [{"text": text}], **extra}}
+
+
+async def test_a_task_through_replica_a_is_served_by_replica_b(
+        make_gateway: MakeGateway, demo_agent: str, redis_url: str,
+        http: aiohttp.ClientSession) -> None:
+    state = {"backend": "redis", "url": redis_url, "key_prefix": f"rep-{uuid.uuid4().hex[:8]}:"}
+    relay_key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+    auth = {"required": True, "api_keys": {"keys": [
+        {"principal": p, "sha256": hashlib.sha256(k.encode()).hexdigest()}
+        for p, k in KEYS.items()]}}
+
+    def relay(public: str | None = None) -> dict[str, Any]:
+        return {"keys": [relay_key], "webhook_allowlist": ["127.0.0.1"],
+                **({"public_url": public} if public else {})}
+
+    tenants = {"demo": v03(demo_agent)}
+    b = await make_gateway(tenants, state=state, auth=auth, push_relay=relay())
+    # A's relay URLs name B: the balancer sends the backend's webhooks there.
+    a = await make_gateway(tenants, state=state, auth=auth, push_relay=relay(b))
+    received: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def hook(request: web.Request) -> web.Response:
+        await received.put(await request.json())
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    async with serving(app) as receiver:
+        ctx = uuid.uuid4().hex
+        task = (await rpc(http, a, "alice", "SendMessage", message("input: trip", ctx))
+                )["result"]["task"]
+        created = await rpc(http, a, "alice", "CreateTaskPushNotificationConfig", {
+            "taskId": task["id"], "id": "c1", "url": f"{receiver}/hook"})
+        assert created["result"]["url"] == f"{receiver}/hook"
+        # B reads it for its owner at once (it asks the store again when it finds no
+        # owner), lists it once A has written it (within its linger), and shows nobody
+        # else either.
+        got = await rpc(http, b, "alice", "GetTask", {"id": task["id"]})
+        assert got["result"]["id"] == task["id"]
+        for _ in range(50):
+            listed = (await rpc(http, b, "alice", "ListTasks", {"contextId": ctx}))["result"]
+            if listed["tasks"]:
+                break
+            await asyncio.sleep(0.02)
+        assert [t["id"] for t in listed["tasks"]] == [task["id"]]
+        assert listed["tasks"][0]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+        assert (await rpc(http, b, "bob", "GetTask", {"id": task["id"]}))["error"][
+            "code"] == -32001
+        assert (await rpc(http, b, "bob", "ListTasks", {"contextId": ctx}))["result"][
+            "tasks"] == []
+        # The follow-up through B completes it; the agent's webhook reaches B, which
+        # relays it in the client's version.
+        await rpc(http, b, "alice", "SendMessage",
+                  message("Paris", ctx, taskId=task["id"]))
+        body = await asyncio.wait_for(received.get(), 10)
+        while body["task"]["status"]["state"] != "TASK_STATE_COMPLETED":
+            body = await asyncio.wait_for(received.get(), 10)
+        assert body["task"]["id"] == task["id"]
+        # A sees the end too (recorded by B).
+        listed = (await rpc(http, a, "alice", "ListTasks", {
+            "contextId": ctx, "status": "TASK_STATE_COMPLETED"}))["result"]
+        assert [t["id"] for t in listed["tasks"]] == [task["id"]]
+        # Cancelled through B, a task started through A.
+        slow = (await rpc(http, a, "alice", "SendMessage", message("input: x", ctx))
+                )["result"]["task"]
+        assert (await rpc(http, b, "bob", "CancelTask", {"id": slow["id"]}))["error"][
+            "code"] == -32001
+        canceled = await rpc(http, b, "alice", "CancelTask", {"id": slow["id"]})
+        assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+        listed = (await rpc(http, a, "alice", "ListTasks", {"contextId": ctx}))["result"]
+        assert {t["id"]: t["status"]["state"] for t in listed["tasks"]} == {
+            task["id"]: "TASK_STATE_COMPLETED", slow["id"]: "TASK_STATE_CANCELED"}

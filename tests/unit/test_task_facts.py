@@ -1,0 +1,95 @@
+"""What the task index reads of answers: the same facts from a canonical answer and from
+the bytes each of the six dialects makes of it (a passed-through answer)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+
+from translators import operations as ops
+from translators.dialects.grpc import BY_VERSION as GRPC
+from translators.dialects.grpc import wire_method
+from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10
+from translators.dialects.rest import REST_V03, REST_V10
+from translators.loss import LossReport
+from translators.task_facts import TaskFacts, facts_of, state_name, wire_facts
+
+T0 = 1_700_000_000.25
+
+
+def task(task_id: str, state: int, *, stamp: float | None = T0, ctx: str = "c1") -> pb.Task:
+    t = pb.Task(id=task_id, context_id=ctx)
+    t.status.state = state  # type: ignore[assignment]
+    if stamp is not None:
+        t.status.timestamp.seconds = int(stamp)
+        t.status.timestamp.nanos = round(stamp % 1 * 1e9)
+    t.artifacts.add(artifact_id="a", parts=[pb.Part(text="x")])
+    return t
+
+
+ANSWERS: list[tuple[str, Any, list[TaskFacts]]] = [
+    (ops.SEND, pb.SendMessageResponse(task=task("t1", pb.TASK_STATE_COMPLETED)),
+     [TaskFacts("t1", "c1", "TASK_STATE_COMPLETED", T0)]),
+    (ops.SEND, pb.SendMessageResponse(message=pb.Message(message_id="m", role=pb.ROLE_AGENT,
+                                                         parts=[pb.Part(text="hi")])), []),
+    (ops.GET_TASK, task("t2", pb.TASK_STATE_WORKING, stamp=None),
+     [TaskFacts("t2", "c1", "TASK_STATE_WORKING", None)]),
+    (ops.CANCEL, task("t3", pb.TASK_STATE_CANCELED),
+     [TaskFacts("t3", "c1", "TASK_STATE_CANCELED", T0)]),
+]
+LIST = (ops.LIST_TASKS, pb.ListTasksResponse(tasks=[
+    task("t4", pb.TASK_STATE_INPUT_REQUIRED, ctx="c2"), task("t5", pb.TASK_STATE_FAILED)]),
+    [TaskFacts("t4", "c2", "TASK_STATE_INPUT_REQUIRED", T0),
+     TaskFacts("t5", "c1", "TASK_STATE_FAILED", T0)])
+
+
+def _bytes(binding: str, version: str, op: str, answer: Any) -> bytes:
+    operation, loss = ops.BY_NAME[op], LossReport()
+    if binding == "JSONRPC":
+        dialect = JSONRPC_V10 if version == "1.0" else JSONRPC_V03
+        return dialect.answer(7, operation, answer, loss)
+    if binding == "HTTP+JSON":
+        return (REST_V10 if version == "1.0" else REST_V03).answer(operation, answer, loss)
+    return GRPC[version].answer(wire_method(operation, version), answer, loss)
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+def test_wire_answers_say_what_canonical_ones_do(binding: str, version: str) -> None:
+    cases = ANSWERS + ([LIST] if version == "1.0" else [])
+    for op, answer, expected in cases:
+        assert list(facts_of(answer)) == expected
+        assert wire_facts(binding, version, op, _bytes(binding, version, op, answer)) \
+            == expected, (op, binding, version)
+
+
+def test_events_and_what_says_nothing() -> None:
+    update = pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+        task_id="t", context_id="c", status=pb.TaskStatus(state=pb.TASK_STATE_WORKING)))
+    assert list(facts_of(update)) == [TaskFacts("t", "c", "TASK_STATE_WORKING", None)]
+    first = pb.StreamResponse(task=task("t", pb.TASK_STATE_SUBMITTED))
+    assert list(facts_of(first)) == [TaskFacts("t", "c1", "TASK_STATE_SUBMITTED", T0)]
+    artifact = pb.StreamResponse(artifact_update=pb.TaskArtifactUpdateEvent(task_id="t"))
+    assert list(facts_of(artifact)) == []
+    assert list(facts_of(pb.Task(id="t"))) == []  # no state: nothing to record
+    assert list(facts_of(None)) == []
+    for body in (b"", b"{", b"[]", b'{"jsonrpc":"2.0","id":1,"error":{}}', b"\xff"):
+        for binding in ("JSONRPC", "HTTP+JSON", "GRPC"):
+            assert wire_facts(binding, "1.0", ops.GET_TASK, body) == []
+    assert wire_facts("JSONRPC", "1.0", ops.PUSH_GET, b'{"result":{"id":"x"}}') == []
+
+
+def test_state_spellings() -> None:
+    assert state_name("canceled") == state_name("TASK_STATE_CANCELLED") == "TASK_STATE_CANCELED"
+    assert state_name("input-required") == "TASK_STATE_INPUT_REQUIRED"
+    assert state_name("TASK_STATE_UNSPECIFIED") is None and state_name("unknown") is None
+    assert state_name(3) is None
+
+
+def test_json_timestamps() -> None:
+    body = (b'{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t","contextId":"c",'
+            b'"status":{"state":"working","timestamp":"2023-11-14T22:13:20.250000"}}}')
+    assert wire_facts("JSONRPC", "0.3", ops.GET_TASK, body) == [
+        TaskFacts("t", "c", "TASK_STATE_WORKING", T0)]

@@ -1,0 +1,168 @@
+"""What an answer or an event says about tasks, for the gateway's task index: each task's
+id, context id, state (its v1.0 name) and status timestamp.
+
+Two readers: one for canonical messages, and one for an answer passed through as the
+backend sent it (same dialect on both sides), which reads only those fields of the bytes
+and never fails: what it cannot read says nothing about tasks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import DecodeError
+from google.protobuf.message import Message as ProtoMessage
+
+from translators import operations as ops
+from translators.dialects.grpc import wire_method
+from translators.j03.objects import STATE_J03_TO_P10
+from translators.versions import V03
+
+# Operations whose answer may carry a Task.
+TASK_ANSWERS = frozenset({ops.SEND, ops.GET_TASK, ops.CANCEL, ops.LIST_TASKS})
+_V10_STATES = frozenset(pb.TaskState.keys()) - {"TASK_STATE_UNSPECIFIED"}
+# v0.3 proto and ProtoJSON spell one state differently; v0.3 JSON-RPC uses kebab names.
+_STATE_ALIASES = {"TASK_STATE_CANCELLED": "TASK_STATE_CANCELED",
+                  **{k: v for k, v in STATE_J03_TO_P10.items() if v != "TASK_STATE_UNSPECIFIED"}}
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFacts:
+    task_id: str
+    context_id: str
+    state: str  # v1.0 TaskState name
+    timestamp: float | None  # the status timestamp, seconds since the epoch
+
+
+def state_name(value: object) -> str | None:
+    """A task state in any version's spelling, as its v1.0 name (None: not a state)."""
+    if not isinstance(value, str):
+        return None
+    name = _STATE_ALIASES.get(value, value)
+    return name if name in _V10_STATES else None
+
+
+_STATES: dict[type, dict[int, str]] = {}
+
+
+def _states(status_type: type) -> dict[int, str]:
+    """A TaskStatus class's state numbers by v1.0 name (each proto numbers its own)."""
+    table = _STATES.get(status_type)
+    if table is None:
+        enum = status_type.DESCRIPTOR.fields_by_name["state"].enum_type  # type: ignore[attr-defined]
+        table = {v.number: n for v in enum.values if (n := state_name(v.name)) is not None}
+        _STATES[status_type] = table
+    return table
+
+
+def _proto_facts(task_id: str, context_id: str, status: Any) -> TaskFacts | None:
+    """From the fields of a Task or status update of either proto (same field names)."""
+    state = _states(type(status)).get(status.state)
+    if not task_id or state is None:
+        return None
+    stamp = None
+    if status.HasField("timestamp"):
+        stamp = status.timestamp.seconds + status.timestamp.nanos / 1e9
+    return TaskFacts(task_id, context_id, state, stamp)
+
+
+def _task_facts(task: Any) -> TaskFacts | None:
+    return _proto_facts(task.id, task.context_id, task.status)
+
+
+def facts_of(message: ProtoMessage | None) -> Iterator[TaskFacts]:
+    """The tasks a canonical answer or stream event names with their state: a Task, the
+    Task of a SendMessageResponse or StreamResponse, a status update, ListTasks' tasks."""
+    if isinstance(message, pb.Task):
+        tasks: list[Any] = [message]
+    elif isinstance(message, pb.SendMessageResponse):
+        tasks = [message.task] if message.HasField("task") else []
+    elif isinstance(message, pb.StreamResponse):
+        kind = message.WhichOneof("payload")
+        if kind == "task":
+            tasks = [message.task]
+        elif kind == "status_update":
+            update = message.status_update
+            facts = _proto_facts(update.task_id, update.context_id, update.status)
+            if facts is not None:
+                yield facts
+            return
+        else:
+            return
+    elif isinstance(message, pb.ListTasksResponse):
+        tasks = list(message.tasks)
+    else:
+        return
+    for task in tasks:
+        facts = _task_facts(task)
+        if facts is not None:
+            yield facts
+
+
+def _timestamp(value: object) -> float | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)  # zone-less timestamps are UTC (§3.4)
+    return parsed.timestamp()
+
+
+def _json_task(task: object) -> TaskFacts | None:
+    if not isinstance(task, dict):
+        return None
+    task_id, context_id, status = task.get("id"), task.get("contextId"), task.get("status")
+    if not isinstance(task_id, str) or not task_id or not isinstance(status, dict):
+        return None
+    state = state_name(status.get("state"))
+    if state is None:
+        return None
+    return TaskFacts(task_id, context_id if isinstance(context_id, str) else "", state,
+                     _timestamp(status.get("timestamp")))
+
+
+def _json_tasks(result: object) -> list[object]:
+    """The Task objects of a JSON answer of any version: a Task, {"task": Task} (v1.0,
+    v0.3 ProtoJSON), {"tasks": [...]} (ListTasks)."""
+    if not isinstance(result, dict):
+        return []
+    if isinstance(result.get("tasks"), list):
+        return list(result["tasks"])
+    if isinstance(result.get("task"), dict):
+        return [result["task"]]
+    return [result] if "status" in result else []
+
+
+def wire_facts(binding: str, version: str, op: str, body: bytes) -> list[TaskFacts]:
+    """The tasks in an answer as a backend of this dialect sent it (JSON-RPC: the whole
+    response; HTTP+JSON: the body; gRPC: the message bytes). Never raises."""
+    if op not in TASK_ANSWERS or (op == ops.LIST_TASKS and version == V03):
+        return []
+    if binding == "GRPC":
+        try:
+            message = wire_method(ops.BY_NAME[op], version).response.FromString(body)
+        except (DecodeError, KeyError, ValueError):
+            return []
+        tasks: list[Any]
+        if op == ops.SEND:
+            tasks = [message.task] if message.WhichOneof("payload") == "task" else []
+        elif op == ops.LIST_TASKS:
+            tasks = list(message.tasks)
+        else:
+            tasks = [message]
+        return [f for f in map(_task_facts, tasks) if f is not None]
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return []
+    if binding == "JSONRPC":
+        value = value.get("result") if isinstance(value, dict) else None
+    return [f for f in map(_json_task, _json_tasks(value)) if f is not None]
