@@ -15,21 +15,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 from helpers import MakeGateway, serving, v03
-
-KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789"}
-V10 = {"A2A-Version": "1.0"}
-
-
-async def rpc(http: aiohttp.ClientSession, url: str, who: str, method: str,
-              params: Any) -> Any:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    async with http.post(url, json=body, headers={**V10, "x-api-key": KEYS[who]}) as resp:
-        return await resp.json()
-
-
-def message(text: str, ctx: str, **extra: Any) -> dict[str, Any]:
-    return {"message": {"messageId": os.urandom(6).hex(), "role": "ROLE_USER",
-                        "contextId": ctx, "parts": [{"text": text}], **extra}}
+from replica_support import KEYS, message, rpc
 
 
 async def test_a_task_through_replica_a_is_served_by_replica_b(

@@ -5,14 +5,12 @@ connection, so the kernel spreads them over the workers; the replicas take turns
 from __future__ import annotations
 
 import hashlib
-import sys
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import aiohttp
-from helpers import free_port, gateway_cmd, running, write_config
+from replica_support import demo_agent, gateway
 
 KEY = "shared-limit-key-0123456789"
 BURST = 4
@@ -23,25 +21,6 @@ def _auth() -> dict[str, Any]:
     return {"api_keys": {"keys": [{"principal": "p", "sha256": digest}]},
             # Slow enough that no token comes back while the test runs.
             "rate_limits": {"principal": {"rate": 0.01, "burst": BURST}}}
-
-
-@contextmanager
-def demo_agent(tmp_path: Path) -> Iterator[str]:
-    port = free_port()
-    cmd = [sys.executable, "-m", "gateway.cli", "demo-agent", "--port", str(port)]
-    with running(cmd, port, log=tmp_path / "demo.log"):
-        yield f"http://127.0.0.1:{port}/"
-
-
-def gateway(stack: ExitStack, tmp_path: Path, name: str, agent: str,
-            **extra: Any) -> str:
-    port = free_port()
-    config = write_config(tmp_path / f"{name}.yaml", {
-        "listen": {"http": f"127.0.0.1:{port}"},
-        "tenants": {"t": {"backend": {"url": agent, "version": "0.3"}}},
-        "auth": _auth(), **extra})
-    stack.enter_context(running(gateway_cmd(config), port, log=tmp_path / f"{name}.log"))
-    return f"http://127.0.0.1:{port}/t"
 
 
 async def statuses(urls: list[str], calls: int) -> list[int]:
@@ -60,8 +39,8 @@ async def statuses(urls: list[str], calls: int) -> list[int]:
 
 async def test_two_workers_share_one_bucket(tmp_path: Path) -> None:
     with demo_agent(tmp_path) as agent, ExitStack() as stack:
-        url = gateway(stack, tmp_path, "gw", agent, workers=2,
-                      state={"path": str(tmp_path / "state.db")})
+        url = gateway(stack, tmp_path, "gw", agent, workers=2, auth=_auth(),
+                      state={"path": str(tmp_path / "state.db")})[0] + "/t"
         got = await statuses([url], 3 * BURST)
     assert got.count(200) == BURST and got.count(429) == 2 * BURST, got
 
@@ -70,6 +49,7 @@ async def test_two_replicas_share_one_bucket_through_redis(tmp_path: Path,
                                                            redis_url: str) -> None:
     state = {"backend": "redis", "url": redis_url, "key_prefix": f"{tmp_path.name}:"}
     with demo_agent(tmp_path) as agent, ExitStack() as stack:
-        urls = [gateway(stack, tmp_path, name, agent, state=state) for name in ("a", "b")]
+        urls = [gateway(stack, tmp_path, name, agent, state=state, auth=_auth())[0] + "/t"
+                for name in ("a", "b")]
         got = await statuses(urls, 3 * BURST)
     assert got.count(200) == BURST and got.count(429) == 2 * BURST, got
