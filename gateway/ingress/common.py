@@ -37,6 +37,14 @@ async def read_body(request: web.Request, gateway: Gateway) -> bytes:
     declared = request.content_length
     if declared is not None and declared > limit:
         raise _too_large(limit)
+    content = request.content
+    if content.is_eof():
+        # The whole body came with the headers (a small call, the usual case): nothing
+        # to wait for, so no timer and no iterator (a tenth of a small call's CPU).
+        body = content.read_nowait()
+        if len(body) > limit:
+            raise _too_large(limit)
+        return body
     chunks: list[bytes] = []
     size = 0
     try:
