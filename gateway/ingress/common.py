@@ -40,7 +40,7 @@ async def read_body(request: web.Request, gateway: Gateway) -> bytes:
     content = request.content
     if content.is_eof():
         # The whole body came with the headers (a small call, the usual case): nothing
-        # to wait for, so no timer and no iterator (a tenth of a small call's CPU).
+        # to wait for, so no timer and no iterator (7-8% of a small call's samples).
         body = content.read_nowait()
         if len(body) > limit:
             raise _too_large(limit)
