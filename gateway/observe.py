@@ -60,7 +60,8 @@ def outcome_of(error: BaseException | None) -> str:
 
 def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
     seconds = time.monotonic() - ctx.started
-    record_call(ctx, operation, outcome_of(error), seconds)
+    outcome = outcome_of(error)
+    record_call(ctx, operation, outcome, seconds)
     fields: dict[str, Any] = {
         "request_id": ctx.request_id,
         "tenant": ctx.tenant,
@@ -69,7 +70,7 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         "client_binding": ctx.client_binding,
         "backend_version": ctx.outcome.backend_version,
         "backend_binding": ctx.outcome.backend_binding,
-        "outcome": outcome_of(error),
+        "outcome": outcome,
         "duration_ms": round(seconds * 1000, 2),
     }
     trace_id = tracing.trace_id(ctx)
@@ -87,7 +88,7 @@ def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> N
         log.error("call", **fields, exc_info=error)
     else:
         log.info("call", **fields)
-    tracing.finish(ctx, operation, fields["outcome"], error)
+    tracing.finish(ctx, operation, outcome, error)
 
 
 _dropped_logged: set[tuple[str, str, tuple[str, ...]]] = set()

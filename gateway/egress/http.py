@@ -4,6 +4,7 @@ errors."""
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -39,9 +40,18 @@ def client_session(tls: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
 
 
+@functools.lru_cache(maxsize=64)
+def _fixed_timeout(total: float | None, connect: float) -> aiohttp.ClientTimeout:
+    """The timeouts of calls without a deadline of their own: a few per config, built
+    once (they are immutable)."""
+    return aiohttp.ClientTimeout(total=total, sock_connect=connect)
+
+
 def _timeout(config: BackendConfig, call: Call, stream: bool) -> aiohttp.ClientTimeout:
     if stream:  # a stream may last; its events are bounded by the pipeline
-        return aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout)
+        return _fixed_timeout(None, config.connect_timeout)
+    if call.ctx.deadline is None:
+        return _fixed_timeout(config.timeout, config.connect_timeout)
     return aiohttp.ClientTimeout(total=call.ctx.remaining(config.timeout),
                                  sock_connect=config.connect_timeout)
 
