@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import tempfile
 import time
@@ -41,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", action="append", default=[], type=Path)
     parser.add_argument("--paths", default="same,10-03,03-10")
     parser.add_argument("--loop", default="asyncio")
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare proxy")
     args = parser.parse_args(argv)
     binary, note = nginx.ensure_nginx()
     if binary is None:
@@ -77,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             hop_ports[name] = port
         time.sleep(0.5)
         # A path's hops back to back: whatever else the machine does then falls on all.
-        plan = [("bare", "bare")] + [(name, PATHS[p]) for p in args.paths.split(",")
-                                     for name, _ in trees]
+        plan = [] if args.no_bare else [("bare", "bare")]
+        plan += [(name, PATHS[p]) for p in args.paths.split(",") for name, _ in trees]
         for rnd in range(args.rounds):
             for hop, peer in plan:
                 spec = _spec(Run("tput", peer, args.loop), hop_ports[hop],
@@ -98,6 +100,14 @@ def main(argv: list[str] | None = None) -> int:
     print("\nmin over rounds (ms CPU per request):")
     for key, values in results.items():
         print(f"  {key:<16} {min(values):.3f}   (all: {', '.join(f'{v:.3f}' for v in values)})")
+    if args.baseline:  # paired by round: the noise of one moment falls on both
+        first = trees[1][0]
+        print(f"\ngw ÷ {first}, per round (median of the rounds' ratios):")
+        for p in args.paths.split(","):
+            ratios = sorted(g / b for g, b in zip(results[f"gw:{PATHS[p]}"],
+                                                  results[f"{first}:{PATHS[p]}"], strict=True))
+            print(f"  {PATHS[p]:<14} {statistics.median(ratios):.3f}   "
+                  f"(all: {', '.join(f'{r:.3f}' for r in ratios)})")
     print(json.dumps({k: min(v) for k, v in results.items()}))
     return 0
 
