@@ -82,9 +82,15 @@ async def read_capped(call: Call, config: BackendConfig, resp: aiohttp.ClientRes
     limit = config.max_answer_bytes
     if resp.content_length is not None and resp.content_length > limit:
         raise too_large(call, config)
+    content = resp.content
+    if content.is_eof():  # the whole answer is in (a small one): take it as it is
+        body = content.read_nowait()
+        if len(body) > limit:
+            raise too_large(call, config)
+        return body
     chunks: list[bytes] = []
     size = 0
-    async for chunk in resp.content.iter_any():
+    async for chunk in content.iter_any():
         size += len(chunk)
         if size > limit:
             raise too_large(call, config)
