@@ -81,8 +81,15 @@ def main(argv: list[str] | None = None) -> int:
         # A path's hops back to back: whatever else the machine does then falls on all.
         plan = [] if args.no_bare else [("bare", "bare")]
         plan += [(name, PATHS[p]) for p in args.paths.split(",") for name, _ in trees]
+        n_gw = len(trees) * len(args.paths.split(","))
         for rnd in range(args.rounds):
-            for hop, peer in plan:
+            # The trees swap places every round: neither always runs first on a path.
+            order = plan
+            if rnd % 2:
+                order = plan[:len(plan) - n_gw] + [(name, PATHS[p])
+                                                   for p in args.paths.split(",")
+                                                   for name, _ in reversed(trees)]
+            for hop, peer in order:
                 spec = _spec(Run("tput", peer, args.loop), hop_ports[hop],
                              {"hop": hops[hop].pid})
                 spec["warmup"], spec["duration"] = 0.5, args.duration
