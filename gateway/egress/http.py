@@ -37,7 +37,10 @@ def client_session(tls: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
     behind streams that hold every pooled connection."""
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, enable_cleanup_closed=True,
                                      ssl=tls if tls is not None else True)
-    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
+    # No cookie jar: the session serves every caller, so a cookie one caller's call got
+    # from a backend must not ride along on anyone else's calls.
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
+                                 cookie_jar=aiohttp.DummyCookieJar())
 
 
 @functools.lru_cache(maxsize=64)
