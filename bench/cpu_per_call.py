@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             config.write_text(yaml.safe_dump(gateway_config(port, ports["stub"], ports["echo"]),
                                              sort_keys=False))
             cmd = gateway_cmd(config) if tree is None else [
-                str(PYTHON), "-c", "from gateway.cli import main; raise SystemExit(main())",
+                # -P: the working directory (this tree) must not come before PYTHONPATH.
+                str(PYTHON), "-P", "-c", "from gateway.cli import main; raise SystemExit(main())",
                 "serve", "--config", str(config)]
             genv = {**env, "PYTHONPATH": str(tree.resolve())} if tree else env
             hops[name] = procs.start(name, _pinned(cmd), port, env=genv)

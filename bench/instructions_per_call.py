@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             config = logs / f"{name}.yaml"
             config.write_text(yaml.safe_dump(gateway_config(port, ports["stub"], ports["echo"]),
                                              sort_keys=False))
-            starts[name] = (_valgrind(out, [str(PYTHON), "-c", _GATEWAY, "serve", "--config",
+            # -P: the working directory (this tree) must not come before PYTHONPATH.
+            starts[name] = (_valgrind(out, [str(PYTHON), "-P", "-c", _GATEWAY, "serve", "--config",
                                             str(config)]), port,
                             {"PYTHONPATH": str(tree.resolve())} if tree else {})
         # Under valgrind a start takes a minute: all at once.
