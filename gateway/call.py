@@ -4,8 +4,8 @@ by the pipeline and the egress, read by the log line and the metrics)."""
 
 from __future__ import annotations
 
+import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +15,11 @@ from google.protobuf.message import Message as ProtoMessage
 from translators.dialects.base import WireRequest
 from translators.loss import LossReport
 from translators.operations import Operation
+
+
+def new_request_id() -> str:
+    """128 random bits in hex, like a uuid4's hex form, at a sixth of uuid4's cost."""
+    return os.urandom(16).hex()
 
 
 @dataclass
@@ -38,7 +43,7 @@ class CallContext:
     client_version: str
     client_binding: str
     tenant: str | None = None
-    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    request_id: str = field(default_factory=new_request_id)
     # Headers to pass to the backend, lowercase names (auth, extensions, request id).
     forward_headers: dict[str, str] = field(default_factory=dict)
     extensions: list[str] = field(default_factory=list)

@@ -50,8 +50,10 @@ class Slots:
                          f"up{waited}; retry later", limit=self.limit,
                          retry_after=RETRY_AFTER_SECONDS)
 
-    @asynccontextmanager
-    async def hold(self, wait: float) -> AsyncIterator[None]:
+    def hold(self, wait: float) -> AbstractAsyncContextManager[None]:
+        return _Hold(self, wait)
+
+    async def _acquire(self, wait: float) -> None:
         if self._free.locked():
             if wait <= 0:
                 raise self._refusal(wait)
@@ -63,11 +65,27 @@ class Slots:
         else:
             await self._free.acquire()
         self._in_use.inc()
-        try:
-            yield
-        finally:
-            self._free.release()
-            self._in_use.dec()
+
+    def _release(self) -> None:
+        self._free.release()
+        self._in_use.dec()
+
+
+class _Hold:
+    """One slot of :class:`Slots` while the block runs (a class, not a generator-based
+    context manager: every call enters one)."""
+
+    __slots__ = ("_slots", "_wait")
+
+    def __init__(self, slots: Slots, wait: float) -> None:
+        self._slots = slots
+        self._wait = wait
+
+    async def __aenter__(self) -> None:
+        await self._slots._acquire(self._wait)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._slots._release()
 
 
 class CallLimits:

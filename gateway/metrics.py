@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -68,26 +69,53 @@ RELOADS = Counter("a2a_gateway_config_reloads_total", "Config reloads", ["outcom
 _INDEX = re.compile(r"\[\d+(?::\d*)?\]")
 
 
+class _Children:
+    """A labelled metric's children by their label values. `labels()` validates and locks
+    on every lookup, which cost more than the increments themselves; every value here
+    comes from a bounded set (configured tenants, fixed tables), so the cache stays
+    small, and the cap only guards against a bug (past it, lookups go through
+    `labels()` as before)."""
+
+    CAP = 4096
+
+    def __init__(self, metric: Any) -> None:
+        self._labels = metric.labels
+        self._by_values: dict[tuple[str, ...], Any] = {}
+
+    def __call__(self, *values: str) -> Any:
+        child = self._by_values.get(values)
+        if child is None:
+            child = self._labels(*values)
+            if len(self._by_values) < self.CAP:
+                self._by_values[values] = child
+        return child
+
+
+_calls, _call_seconds = _Children(CALLS), _Children(CALL_SECONDS)
+_backend_seconds, _gateway_seconds = _Children(BACKEND_SECONDS), _Children(GATEWAY_SECONDS)
+_stream_events = _Children(STREAM_EVENTS)
+
+
 def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) -> None:
-    backend_version = ctx.outcome.backend_version or "none"
-    backend_binding = ctx.outcome.backend_binding or "none"
+    out = ctx.outcome
+    backend_binding = out.backend_binding or "none"
     # Only a configured tenant names a series: what a client wrote is not a label value.
-    CALLS.labels(ctx.outcome.tenant or "none", operation, ctx.client_version,
-                 ctx.client_binding, backend_version, backend_binding, outcome).inc()
-    CALL_SECONDS.labels(operation, ctx.client_binding, backend_binding).observe(seconds)
-    if ctx.outcome.backend_seconds is not None:
-        BACKEND_SECONDS.labels(backend_binding, operation).observe(ctx.outcome.backend_seconds)
-        GATEWAY_SECONDS.labels(operation).observe(max(0.0, seconds - ctx.outcome.backend_seconds))
-    if ctx.outcome.events:
-        STREAM_EVENTS.labels(operation, ctx.client_binding).inc(ctx.outcome.events)
+    _calls(out.tenant or "none", operation, ctx.client_version, ctx.client_binding,
+           out.backend_version or "none", backend_binding, outcome).inc()
+    _call_seconds(operation, ctx.client_binding, backend_binding).observe(seconds)
+    if out.backend_seconds is not None:
+        _backend_seconds(backend_binding, operation).observe(out.backend_seconds)
+        _gateway_seconds(operation).observe(max(0.0, seconds - out.backend_seconds))
+    if out.events:
+        _stream_events(operation, ctx.client_binding).inc(out.events)
     loss = ctx.loss
     if loss.dropped:
         for path in loss.request:
             LOSSES.labels(_INDEX.sub("[]", path), "request").inc()
         for path in [*loss.response, *loss.held]:
             LOSSES.labels(_INDEX.sub("[]", path), "response").inc()
-    if ctx.outcome.backend_error is not None:
-        BACKEND_ERRORS.labels(ctx.tenant or "none", ctx.outcome.backend_error).inc()
+    if out.backend_error is not None:
+        BACKEND_ERRORS.labels(ctx.tenant or "none", out.backend_error).inc()
 
 
 def _all_workers() -> CollectorRegistry | None:

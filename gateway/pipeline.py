@@ -106,9 +106,12 @@ class Gateway:
         try:
             yield
         finally:
-            self._in_flight -= 1
-            if self._in_flight == 0 and self._idle is not None:
-                self._idle.set()
+            self._untrack()
+
+    def _untrack(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0 and self._idle is not None:
+            self._idle.set()
 
     async def close_when_idle(self) -> None:
         """Close the backends and the relay once no call uses this gateway any more."""
@@ -172,8 +175,11 @@ class Gateway:
         """The call's result, canonical; or, when the backend speaks the client's dialect
         and the call needs no change (``backend.pass_through``), the backend's answer as
         it came."""
-        with self._tracked():
+        self._in_flight += 1  # as _tracked(), inline: every call passes here
+        try:
             return await self._unary(call)
+        finally:
+            self._untrack()
 
     async def _unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         route, backend = await self._admit(call)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,14 +60,39 @@ class _Numbers:
         return None
 
 
+# One decoder for every parse (json.loads with hooks builds a decoder and its scanner per
+# call: half of a small body's parse); its hooks report to the parse running in this
+# thread.
+_current = threading.local()
+
+
+def _constant(text: str) -> None:
+    _current.numbers.constant(text)
+
+
+def _real(text: str) -> float | None:
+    real: float | None = _current.numbers.real(text)
+    return real
+
+
+def _integer(text: str) -> int | None:
+    integer: int | None = _current.numbers.integer(text)
+    return integer
+
+
+_DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_real, parse_int=_integer)
+
+
 def parse_json(raw: bytes | str, *, what: str = "the body") -> ParsedJson:
     """Parse JSON text; JSONParseError (with ``what`` named) when it is not JSON, is not
     UTF-8, or nests deeper than the parser can follow."""
     numbers = _Numbers()
+    _current.numbers = numbers
     try:
         text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
-        value = json.loads(text, parse_constant=numbers.constant, parse_float=numbers.real,
-                           parse_int=numbers.integer)
+        if text.startswith("\ufeff"):  # as json.loads says it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        value = _DECODER.decode(text)
     except UnicodeDecodeError:
         raise a2a_error("JSONParseError", f"{what} is not UTF-8 text") from None
     except RecursionError:

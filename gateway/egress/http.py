@@ -4,6 +4,7 @@ errors."""
 
 from __future__ import annotations
 
+import functools
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -36,12 +37,24 @@ def client_session(tls: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
     behind streams that hold every pooled connection."""
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, enable_cleanup_closed=True,
                                      ssl=tls if tls is not None else True)
-    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None))
+    # No cookie jar: the session serves every caller, so a cookie one caller's call got
+    # from a backend must not ride along on anyone else's calls.
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None),
+                                 cookie_jar=aiohttp.DummyCookieJar())
+
+
+@functools.lru_cache(maxsize=64)
+def _fixed_timeout(total: float | None, connect: float) -> aiohttp.ClientTimeout:
+    """The timeouts of calls without a deadline of their own: a few per config, built
+    once (they are immutable)."""
+    return aiohttp.ClientTimeout(total=total, sock_connect=connect)
 
 
 def _timeout(config: BackendConfig, call: Call, stream: bool) -> aiohttp.ClientTimeout:
     if stream:  # a stream may last; its events are bounded by the pipeline
-        return aiohttp.ClientTimeout(total=None, sock_connect=config.connect_timeout)
+        return _fixed_timeout(None, config.connect_timeout)
+    if call.ctx.deadline is None:
+        return _fixed_timeout(config.timeout, config.connect_timeout)
     return aiohttp.ClientTimeout(total=call.ctx.remaining(config.timeout),
                                  sock_connect=config.connect_timeout)
 
@@ -72,9 +85,15 @@ async def read_capped(call: Call, config: BackendConfig, resp: aiohttp.ClientRes
     limit = config.max_answer_bytes
     if resp.content_length is not None and resp.content_length > limit:
         raise too_large(call, config)
+    content = resp.content
+    if content.is_eof():  # the whole answer is in (a small one): take it as it is
+        body = content.read_nowait()
+        if len(body) > limit:
+            raise too_large(call, config)
+        return body
     chunks: list[bytes] = []
     size = 0
-    async for chunk in resp.content.iter_any():
+    async for chunk in content.iter_any():
         size += len(chunk)
         if size > limit:
             raise too_large(call, config)

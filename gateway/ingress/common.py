@@ -11,7 +11,7 @@ from aiohttp import web
 from gateway import tracing
 from gateway.auth.peer import http_peer_cert
 from gateway.auth.principal import CHALLENGE_KEY
-from gateway.call import Call, CallContext
+from gateway.call import Call, CallContext, new_request_id
 from gateway.pipeline import Gateway
 from translators.dialects.base import DecodedCall, HttpAnswer
 from translators.errors import A2AError, a2a_error
@@ -37,6 +37,14 @@ async def read_body(request: web.Request, gateway: Gateway) -> bytes:
     declared = request.content_length
     if declared is not None and declared > limit:
         raise _too_large(limit)
+    content = request.content
+    if content.is_eof():
+        # The whole body came with the headers (a small call, the usual case): nothing
+        # to wait for, so no timer and no iterator (7-8% of a small call's samples).
+        body = content.read_nowait()
+        if len(body) > limit:
+            raise _too_large(limit)
+        return body
     chunks: list[bytes] = []
     size = 0
     try:
@@ -92,10 +100,9 @@ def valid_request_id(value: str | None) -> bool:
 def client_context(request: web.Request, gateway: Gateway, binding: str) -> CallContext:
     """What the client's HTTP request says beside its payload (the version comes from the
     payload: :func:`bind` sets it once decoded)."""
-    ctx = CallContext(client_version="", client_binding=binding)
     rid = request.headers.get("X-Request-ID", "")
-    if valid_request_id(rid):
-        ctx.request_id = rid
+    ctx = CallContext(client_version="", client_binding=binding,
+                      request_id=rid if valid_request_id(rid) else new_request_id())
     ctx.forward_headers = {h: request.headers[h] for h in gateway.config.forward_headers
                            if h in request.headers}
     ctx.extensions = _extensions(request)

@@ -108,19 +108,37 @@ class GuardedProtocol(asyncio.Protocol):
         self._inner: asyncio.Protocol | None = None
         self._transport: asyncio.Transport | None = None
         self._state: str | None = None
+        # The header deadline: one timer per connection, re-armed only when it fires
+        # early (a keep-alive connection's requests move the deadline; a timer made and
+        # cancelled per request cost more than the rest of the guard).
+        self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
 
     # ---------------------------------------------------------------- states
 
-    def _enter(self, state: str | None, timeout: float | None = None) -> None:
+    def _enter(self, state: str | None) -> None:
         self._guard._move(self, self._state, state)
         self._state = state
-        if self._timer is not None:
+        if state is None and self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if timeout is not None:
-            loop = asyncio.get_running_loop()
-            self._timer = loop.call_later(timeout, self.close, f"{state}_timeout")
+
+    def _wait_for_headers(self) -> None:
+        self._enter(_WAITING)
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + self._guard.limits.header_timeout
+        if self._timer is None:
+            self._timer = loop.call_at(self._deadline, self._header_deadline)
+
+    def _header_deadline(self) -> None:
+        self._timer = None
+        if self._state != _WAITING:
+            return  # the headers came; the next request arms it again
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._deadline:
+            self.close(f"{_WAITING}_timeout")
+        else:  # a later request's deadline
+            self._timer = loop.call_at(self._deadline, self._header_deadline)
 
     def request_started(self) -> None:
         """A request's headers are in: the handler's own bounds apply from here."""
@@ -152,7 +170,7 @@ class GuardedProtocol(asyncio.Protocol):
             transport.close()
             return
         OPEN_CONNECTIONS.inc()
-        self._enter(_WAITING, self._guard.limits.header_timeout)
+        self._wait_for_headers()
         self._inner = self._make_inner()
         self._inner.connection_made(transport)
 
@@ -160,7 +178,7 @@ class GuardedProtocol(asyncio.Protocol):
         if self._inner is None:
             return
         if self._state == _IDLE:  # a new request begins: its headers have a deadline
-            self._enter(_WAITING, self._guard.limits.header_timeout)
+            self._wait_for_headers()
         self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:

@@ -218,7 +218,9 @@ class Delivery:
         if self._session is None:
             connector = aiohttp.TCPConnector(resolver=self.guard.resolver(), limit=256,
                                              limit_per_host=16)
-            self._session = aiohttp.ClientSession(connector=connector)
+            # No cookie jar: one receiver's cookie must not follow other clients' deliveries.
+            self._session = aiohttp.ClientSession(connector=connector,
+                                                  cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     async def _post(self, target: RelayTarget, body: JSON) -> tuple[int, str]:

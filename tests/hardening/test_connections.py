@@ -5,6 +5,8 @@ a small open-files limit, where silent connections used to make every call fail.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import resource
 import socket
 import subprocess
@@ -12,6 +14,7 @@ import time
 from pathlib import Path
 
 import aiohttp
+import pytest
 from hardening_support import j03_message, post, rpc_body
 from helpers import (
     MakeGateway,
@@ -56,6 +59,34 @@ async def test_silent_and_slow_connections_are_closed(make_gateway: MakeGateway,
         assert _closed(silent) and _closed(slow)
         # The idle keep-alive connection was closed too: the session must reconnect.
         assert await _call(http, gw + "/") == "echo: hi"
+
+
+async def test_each_request_on_a_keep_alive_connection_gets_its_own_header_deadline(
+        make_gateway: MakeGateway, demo_agent: str) -> None:
+    """The deadline runs from the first byte of each request's headers: a second request
+    that starts late is not cut at the first one's deadline, and is cut at its own."""
+    gw = await make_gateway({"d": v03(demo_agent)},
+                            limits={"header_timeout": 1.0, "idle_timeout": 10})
+    reader, writer = await asyncio.open_connection("127.0.0.1", int(gw.rsplit(":", 1)[1]))
+    body = json.dumps(rpc_body("message/send", {"message": j03_message()})).encode()
+    started = time.monotonic()
+    writer.write(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    head = await reader.readuntil(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), head
+    length = re.search(rb"(?i)content-length: *(\d+)", head)
+    assert length is not None
+    reply = json.loads(await reader.readexactly(int(length[1])))
+    assert reply["result"]["parts"][0]["text"] == "echo: hi"
+    await asyncio.sleep(max(0.0, started + 0.6 - time.monotonic()))
+    partial = time.monotonic()
+    writer.write(b"POST / HTTP/1.1\r\nHost: x\r\n")  # headers that never end
+    await asyncio.sleep(0.6)  # past the first request's deadline, not this one's
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(reader.read(1), 0.05)  # still open
+    assert await asyncio.wait_for(reader.read(), 3.0) == b""  # then closed, unanswered
+    assert time.monotonic() - partial >= 0.95
+    writer.close()
 
 
 async def test_at_its_cap_the_gateway_keeps_answering(make_gateway: MakeGateway,

@@ -39,6 +39,7 @@ class RecordingAgent:
     name: str = "agent"
     headers: list[dict[str, str]] = field(default_factory=list)
     url: str = ""
+    set_cookie: str | None = None  # a Set-Cookie header on every answer
 
     async def _rpc(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -54,7 +55,8 @@ class RecordingAgent:
             return response
         return web.json_response({"jsonrpc": "2.0", "id": body.get("id"), "result": {
             "kind": "message", "messageId": "r", "role": "agent",
-            "parts": [{"kind": "text", "text": f"from {self.name}"}]}})
+            "parts": [{"kind": "text", "text": f"from {self.name}"}]}},
+            headers={"Set-Cookie": self.set_cookie} if self.set_cookie else None)
 
     @asynccontextmanager
     async def running(self, tls: ssl.SSLContext | None = None,

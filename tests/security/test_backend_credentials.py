@@ -83,3 +83,19 @@ async def test_each_backend_auth_mode_is_what_the_backend_sees(
     assert len(token_calls) == 1
     assert token_calls[0]["form"] == {"grant_type": "client_credentials", "scope": "agent.call"}
     assert token_calls[0]["authorization"].startswith("Basic ")
+
+
+async def test_a_cookie_a_backend_sets_never_reaches_it_again(make_gateway: MakeGateway) -> None:
+    """The gateway keeps no cookie jar toward backends: a session cookie one caller's call
+    got from a backend would otherwise ride along on every other caller's calls."""
+    agent = RecordingAgent("jar", set_cookie="session=caller-one; Path=/")
+    async with agent.running():
+        # By a host name: aiohttp's cookie jar takes no cookie from an IP address.
+        url = agent.url.replace("127.0.0.1", "localhost")
+        gw = await make_gateway({"jar": {"backend": {"url": url, "version": "0.3"}}})
+        for caller in ("one", "two"):
+            async with aiohttp.ClientSession() as http:  # two callers, two sessions
+                status, headers, reply = await post(http, f"{gw}/jar", rpc_send(text=caller))
+                assert status == 200 and "from jar" in str(reply), reply
+                assert "Set-Cookie" not in headers  # nor does it reach the caller
+    assert [h.get("cookie") for h in agent.headers] == [None, None]

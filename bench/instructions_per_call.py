@@ -1,0 +1,142 @@
+"""Instructions per call of the middle hop, counted by valgrind (not part of `make bench`).
+
+    .venv/bin/python -m bench.instructions_per_call [--duration 8] [--baseline DIR ...]
+
+CPU time per call (bench/cpu_per_call.py) moves by ±30% on a shared machine, more than
+most single optimizations save. The user-space instructions a process executes per call
+do not: each hop runs under `valgrind --tool=callgrind` (about 50 times slower, so a few
+hundred calls per path), its counters are zeroed after a warm-up, a fixed-time load of 4
+connections runs (bench/fastload.py), and the counters are dumped: instructions ÷
+answers. Repeated runs agree within ~0.5%. Kernel time (socket syscalls) is not counted,
+which is the same for every gateway version; the bare aiohttp proxy is the reference.
+
+Paths as in bench/cpu_per_call.py; `--baseline DIR` runs a gateway from another source
+tree (`git archive <commit> | tar -x -C DIR`) for a before/after from one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+from bench import nginx
+from bench.cpu_per_call import PATHS
+from bench.peers import Run, _load, _spec, gateway_config
+from bench.procs import PYTHON, Processes, free_port, plain_proxy_cmd
+
+_GATEWAY = "from gateway.cli import main; raise SystemExit(main())"
+
+
+def _valgrind(out: Path, cmd: list[str]) -> list[str]:
+    return ["valgrind", "--tool=callgrind", "--instr-atstart=yes",
+            f"--callgrind-out-file={out}.%p", *cmd]
+
+
+def _control(pid: int, what: str) -> None:
+    subprocess.run(["callgrind_control", what, str(pid)], check=True, capture_output=True)
+
+
+def _totals(out: Path, pid: int, after: float) -> int:
+    """The instructions of the newest dump of ``pid`` (written after ``after``)."""
+    for _ in range(100):
+        dumps = [p for p in out.parent.glob(f"{out.name}.{pid}*") if p.stat().st_mtime >= after]
+        for dump in sorted(dumps, key=lambda p: p.stat().st_mtime, reverse=True):
+            for line in dump.read_text(errors="replace").splitlines():
+                if line.startswith(("totals:", "summary:")):
+                    return int(line.split()[1])
+        time.sleep(0.2)
+    raise RuntimeError(f"no callgrind dump of {pid}")
+
+
+def _measure(pid: int, out: Path, port: int, peer: str, duration: float) -> tuple[int, int]:
+    """(answers, instructions) of one fixed-time load, after a warm-up."""
+    def load(seconds: float) -> dict[str, object]:
+        spec = _spec(Run("tput", peer, "asyncio"), port, {})
+        spec.update(warmup=0.0, duration=seconds, connections=4)
+        return _load(spec, cores=None)
+
+    load(2.0)
+    _control(pid, "-z")
+    result = load(duration)
+    time.sleep(1.5)  # the answers in flight at the end finish
+    began = time.time()
+    _control(pid, "-d")
+    if result["errors"]:
+        raise RuntimeError(f"{peer}: {result['errors']} errors: {result['error_sample']}")
+    return int(str(result["ok"])), _totals(out, pid, began - 1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.instructions_per_call",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--baseline", action="append", default=[], type=Path)
+    parser.add_argument("--paths", default="same,10-03,03-10")
+    args = parser.parse_args(argv)
+    binary, note = nginx.ensure_nginx()
+    if binary is None or shutil.which("valgrind") is None:
+        print(f"instructions_per_call: needs nginx ({note}) and valgrind", file=sys.stderr)
+        return 2
+    logs = Path(tempfile.mkdtemp(prefix="a2a-instructions-"))
+    logs.chmod(0o755)
+    prefix = logs / "nginx"
+    prefix.mkdir(mode=0o755)
+    ports = {"stub": free_port(), "echo": free_port()}
+    out = logs / "callgrind.out"
+    rows: list[tuple[str, str, int, int]] = []
+    with Processes(logs) as procs:
+        procs.start("echo-stub", [sys.executable, "-m", "bench.echo_stub", "--port",
+                                  str(ports["echo"])], ports["echo"])
+        procs.start("nginx-stub", nginx.nginx_cmd(binary, prefix, nginx.stub_conf(
+            prefix, ports["stub"])), ports["stub"])
+        trees: list[tuple[str, Path | None]] = [("gw", None)]
+        trees += [(f"base{i}" if len(args.baseline) > 1 else "base", d)
+                  for i, d in enumerate(args.baseline)]
+        starts: dict[str, tuple[list[str], int, dict[str, str]]] = {}
+        port = free_port()
+        starts["bare"] = (_valgrind(out, plain_proxy_cmd(port, {
+            "t10": f"http://127.0.0.1:{ports['stub']}/v10"})), port, {})
+        for name, tree in trees:
+            port = free_port()
+            config = logs / f"{name}.yaml"
+            config.write_text(yaml.safe_dump(gateway_config(port, ports["stub"], ports["echo"]),
+                                             sort_keys=False))
+            # -P: the working directory (this tree) must not come before PYTHONPATH.
+            starts[name] = (_valgrind(out, [str(PYTHON), "-P", "-c", _GATEWAY, "serve", "--config",
+                                            str(config)]), port,
+                            {"PYTHONPATH": str(tree.resolve())} if tree else {})
+        # Under valgrind a start takes a minute: all at once.
+        with ThreadPoolExecutor(len(starts)) as pool:
+            started = {name: pool.submit(procs.start, name, cmd, port, 600.0, env)
+                       for name, (cmd, port, env) in starts.items()}
+            hops = {name: (f.result().pid, starts[name][1]) for name, f in started.items()}
+        plan = [("bare", "bare")] + [(name, PATHS[p]) for p in args.paths.split(",")
+                                     for name, _ in trees]
+        for hop, peer in plan:
+            pid, port = hops[hop]
+            calls, instructions = _measure(pid, out, port, peer, args.duration)
+            rows.append((hop, peer, calls, instructions))
+            print(f"{hop + ':' + peer:<16} {calls:6d} calls  {instructions / calls / 1e6:7.3f} "
+                  f"M instructions per call", flush=True)
+    per_call = {f"{h}:{p}": i / c for h, p, c, i in rows}
+    bare_cost = per_call["bare:bare"]
+    print("\nM instructions per call (÷ bare aiohttp proxy):")
+    for key, value in per_call.items():
+        print(f"  {key:<16} {value / 1e6:7.3f}  ({value / bare_cost:.2f} x bare)")
+    print(json.dumps(per_call))
+    shutil.rmtree(logs, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
