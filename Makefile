@@ -74,12 +74,16 @@ matrix: setup venvs
 # backend (bench.idle_streams), then what recording the task index costs: off, SQLite,
 # Redis (bench.recording).
 # nginx-light (Debian) and uvloop are installed for the bench when missing; without nginx
-# the nginx rows are reported missing. BENCH_ARGS passes options to bench.run.
+# the nginx rows are reported missing; valgrind too (bench.recording counts instructions per
+# call under it: the task index targets). BENCH_ARGS passes options to bench.run.
 BENCH_ARGS ?=
 bench: setup venvs
 	@command -v nginx >/dev/null || test -x /usr/sbin/nginx || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light) || \
 	  echo "bench: nginx-light could not be installed: the nginx rows will be missing"
+	@command -v valgrind >/dev/null || \
+	  (DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind) || \
+	  echo "bench: valgrind could not be installed: the task index targets will be missing"
 	@$(BIN)/python -c 'import uvloop' 2>/dev/null || $(BIN)/pip install $(PIP_FLAGS) uvloop || \
 	  echo "bench: uvloop could not be installed: only the asyncio loop will be measured"
 	$(BIN)/python -m bench.run $(BENCH_ARGS)

@@ -1,4 +1,5 @@
-"""Instructions per call of the middle hop, counted by valgrind (not part of `make bench`).
+"""Instructions per call of the middle hop, counted by valgrind (its run is not part of
+`make bench`; bench/recording_instructions.py, which is, counts with its helpers).
 
     .venv/bin/python -m bench.instructions_per_call [--duration 8] [--baseline DIR ...]
 
@@ -25,6 +26,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -36,7 +38,7 @@ from bench.procs import PYTHON, Processes, free_port, plain_proxy_cmd
 _GATEWAY = "from gateway.cli import main; raise SystemExit(main())"
 
 
-def _valgrind(out: Path, cmd: list[str]) -> list[str]:
+def valgrind_cmd(out: Path, cmd: list[str]) -> list[str]:
     return ["valgrind", "--tool=callgrind", "--instr-atstart=yes",
             f"--callgrind-out-file={out}.%p", *cmd]
 
@@ -57,22 +59,35 @@ def _totals(out: Path, pid: int, after: float) -> int:
     raise RuntimeError(f"no callgrind dump of {pid}")
 
 
-def _measure(pid: int, out: Path, port: int, peer: str, duration: float) -> tuple[int, int]:
-    """(answers, instructions) of one fixed-time load, after a warm-up."""
-    def load(seconds: float) -> dict[str, object]:
-        spec = _spec(Run("tput", peer, "asyncio"), port, {})
-        spec.update(warmup=0.0, duration=seconds, connections=4)
-        return _load(spec, cores=None)
+def _load_for(spec: dict[str, Any], seconds: float) -> dict[str, Any]:
+    # 4 connections: under valgrind the hop is ~50 times slower, more would only queue.
+    return _load({**spec, "warmup": 0.0, "duration": seconds, "connections": 4}, cores=None)
 
-    load(2.0)
+
+def warm_up(spec: dict[str, Any], seconds: float = 2.0) -> None:
+    """Calls before counting: imports, caches and connections settle first."""
+    _load_for(spec, seconds)
+
+
+def count(pid: int, out: Path, spec: dict[str, Any], duration: float,
+          settle: float = 1.5) -> tuple[int, int]:
+    """(answers, instructions) of one fixed-time load (``spec``: bench/fastload.py's),
+    counted until ``settle`` seconds after it: the work its last answers leave done."""
     _control(pid, "-z")
-    result = load(duration)
-    time.sleep(1.5)  # the answers in flight at the end finish
+    result = _load_for(spec, duration)
+    time.sleep(settle)
     began = time.time()
     _control(pid, "-d")
     if result["errors"]:
-        raise RuntimeError(f"{peer}: {result['errors']} errors: {result['error_sample']}")
-    return int(str(result["ok"])), _totals(out, pid, began - 1)
+        raise RuntimeError(f"{spec['path']}: {result['errors']} errors: "
+                           f"{result['error_sample']}")
+    return int(result["ok"]), _totals(out, pid, began - 1)
+
+
+def gateway_under_valgrind(out: Path, config: Path) -> list[str]:
+    # -P: the working directory (this tree) must not come before PYTHONPATH.
+    return valgrind_cmd(out, [str(PYTHON), "-P", "-c", _GATEWAY, "serve", "--config",
+                              str(config)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,16 +119,14 @@ def main(argv: list[str] | None = None) -> int:
                   for i, d in enumerate(args.baseline)]
         starts: dict[str, tuple[list[str], int, dict[str, str]]] = {}
         port = free_port()
-        starts["bare"] = (_valgrind(out, plain_proxy_cmd(port, {
+        starts["bare"] = (valgrind_cmd(out, plain_proxy_cmd(port, {
             "t10": f"http://127.0.0.1:{ports['stub']}/v10"})), port, {})
         for name, tree in trees:
             port = free_port()
             config = logs / f"{name}.yaml"
             config.write_text(yaml.safe_dump(gateway_config(port, ports["stub"], ports["echo"]),
                                              sort_keys=False))
-            # -P: the working directory (this tree) must not come before PYTHONPATH.
-            starts[name] = (_valgrind(out, [str(PYTHON), "-P", "-c", _GATEWAY, "serve", "--config",
-                                            str(config)]), port,
+            starts[name] = (gateway_under_valgrind(out, config), port,
                             {"PYTHONPATH": str(tree.resolve())} if tree else {})
         # Under valgrind a start takes a minute: all at once.
         with ThreadPoolExecutor(len(starts)) as pool:
@@ -124,7 +137,9 @@ def main(argv: list[str] | None = None) -> int:
                                      for name, _ in trees]
         for hop, peer in plan:
             pid, port = hops[hop]
-            calls, instructions = _measure(pid, out, port, peer, args.duration)
+            spec = _spec(Run("tput", peer, "asyncio"), port, {})
+            warm_up(spec)
+            calls, instructions = count(pid, out, spec, args.duration)
             rows.append((hop, peer, calls, instructions))
             print(f"{hop + ':' + peer:<16} {calls:6d} calls  {instructions / calls / 1e6:7.3f} "
                   f"M instructions per call", flush=True)
