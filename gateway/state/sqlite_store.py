@@ -37,7 +37,10 @@ CREATE INDEX IF NOT EXISTS tasks_by_owner
   ON tasks (tenant, owner, updated_at DESC, task_id DESC);
 CREATE INDEX IF NOT EXISTS tasks_by_context
   ON tasks (tenant, context_id, updated_at DESC, task_id DESC);
-CREATE INDEX IF NOT EXISTS tasks_by_age ON tasks (updated_at, task_id);
+-- No index by age across tenants: each index is one more B-tree write per recorded
+-- task on the call's hot path, and only pruning (every few minutes, on this store's own
+-- thread) reads by age; it scans.
+DROP INDEX IF EXISTS tasks_by_age;
 CREATE TABLE IF NOT EXISTS once (
   key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS spent (
