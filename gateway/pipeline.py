@@ -219,29 +219,26 @@ class Gateway:
         return result
 
     async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
+        # One generator, not a tracking one around the stream: every layer costs every event.
         with self._tracked():
-            async for item in self._stream(call):
-                yield item
-
-    async def _stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
-        route, backend = await self._admit(call)
-        await self.relay.rewrite_request(call)
-        async with self._held(route, call, streaming=True), self.limits.stream(route), \
-                tracing.backend_span(call.ctx, call.op.name):
-            first = True
-            started = time.monotonic()
-            items = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,
-                                   backend.config)
-            try:
-                async for item in items:
-                    if first:
-                        call.ctx.outcome.backend_seconds = time.monotonic() - started
-                    first = False
-                    call.ctx.outcome.events += 1
-                    self.tasks.streamed(call, item)
-                    yield item
-            except A2AError as err:
-                call.ctx.outcome.backend_error = err.kind.reason
-                raise
-            finally:
-                await items.aclose()
+            route, backend = await self._admit(call)
+            await self.relay.rewrite_request(call)
+            async with self._held(route, call, streaming=True), self.limits.stream(route), \
+                    tracing.backend_span(call.ctx, call.op.name):
+                first = True
+                started = time.monotonic()
+                items = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,
+                                       backend.config)
+                try:
+                    async for item in items:
+                        if first:
+                            call.ctx.outcome.backend_seconds = time.monotonic() - started
+                        first = False
+                        call.ctx.outcome.events += 1
+                        self.tasks.streamed(call, item)
+                        yield item
+                except A2AError as err:
+                    call.ctx.outcome.backend_error = err.kind.reason
+                    raise
+                finally:
+                    await items.aclose()

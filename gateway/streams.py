@@ -9,6 +9,7 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.config import BackendConfig
+from gateway.deadline import Deadline
 from gateway.egress.base import backend_timeout
 from translators.j03.objects import INTERRUPTED_STATES, TERMINAL_STATES
 
@@ -58,20 +59,25 @@ async def bounded_stream(source: AsyncIterator[pb.StreamResponse], call: Call,
     loop = asyncio.get_running_loop()
     end = loop.time() + config.stream_max_duration if config.stream_max_duration else None
     wait, what = config.first_event_timeout, "the first event"
+    shown, waiting_for = wait, what
     try:
-        while True:
-            seconds, shown, waiting_for = wait, wait, what
-            if end is not None and end - loop.time() < wait:
-                seconds = max(0.0, end - loop.time())
-                shown, waiting_for = config.stream_max_duration, "stream_max_duration reached"
-            try:
-                async with asyncio.timeout(seconds):
+        # One deadline for the whole stream, re-armed per event (gateway/deadline.py);
+        # disarmed while the consumer holds an event, which is not the backend's time.
+        async with Deadline() as deadline:
+            while True:
+                seconds, shown, waiting_for = wait, wait, what
+                if end is not None and end - loop.time() < wait:
+                    seconds = max(0.0, end - loop.time())
+                    shown, waiting_for = config.stream_max_duration, "stream_max_duration reached"
+                deadline.arm(seconds)
+                try:
                     item = await anext(source)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                raise backend_timeout(call, config, shown, waiting_for) from None
-            wait, what = config.stream_idle_timeout, "the next event"
-            yield item
+                except StopAsyncIteration:
+                    return
+                deadline.disarm()
+                wait, what = config.stream_idle_timeout, "the next event"
+                yield item
+    except TimeoutError:
+        raise backend_timeout(call, config, shown, waiting_for) from None
     finally:
         await source.aclose()  # type: ignore[attr-defined]

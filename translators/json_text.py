@@ -108,13 +108,23 @@ def number_refusal(bad_number: str, name: str = "InvalidParamsError") -> Any:
                      f"fit in 64 bits)")
 
 
+# Built once: json.dumps with options builds an encoder per call (a stream event's frame
+# is one call).
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """JSON text for a peer: never NaN or Infinity, and always encodable as UTF-8 (a
     string a client sent may hold a lone surrogate, which UTF-8 cannot carry: then the
     whole text is escaped to ASCII, which JSON allows)."""
-    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    return dump_bytes(value).decode()
+
+
+def dump_bytes(value: Any) -> bytes:
+    """:func:`dumps` as the UTF-8 bytes sent on the wire."""
+    text = _ENCODER.encode(value)
     try:
-        text.encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(value, ensure_ascii=True, allow_nan=False)
-    return text
+        return _ASCII_ENCODER.encode(value).encode()

@@ -243,7 +243,6 @@ class Codec:
             f = plan.by_key.get(key)
             if f is None:
                 continue  # unknown fields are ignored (spec §5.7)
-            where = f"{path}.{key}"
             if f.oneof is not None and value is not None:
                 if f.oneof in oneofs:
                     raise ProtoJsonError(f"{path}: more than one field of oneof {f.oneof}")
@@ -253,22 +252,21 @@ class Codec:
                     getattr(msg, f.name).null_value = 0
                 else:
                     msg.ClearField(f.name)
-            elif f.map_value is not None:
-                self._map(msg, f, value, where, depth)
-            elif f.repeated:
-                self._repeated(msg, f, value, where, depth)
-            elif f.message is not None:
-                sub = getattr(msg, f.name)
-                sub.SetInParent()
-                self._into(sub, value, where, depth + 1)
-            else:
-                assert f.parse is not None
+            elif f.parse is not None and not f.repeated:  # a scalar: the common case first
                 try:
                     setattr(msg, f.name, f.parse(value))
                 except _Skip:
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
-                    raise ProtoJsonError(f"{where}: {exc}") from None
+                    raise ProtoJsonError(f"{path}.{key}: {exc}") from None
+            elif f.map_value is not None:
+                self._map(msg, f, value, f"{path}.{key}", depth)
+            elif f.repeated:
+                self._repeated(msg, f, value, f"{path}.{key}", depth)
+            else:
+                sub = getattr(msg, f.name)
+                sub.SetInParent()
+                self._into(sub, value, f"{path}.{key}", depth + 1)
 
     def _repeated(self, msg: ProtoMessage, f: _Field, value: Any, where: str,
                   depth: int) -> None:

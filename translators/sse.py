@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from translators.errors import a2a_error
-from translators.json_text import dumps
+from translators.json_text import dump_bytes
 
 
 @dataclass(frozen=True)
@@ -83,5 +83,5 @@ class SseParser:
 
 
 def sse_frame(payload: Any, event: str | None = None) -> bytes:
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {dumps(payload)}\n\n".encode()
+    head = f"event: {event}\n".encode() if event else b""
+    return b"".join((head, b"data: ", dump_bytes(payload), b"\n\n"))

@@ -32,7 +32,7 @@ from translators.card_serving import (
     with_interfaces,
 )
 from translators.j03.common import JSON
-from translators.json_text import dumps
+from translators.json_text import dump_bytes
 from translators.protojson import dump_p10, parse_p10
 
 _RENDERED_KEPT = 256
@@ -83,7 +83,7 @@ class CardPublisher:
         doc, dropped = card_in_shape(card, backend.held if backend else {}, shape)
         if self.signer is not None:
             doc = self.signer.sign(doc)
-        body = dumps(doc).encode()
+        body = dump_bytes(doc)
         modified = card_modified if backend else self._started
         rendered = RenderedCard(body, f'"{hashlib.sha256(body).hexdigest()[:32]}"',
                                 formatdate(modified, usegmt=True), tuple(dropped))

@@ -9,6 +9,7 @@ from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
 from gateway.call import Call
+from gateway.deadline import Deadline
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.observe import log_call
 from gateway.sse import SSE_HEADERS
@@ -64,13 +65,16 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     error: BaseException | None = None
     try:
+        # A client that stops reading must not hold the stream (and its backend
+        # connection) for ever: each write is bounded by one deadline per stream.
         with streams.track(ctx.client_binding):
-            while pending is not None:
-                # A client that stops reading must not hold the stream (and its backend
-                # connection) for ever.
-                async with asyncio.timeout(write_timeout):
-                    await response.write(frame_item(*pending))
-                pending = await anext(items, None)
+            async with Deadline() as deadline:
+                while pending is not None:
+                    frame = frame_item(*pending)
+                    deadline.arm(write_timeout)
+                    await response.write(frame)
+                    deadline.disarm()
+                    pending = await anext(items, None)
     except asyncio.CancelledError as exc:
         if not streams.draining:
             error = exc  # the client went away: logged and counted as CLIENT_CANCELLED

@@ -39,7 +39,7 @@ from gateway.config import PushRelayConfig
 from gateway.metrics import PUSH_DELIVERIES
 from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
 from translators.errors import A2AError
-from translators.json_text import dumps
+from translators.json_text import dump_bytes
 from translators.loss import LossReport
 from translators.webhooks import (
     RelayTarget,
@@ -225,7 +225,7 @@ class Delivery:
 
     async def _post(self, target: RelayTarget, body: JSON) -> tuple[int, str]:
         """POST with retries; (attempts, last error or "" on success)."""
-        data = dumps(body).encode()
+        data = dump_bytes(body)
         headers = {**delivery_headers(target), **tracing.delivery_headers()}
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout)
         attempt, error = 0, ""

@@ -43,7 +43,7 @@ from translators.errors import (
 )
 from translators.j03.objects import stream_response_to_j03
 from translators.j03.requests import j03_rules
-from translators.json_text import dumps, number_refusal, parse_json
+from translators.json_text import dump_bytes, number_refusal, parse_json
 from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.sse import SseEvent, sse_frame
@@ -203,7 +203,7 @@ class JsonRpcDialect:
 
     def answer(self, request_id: Any, op: ops.Operation, result: ProtoMessage | None,
                loss: LossReport) -> bytes:
-        return dumps(success(request_id, self.encode_result(op, result, loss))).encode()
+        return dump_bytes(success(request_id, self.encode_result(op, result, loss)))
 
     def event_frame(self, request_id: Any, item: pb.StreamResponse, final: bool,
                     loss: LossReport) -> bytes:
@@ -214,7 +214,7 @@ class JsonRpcDialect:
 
     def refusal(self, request_id: Any, err: A2AError) -> HttpAnswer:
         status = err.kind.http if err.kind.name in TRANSPORT_ERRORS else 200
-        return HttpAnswer(status, dumps(self.failure(request_id, err)).encode())
+        return HttpAnswer(status, dump_bytes(self.failure(request_id, err)))
 
     def error_frame(self, request_id: Any, err: A2AError) -> bytes:
         # An error inside a stream is one more data line with the same id (§3.8).
@@ -239,7 +239,7 @@ class JsonRpcDialect:
         refuse_losses(loss)
         if params is not None:
             body["params"] = params
-        return dumps(body).encode(), sent_id
+        return dump_bytes(body), sent_id
 
     def decode_result(self, op: ops.Operation, result: Any, loss: LossReport,
                       request: ProtoMessage) -> ProtoMessage | None:

@@ -34,7 +34,7 @@ from translators.dialects.base import (
 from translators.errors import A2AError, a2a_error, invalid_params
 from translators.j03.common import iso_to_p10
 from translators.j03.objects import STATE_J03_TO_P10
-from translators.json_text import dumps, number_refusal, parse_json
+from translators.json_text import dump_bytes, number_refusal, parse_json
 from translators.loss import LossReport
 from translators.p03 import rest as p03_rest
 from translators.p03.common import BytesMode
@@ -142,7 +142,7 @@ class RestDialect:
         return self._answer_out(op, result, loss)
 
     def answer(self, op: ops.Operation, result: ProtoMessage | None, loss: LossReport) -> bytes:
-        return dumps(self.encode_result(op, result, loss)).encode()
+        return dump_bytes(self.encode_result(op, result, loss))
 
     def encode_event(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> Any:
         loss.answering = True
@@ -153,7 +153,7 @@ class RestDialect:
 
     def refusal(self, err: A2AError) -> HttpAnswer:
         status, body = error_to_rest(err, self.version)
-        return HttpAnswer(status, dumps(body).encode())
+        return HttpAnswer(status, dump_bytes(body))
 
     def error_frame(self, err: A2AError) -> bytes:
         return sse_frame(error_to_rest(err, self.version)[1], event="error")
@@ -189,7 +189,7 @@ class RestDialect:
             body = {}  # `{}` rather than no body: some peers refuse an empty or null one
         prefix = f"/{tenant}" if tenant and self.version == V10 else ""
         return BackendCall(route.verb, prefix + route.path_for(variables), query,
-                           None if body is None else dumps(body).encode())
+                           None if body is None else dump_bytes(body))
 
     @staticmethod
     def forwards(status: int, content_type: str, raw: bytes) -> bool:
