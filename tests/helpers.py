@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -109,3 +110,19 @@ class ManualClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+@contextlib.asynccontextmanager
+async def receiving_webhooks() -> AsyncIterator[tuple[str, asyncio.Queue[Any]]]:
+    """A client's webhook on 127.0.0.1 for the block: its URL, and the JSON bodies POSTed
+    to it, in order."""
+    received: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def hook(request: web.Request) -> web.Response:
+        await received.put(await request.json())
+        return web.json_response({})
+
+    app = web.Application()
+    app.router.add_post("/hook", hook)
+    async with serving(app) as base:
+        yield f"{base}/hook", received

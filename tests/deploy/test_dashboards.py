@@ -32,9 +32,8 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from aiohttp import web
 from deploy_support import DEPLOY, load_file
-from helpers import free_port, serving, v03, write_config
+from helpers import free_port, receiving_webhooks, v03, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.app import Server
@@ -221,16 +220,8 @@ def _m03(text: str) -> dict[str, Any]:
 @pytest.fixture
 async def webhook() -> AsyncIterator[tuple[str, asyncio.Queue[Any]]]:
     """A client's webhook on 127.0.0.1, for a relayed push delivery."""
-    received: asyncio.Queue[Any] = asyncio.Queue()
-
-    async def hook(request: web.Request) -> web.Response:
-        await received.put(await request.json())
-        return web.json_response({})
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    async with serving(app) as base:
-        yield f"{base}/hook", received
+    async with receiving_webhooks() as hook:
+        yield hook
 
 
 async def _scrape(http: aiohttp.ClientSession, base: str) -> str:

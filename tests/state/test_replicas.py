@@ -13,8 +13,7 @@ import uuid
 from typing import Any
 
 import aiohttp
-from aiohttp import web
-from helpers import MakeGateway, serving, v03
+from helpers import MakeGateway, receiving_webhooks, v03
 from replica_support import KEYS, message, rpc
 
 
@@ -35,21 +34,13 @@ async def test_a_task_through_replica_a_is_served_by_replica_b(
     b = await make_gateway(tenants, state=state, auth=auth, push_relay=relay())
     # A's relay URLs name B: the balancer sends the backend's webhooks there.
     a = await make_gateway(tenants, state=state, auth=auth, push_relay=relay(b))
-    received: asyncio.Queue[Any] = asyncio.Queue()
-
-    async def hook(request: web.Request) -> web.Response:
-        await received.put(await request.json())
-        return web.json_response({})
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    async with serving(app) as receiver:
+    async with receiving_webhooks() as (hook_url, received):
         ctx = uuid.uuid4().hex
         task = (await rpc(http, a, "alice", "SendMessage", message("input: trip", ctx))
                 )["result"]["task"]
         created = await rpc(http, a, "alice", "CreateTaskPushNotificationConfig", {
-            "taskId": task["id"], "id": "c1", "url": f"{receiver}/hook"})
-        assert created["result"]["url"] == f"{receiver}/hook"
+            "taskId": task["id"], "id": "c1", "url": hook_url})
+        assert created["result"]["url"] == hook_url
         # B reads it for its owner at once (it asks the store again when it finds no
         # owner), lists it once A has written it (within its linger), and shows nobody
         # else either.

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from aiohttp import web
-from helpers import serving
+from helpers import receiving_webhooks
 from replica_support import KEYS, demo_agent, gateway, message, rpc
 
 
@@ -32,14 +31,6 @@ async def test_two_replica_processes_share_tasks_and_relay(tmp_path: Path,
     auth = {"required": True, "api_keys": {"keys": [
         {"principal": p, "sha256": hashlib.sha256(k.encode()).hexdigest()}
         for p, k in KEYS.items()]}}
-    received: asyncio.Queue[Any] = asyncio.Queue()
-
-    async def hook(request: web.Request) -> web.Response:
-        await received.put(await request.json())
-        return web.json_response({})
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
     with demo_agent(tmp_path) as agent, ExitStack() as stack:
         relay = {"keys": [relay_key], "webhook_allowlist": ["127.0.0.1"]}
         b, b_log = gateway(stack, tmp_path, "b", agent, state=state, auth=auth,
@@ -47,12 +38,13 @@ async def test_two_replica_processes_share_tasks_and_relay(tmp_path: Path,
         # A's relay URLs name B: the balancer sends the agent's webhooks there.
         a, a_log = gateway(stack, tmp_path, "a", agent, state=state, auth=auth,
                            push_relay={**relay, "public_url": b})
-        async with serving(app) as receiver, aiohttp.ClientSession() as http:
+        async with receiving_webhooks() as (hook_url, received), \
+                aiohttp.ClientSession() as http:
             ctx = uuid.uuid4().hex
             task = (await rpc(http, a + "/t", "alice", "SendMessage",
                               message("input: trip", ctx)))["result"]["task"]
             await rpc(http, a + "/t", "alice", "CreateTaskPushNotificationConfig", {
-                "taskId": task["id"], "id": "c1", "url": f"{receiver}/hook"})
+                "taskId": task["id"], "id": "c1", "url": hook_url})
             for _ in range(100):
                 listed = (await rpc(http, b + "/t", "alice", "ListTasks",
                                     {"contextId": ctx}))["result"]

@@ -13,8 +13,7 @@ from typing import Any, cast
 
 import aiohttp
 import pytest
-from aiohttp import web
-from helpers import MakeGateway, serving, v03
+from helpers import MakeGateway, receiving_webhooks, v03
 
 from gateway.metrics import TASK_DROPS, TASK_RECORDS
 from gateway.state import Store, TaskQuery, TaskRecord
@@ -196,18 +195,10 @@ async def test_streams_and_subscriptions(recorded: tuple[str, Store], demo_agent
 async def test_relayed_webhooks(recorded: tuple[str, Store], demo_agent: str,
                                 http: aiohttp.ClientSession) -> None:
     gw, store = recorded
-    received: asyncio.Queue[Any] = asyncio.Queue()
-
-    async def hook(request: web.Request) -> web.Response:
-        await received.put(await request.json())
-        return web.json_response({})
-
-    app = web.Application()
-    app.router.add_post("/hook", hook)
-    async with serving(app) as base:
+    async with receiving_webhooks() as (hook_url, received):
         first = (await rpc(http, gw, "SendMessage", {"message": p10("input: x")}, V10))["task"]
         await rpc(http, gw, "CreateTaskPushNotificationConfig", {
-            "taskId": first["id"], "id": "c1", "url": f"{base}/hook"}, V10)
+            "taskId": first["id"], "id": "c1", "url": hook_url}, V10)
         await eventually(store, first["id"], state_is("TASK_STATE_INPUT_REQUIRED"))
         # The follow-up goes to the agent itself: only its webhook, relayed by the gateway
         # (v0.3 agent, v1.0 client), tells the gateway that the task completed.
