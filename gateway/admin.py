@@ -11,10 +11,11 @@ from __future__ import annotations
 from aiohttp import web
 
 from gateway.auth.peer import http_peer_cert
-from gateway.auth.principal import CHALLENGE_KEY, unauthenticated
-from gateway.ingress.common import GATEWAY_KEY, gateway_of
+from gateway.auth.principal import unauthenticated
+from gateway.ingress.common import GATEWAY_KEY, gateway_of, refused
 from gateway.lifecycle import readiness
 from gateway.metrics import exposition
+from translators.dialects.rest import REST_V10
 from translators.errors import A2AError
 
 # Marks the admin listener's app: its endpoints need no credential.
@@ -40,9 +41,9 @@ async def _refusal(request: web.Request) -> web.Response | None:
             raise unauthenticated("missing", "the admin endpoints need a credential",
                                   authenticator.schemes, policy.admin.config.realm)
     except A2AError as err:
-        return web.json_response(
-            {"error": {"code": 401, "status": "UNAUTHENTICATED", "message": err.message}},
-            status=401, headers={"WWW-Authenticate": err.metadata[CHALLENGE_KEY]})
+        # Answered as the v1.0 HTTP+JSON binding answers (google.rpc.Status), with the
+        # challenge: the one error shape, from its table.
+        return refused(REST_V10.refusal(err), err, None)
     return None
 
 

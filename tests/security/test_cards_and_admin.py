@@ -82,6 +82,9 @@ async def test_admin_endpoints_on_the_main_listener_need_a_credential(
         for path in ("/metrics", "/readyz"):
             async with http.get(gw + path) as resp:
                 assert resp.status == 401 and "WWW-Authenticate" in resp.headers
+                body = await resp.json()
+                assert body["error"]["status"] == "UNAUTHENTICATED"
+                assert body["error"]["details"][0]["reason"] == "UNAUTHENTICATED"
             async with http.get(gw + path, headers={"X-API-Key": "wrong"}) as resp:
                 assert resp.status == 401
             async with http.get(gw + path, headers={"X-API-Key": KEY}) as resp:
