@@ -10,7 +10,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    contextmanager,
+    nullcontext,
+)
 
 import aiohttp
 from a2a.types import a2a_pb2 as pb
@@ -55,6 +61,15 @@ def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
         return GrpcBackend(config, tls)
     raise ConfigError(f"backend binding {config.binding} is not supported by this gateway "
                       f"build yet (backend {config.url}); use JSONRPC")
+
+
+_NOTHING_HELD: AbstractAsyncContextManager[None] = nullcontext()
+
+
+@asynccontextmanager
+async def _holding(slot: AbstractContextManager[None]) -> AsyncIterator[None]:
+    with slot:
+        yield
 
 
 class Gateway:
@@ -161,15 +176,14 @@ class Gateway:
         await self.tasks.admit(call)  # a task of another principal is not found
         return route, backend
 
-    @asynccontextmanager
-    async def _held(self, route: TenantRoute, call: Call, streaming: bool,
-                    ) -> AsyncIterator[None]:
-        """The caller's slot among its calls or streams open at once (auth.rate_limits)."""
+    def _held(self, route: TenantRoute, call: Call, streaming: bool,
+              ) -> AbstractAsyncContextManager[None]:
+        """The caller's slot among its calls or streams open at once (auth.rate_limits);
+        nothing to hold, and nothing built per call, without auth."""
         if self.auth is None or call.ctx.internal:
-            yield
-            return
-        with self.auth.for_tenant(route.name).limits.hold(call.ctx.principal, streaming):
-            yield
+            return _NOTHING_HELD
+        return _holding(self.auth.for_tenant(route.name).limits.hold(call.ctx.principal,
+                                                                      streaming))
 
     async def unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         """The call's result, canonical; or, when the backend speaks the client's dialect
