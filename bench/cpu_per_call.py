@@ -21,7 +21,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -48,10 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     if binary is None:
         print(f"cpu_per_call: nginx missing: {note}", file=sys.stderr)
         return 2
-    logs = Path(tempfile.mkdtemp(prefix="a2a-cpu-per-call-"))
-    logs.chmod(0o755)
-    prefix = logs / "nginx"
-    prefix.mkdir(mode=0o755)
+    logs, prefix = nginx.run_dir("cpu-per-call")
     ports = {"stub": free_port(), "echo": free_port(), "bare": free_port()}
     env = {"A2A_GATEWAY_LOOP": args.loop}
     results: dict[str, list[float]] = {}

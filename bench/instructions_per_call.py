@@ -22,7 +22,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -102,10 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if binary is None or shutil.which("valgrind") is None:
         print(f"instructions_per_call: needs nginx ({note}) and valgrind", file=sys.stderr)
         return 2
-    logs = Path(tempfile.mkdtemp(prefix="a2a-instructions-"))
-    logs.chmod(0o755)
-    prefix = logs / "nginx"
-    prefix.mkdir(mode=0o755)
+    logs, prefix = nginx.run_dir("instructions")
     ports = {"stub": free_port(), "echo": free_port()}
     out = logs / "callgrind.out"
     rows: list[tuple[str, str, int, int]] = []

@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 STREAM_EVENTS = 200  # data: events per stream of /sse10
@@ -48,6 +49,16 @@ def sse_v10(events: int = STREAM_EVENTS) -> bytes:
     out.append(line({"statusUpdate": {"taskId": "t-1", "contextId": "c-1",
                                       "status": {"state": "TASK_STATE_COMPLETED"}}}))
     return "".join(out).encode()
+
+
+def run_dir(name: str) -> tuple[Path, Path]:
+    """A fresh temp dir for one measurement's logs, and nginx's prefix inside it, both
+    readable by nginx's worker (nobody)."""
+    logs = Path(tempfile.mkdtemp(prefix=f"a2a-{name}-"))
+    logs.chmod(0o755)
+    prefix = logs / "nginx"
+    prefix.mkdir(mode=0o755)
+    return logs, prefix
 
 
 def ensure_nginx() -> tuple[str | None, str]:
