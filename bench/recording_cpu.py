@@ -3,7 +3,7 @@
 A load through a gateway on a shared machine varies by tens of percent from one window to
 the next; this measures the recording alone, where nothing else competes: the same
 observations a call hands the index (a translated answer's Task, or a passed-through
-answer's bytes, each a new task), then the writer's batches to a real store, SQLite (its
+answer's bytes with the document read from them, each a new task), then the writer's batches to a real store, SQLite (its
 thread counted) or Redis. CPU time of the whole process over both, per call.
 """
 
@@ -43,7 +43,10 @@ def _calls(path: str, n: int) -> list[tuple[Call, Any]]:
                 id=f"t-{i}", context_id="c-1",
                 status=pb.TaskStatus(state=pb.TASK_STATE_COMPLETED)))
         else:
-            answer = WireAnswer(nginx.ANSWER_V10.replace('"t-1"', f'"t-{i}"').encode())
+            # As the backend client hands it on: the bytes, and the document it read
+            # when it checked them (that read is the call's, index or not).
+            raw = nginx.ANSWER_V10.replace('"t-1"', f'"t-{i}"').encode()
+            answer = WireAnswer(raw, document=JSONRPC_V10.forwarded(raw, 1))
         out.append((call, answer))
     return out
 

@@ -82,7 +82,8 @@ class TaskIndex:
             if 200 <= result.status < 300:
                 dialect = call.dialect
                 self.recorder.add_wire(WireSeen(self._seen(call), dialect.binding,
-                                                dialect.version, call.op.name, result.body))
+                                                dialect.version, call.op.name, result.body,
+                                                result.document))
             return
         self._add(self._seen(call), result)
 

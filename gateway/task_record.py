@@ -18,17 +18,22 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
 import structlog
 
 from gateway.metrics import TASK_DROPS, TASK_RECORDS
 from gateway.state import Store, StoreError, TaskRecord
-from translators.task_facts import TaskFacts, wire_facts
+from translators.task_facts import TaskFacts, document_facts, wire_facts
 
 log = structlog.get_logger("a2a_gateway.task_index")
 
 
-@dataclass(frozen=True, slots=True)
+# Not frozen: these are made for every call, and a frozen dataclass's __init__ costs five
+# times a plain one's.
+
+
+@dataclass(slots=True)
 class Seen:
     """Who saw a task, and through which backend (everything but the task's facts)."""
 
@@ -42,15 +47,22 @@ class Seen:
                           self.owner, self.backend)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class WireSeen:
-    """A passed-through answer, read later: the dialect it is in, its operation, bytes."""
+    """A passed-through answer, read later: the dialect it is in, its operation, and what
+    the gateway read of it (WireAnswer.document; its bytes when it read none)."""
 
     seen: Seen
     binding: str
     version: str
     op: str
     body: bytes
+    document: Any = None
+
+    def facts(self) -> list[TaskFacts]:
+        if self.document is not None:
+            return document_facts(self.binding, self.version, self.op, self.document)
+        return wire_facts(self.binding, self.version, self.op, self.body)
 
 
 def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
@@ -123,7 +135,7 @@ class TaskRecorder:
             now = time.time()
             while self._wire:
                 item = self._wire.popleft()
-                for facts in wire_facts(item.binding, item.version, item.op, item.body):
+                for facts in item.facts():
                     record = item.seen.record(facts, now)
                     key = (record.tenant, record.task_id)
                     old = self._pending.get(key)

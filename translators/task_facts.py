@@ -32,7 +32,7 @@ _STATE_ALIASES = {"TASK_STATE_CANCELLED": "TASK_STATE_CANCELED",
                   **{k: v for k, v in STATE_J03_TO_P10.items() if v != "TASK_STATE_UNSPECIFIED"}}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TaskFacts:
     task_id: str
     context_id: str
@@ -40,12 +40,13 @@ class TaskFacts:
     timestamp: float | None  # the status timestamp, seconds since the epoch
 
 
+# Every spelling of a state, to its v1.0 name.
+_STATE_NAMES = {**{name: name for name in _V10_STATES}, **_STATE_ALIASES}
+
+
 def state_name(value: object) -> str | None:
     """A task state in any version's spelling, as its v1.0 name (None: not a state)."""
-    if not isinstance(value, str):
-        return None
-    name = _STATE_ALIASES.get(value, value)
-    return name if name in _V10_STATES else None
+    return _STATE_NAMES.get(value) if isinstance(value, str) else None
 
 
 _STATES: dict[type, dict[int, str]] = {}
@@ -142,30 +143,38 @@ def _json_tasks(result: object) -> list[object]:
     return [result] if "status" in result else []
 
 
-def wire_facts(binding: str, version: str, op: str, body: bytes) -> list[TaskFacts]:
-    """The tasks in an answer as a backend of this dialect sent it (JSON-RPC: the whole
-    response; HTTP+JSON: the body; gRPC: the message bytes). Never raises."""
+def document_facts(binding: str, version: str, op: str, document: Any) -> list[TaskFacts]:
+    """The tasks in an answer of a backend of this dialect, as the gateway read it when it
+    passed it through (JSON-RPC: the whole response; HTTP+JSON: the body; gRPC: the
+    response message). Never raises."""
     if op not in TASK_ANSWERS or (op == ops.LIST_TASKS and version == V03):
         return []
     if binding == "GRPC":
-        try:
-            message = wire_method(ops.BY_NAME[op], version).response.FromString(body)
-        except (DecodeError, KeyError, ValueError):
-            return []
         tasks: list[Any]
         if op == ops.SEND:
-            tasks = [message.task] if message.WhichOneof("payload") == "task" else []
+            tasks = [document.task] if document.WhichOneof("payload") == "task" else []
         elif op == ops.LIST_TASKS:
-            tasks = list(message.tasks)
+            tasks = list(document.tasks)
         else:
-            tasks = [message]
+            tasks = [document]
         return [f for f in map(_task_facts, tasks) if f is not None]
-    try:
-        # The body was checked when it came (or the client gets it as it is): only its
-        # first JSON value is read, without json.loads' encoding sniffing (half the cost).
-        value, _ = _DECODER.raw_decode(body.decode("utf-8").lstrip())
-    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
-        return []
     if binding == "JSONRPC":
-        value = value.get("result") if isinstance(value, dict) else None
-    return [f for f in map(_json_task, _json_tasks(value)) if f is not None]
+        document = document.get("result") if isinstance(document, dict) else None
+    return [f for f in map(_json_task, _json_tasks(document)) if f is not None]
+
+
+def wire_facts(binding: str, version: str, op: str, body: bytes) -> list[TaskFacts]:
+    """:func:`document_facts` of an answer's bytes (HTTP+JSON: the body; gRPC: the message
+    bytes). Never raises: what does not parse names no task."""
+    if op not in TASK_ANSWERS or (op == ops.LIST_TASKS and version == V03):
+        return []
+    document: Any
+    try:
+        if binding == "GRPC":
+            document = wire_method(ops.BY_NAME[op], version).response.FromString(body)
+        else:
+            # Only the first JSON value is read, without json.loads' encoding sniffing.
+            document, _ = _DECODER.raw_decode(body.decode("utf-8").lstrip())
+    except (DecodeError, KeyError, ValueError, RecursionError):
+        return []  # UnicodeDecodeError is a ValueError
+    return document_facts(binding, version, op, document)

@@ -172,8 +172,9 @@ class GrpcBackend:
             self._echo(call, await pending.initial_metadata())
         except grpc.aio.AioRpcError as exc:
             raise self._error(call, exc, timeout) from None
-        if self.dialect.forwards(call.op, self.version, raw):
-            return WireAnswer(raw)
+        message = self.dialect.forwarded(call.op, self.version, raw)
+        if message is not None:
+            return WireAnswer(raw, document=message)
         result = self.dialect.read_answer(wire_method(call.op, self.version), raw,
                                           call.ctx.loss, call.request)  # names the fault
         return WireAnswer(self.dialect.answer(wire_method(call.op, self.version), result,

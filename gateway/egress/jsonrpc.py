@@ -60,8 +60,9 @@ class JsonRpcBackend:
         async with self._post(call, call.wire.body, stream=False) as resp:
             check_proxy_page(call, self.config, resp)
             raw = await read_capped(call, self.config, resp)
-        if resp.status == 200 and self.dialect.forwards(raw, call.request_id):
-            return WireAnswer(raw)
+        document = self.dialect.forwarded(raw, call.request_id) if resp.status == 200 else None
+        if document is not None:
+            return WireAnswer(raw, document=document)
         result = self.dialect.read_answer(call.op, raw, call.request_id, call.ctx.loss,
                                           call.request)
         return WireAnswer(self.dialect.answer(call.request_id, call.op, result, call.ctx.loss))

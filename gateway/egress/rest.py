@@ -83,8 +83,9 @@ class RestBackend:
             check_proxy_page(call, self.config, resp)
             raw = await read_capped(call, self.config, resp)
             status, content_type = resp.status, resp.content_type
-        if self.dialect.forwards(status, content_type, raw):
-            return WireAnswer(raw, status)
+        document = self.dialect.forwarded(status, content_type, raw)
+        if document is not None:
+            return WireAnswer(raw, status, document)
         result = self.dialect.read_answer(call.op, status, raw, call.ctx.loss, call.request)
         return WireAnswer(self.dialect.answer(call.op, result, call.ctx.loss))
 

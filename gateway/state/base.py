@@ -29,10 +29,12 @@ class BadPageToken(ValueError):
     """A page token this store did not make (ListTasks: InvalidParams)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TaskRecord:
     """One task the gateway has seen. Timestamps are seconds since the epoch;
-    ``updated_at`` is the task status's timestamp (ListTasks orders and filters by it)."""
+    ``updated_at`` is the task status's timestamp (ListTasks orders and filters by it).
+    Not frozen (treat it as a value all the same): the task index makes one per call
+    observed, and a frozen dataclass's __init__ costs five times a plain one's."""
 
     tenant: str
     task_id: str

@@ -33,8 +33,11 @@ CREATE TABLE IF NOT EXISTS tasks (
   state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
   owner TEXT, backend TEXT NOT NULL, PRIMARY KEY (tenant, task_id)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_at DESC, task_id DESC);
-CREATE INDEX IF NOT EXISTS tasks_by_owner
-  ON tasks (tenant, owner, updated_at DESC, task_id DESC);
+-- Only tasks with an owner (auth on): without one, recording writes no entry here, and
+-- ListTasks' `owner = ?` implies the condition, so it still uses this index.
+DROP INDEX IF EXISTS tasks_by_owner;
+CREATE INDEX IF NOT EXISTS tasks_by_owner_set
+  ON tasks (tenant, owner, updated_at DESC, task_id DESC) WHERE owner IS NOT NULL;
 CREATE INDEX IF NOT EXISTS tasks_by_context
   ON tasks (tenant, context_id, updated_at DESC, task_id DESC);
 -- No index by age across tenants: each index is one more B-tree write per recorded

@@ -14,7 +14,13 @@ from translators.dialects.grpc import wire_method
 from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10
 from translators.dialects.rest import REST_V03, REST_V10
 from translators.loss import LossReport
-from translators.task_facts import TaskFacts, facts_of, state_name, wire_facts
+from translators.task_facts import (
+    TaskFacts,
+    document_facts,
+    facts_of,
+    state_name,
+    wire_facts,
+)
 
 T0 = 1_700_000_000.25
 
@@ -63,6 +69,43 @@ def test_wire_answers_say_what_canonical_ones_do(binding: str, version: str) -> 
         assert list(facts_of(answer)) == expected
         assert wire_facts(binding, version, op, _bytes(binding, version, op, answer)) \
             == expected, (op, binding, version)
+
+
+def _forwarded(binding: str, version: str, op: str, raw: bytes) -> Any:
+    """What the backend client keeps of a passed-through answer (WireAnswer.document)."""
+    if binding == "JSONRPC":
+        return (JSONRPC_V10 if version == "1.0" else JSONRPC_V03).forwarded(raw, 7)
+    if binding == "HTTP+JSON":
+        rest = REST_V10 if version == "1.0" else REST_V03
+        return rest.forwarded(200, "application/json", raw)
+    return GRPC[version].forwarded(ops.BY_NAME[op], version, raw)
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
+@pytest.mark.parametrize("version", ["1.0", "0.3"])
+def test_the_document_a_dialect_read_says_what_its_bytes_do(binding: str,
+                                                            version: str) -> None:
+    # A same-dialect answer is read once, by the dialect that checks it; the index reads
+    # its tasks from that reading, not from the bytes again.
+    cases = ANSWERS + ([LIST] if version == "1.0" else [])
+    for op, answer, expected in cases:
+        raw = _bytes(binding, version, op, answer)
+        document = _forwarded(binding, version, op, raw)
+        assert document is not None, (op, binding, version)
+        assert document_facts(binding, version, op, document) == expected, (op, binding)
+    assert wire_facts(binding, version, ops.LIST_TASKS, b"{}") == []
+
+
+def test_what_a_dialect_does_not_forward() -> None:
+    for raw in (b'{"jsonrpc":"2.0","id":7,"result":{}} x', b"\xef\xbb\xbf{}", b"\xff",
+                b'{"jsonrpc":"2.0","id":8,"result":{}}', b'{"jsonrpc":"2.0","id":7}',
+                b'{"jsonrpc":"2.0","id":true,"result":{}}', b"[]"):
+        assert JSONRPC_V10.forwarded(raw, 7) is None, raw
+    assert JSONRPC_V10.forwarded(b' {"jsonrpc":"2.0","id":7,"result":{}}\n', 7) == {
+        "jsonrpc": "2.0", "id": 7, "result": {}}
+    assert REST_V10.forwarded(500, "application/json", b"{}") is None
+    assert REST_V10.forwarded(200, "text/html", b"{}") is None
+    assert REST_V10.forwarded(200, "application/json", b"{}") == {}
 
 
 def test_events_and_what_says_nothing() -> None:

@@ -189,15 +189,15 @@ class GrpcDialect:
         return method, payload
 
     @staticmethod
-    def forwards(op: ops.Operation, version: str, raw: bytes) -> bool:
-        """Whether a same-dialect backend's answer may reach the client as it came: bytes
-        that parse as the method's response message (what does not is read the translated
-        way, which names what is wrong)."""
+    def forwarded(op: ops.Operation, version: str, raw: bytes) -> ProtoMessage | None:
+        """A same-dialect backend's answer as read, when it may reach the client as it
+        came: bytes that parse as the method's response message. None for what does not:
+        it is read the translated way, which names what is wrong."""
         try:
-            wire_method(op, version).response.FromString(raw)
+            message: ProtoMessage = wire_method(op, version).response.FromString(raw)
         except DecodeError:
-            return False
-        return True
+            return None
+        return message
 
     def read_answer(self, method: WireMethod, raw: bytes, loss: LossReport,
                     request: ProtoMessage) -> ProtoMessage | None:

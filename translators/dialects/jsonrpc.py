@@ -252,15 +252,17 @@ class JsonRpcDialect:
             error="InvalidAgentResponseError"))
 
     @staticmethod
-    def forwards(raw: bytes, sent_id: Any) -> bool:
-        """Whether a same-dialect backend's answer may reach the client as it came: a
-        JSON-RPC result for the id sent. Errors, and answers that are wrong, are read the
-        translated way, so they are checked, logged and counted alike."""
+    def forwarded(raw: bytes, sent_id: Any) -> dict[str, Any] | None:
+        """A same-dialect backend's answer as read, when it may reach the client as it
+        came: a JSON-RPC result for the id sent. None for errors and answers that are
+        wrong: they are read the translated way, so they are checked, logged and counted
+        alike."""
         body = json_object(raw)
-        if body is None or body.get("jsonrpc") != "2.0" or "error" in body:
-            return False
+        if body is None or body.get("jsonrpc") != "2.0" or "error" in body \
+                or "result" not in body:
+            return None
         answered = body.get("id")
-        return "result" in body and answered == sent_id and not isinstance(answered, bool)
+        return body if answered == sent_id and not isinstance(answered, bool) else None
 
     def read_answer(self, op: ops.Operation, raw: bytes, sent_id: int, loss: LossReport,
                     request: ProtoMessage) -> ProtoMessage | None:

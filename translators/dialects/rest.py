@@ -192,11 +192,12 @@ class RestDialect:
                            None if body is None else dump_bytes(body))
 
     @staticmethod
-    def forwards(status: int, content_type: str, raw: bytes) -> bool:
-        """Whether a same-dialect backend's answer may reach the client as it came: a
-        JSON object with a success status. Errors, and answers that are wrong, are read
-        the translated way, so they are checked, logged and counted alike."""
-        return status < 400 and "json" in content_type and json_object(raw) is not None
+    def forwarded(status: int, content_type: str, raw: bytes) -> dict[str, Any] | None:
+        """A same-dialect backend's answer as read, when it may reach the client as it
+        came: a JSON object with a success status. None for errors and answers that are
+        wrong: they are read the translated way, so they are checked, logged and counted
+        alike."""
+        return json_object(raw) if status < 400 and "json" in content_type else None
 
     def read_answer(self, op: ops.Operation, status: int, raw: bytes, loss: LossReport,
                     request: ProtoMessage) -> ProtoMessage | None:
