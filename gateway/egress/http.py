@@ -22,6 +22,7 @@ from gateway.egress.base import (
     bad_response,
     too_large,
 )
+from gateway.egress.http1 import Answer, AnswerTooLarge, Http1Pool
 from translators.errors import A2AError
 
 # What a status page from something in front of the backend (a proxy, a load balancer)
@@ -101,16 +102,38 @@ async def read_capped(call: Call, config: BackendConfig, resp: aiohttp.ClientRes
     return b"".join(chunks)
 
 
-def check_proxy_page(call: Call, config: BackendConfig, resp: aiohttp.ClientResponse) -> None:
+def check_proxy_page(call: Call, config: BackendConfig, status: int,
+                     content_type: str) -> None:
     """A 502/503/504 whose body is not JSON (so not the backend's own error): whatever
     stands in front of the backend could not reach it, or gave up waiting."""
-    meaning = _PROXY_STATUS.get(resp.status)
-    if meaning is None or "json" in resp.content_type:
+    meaning = _PROXY_STATUS.get(status)
+    if meaning is None or "json" in content_type:
         return
     if meaning == "unavailable":
-        raise backend_unavailable(call, config, f"HTTP {resp.status} from in front of the "
-                                  f"backend ({resp.content_type})")
-    raise backend_timeout(call, config, config.timeout, f"HTTP {resp.status}, the answer")
+        raise backend_unavailable(call, config, f"HTTP {status} from in front of the "
+                                  f"backend ({content_type})")
+    raise backend_timeout(call, config, config.timeout, f"HTTP {status}, the answer")
+
+
+async def pooled_post(pool: Http1Pool, config: BackendConfig, call: Call,
+                      headers: dict[str, str], body: bytes) -> Answer:
+    """One unary POST over the backend's keep-alive pool (http1.py), with the bounds and
+    the errors of :func:`backend_request` and :func:`read_capped`."""
+    total = _timeout(config, call, False).total
+    try:
+        answer = await pool.post(headers, body, limit=config.max_answer_bytes, total=total,
+                                 connect=config.connect_timeout)
+    except AnswerTooLarge:
+        raise too_large(call, config) from None
+    except TimeoutError:  # before OSError: it is one
+        raise backend_timeout(call, config, total or config.connect_timeout,
+                              "the answer") from None
+    except (OSError, ValueError) as exc:  # ValueError: a header that cannot be sent
+        raise backend_unavailable(call, config, str(exc) or type(exc).__name__) from None
+    call.ctx.outcome.response_headers.update(
+        {h: answer.headers[h] for h in ECHOED_HEADERS if h in answer.headers})
+    check_proxy_page(call, config, answer.status, answer.content_type)
+    return answer
 
 
 def is_event_stream(resp: aiohttp.ClientResponse) -> bool:

@@ -18,9 +18,11 @@ from gateway.egress.http import (
     check_proxy_page,
     is_event_stream,
     not_an_event_stream,
+    pooled_post,
     read_capped,
     read_events,
 )
+from gateway.egress.http1 import Http1Pool
 from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10, JsonRpcDialect
 from translators.versions import V10
@@ -34,22 +36,36 @@ class JsonRpcBackend:
         self.url: str = config.url
         self.dialect: JsonRpcDialect = JSONRPC_V10 if config.version == V10 else JSONRPC_V03
         self._session = session
+        # Unary calls to a plain-http backend: its own keep-alive pool (http1.py).
+        self._pool = Http1Pool(self.url) if Http1Pool.supports(self.url) else None
 
-    def _post(self, call: Call, body: bytes, *, stream: bool,
-              ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    def _headers(self, call: Call, *, stream: bool) -> dict[str, str]:
         headers = backend_headers(call, self.config)
         headers["content-type"] = "application/json"
         headers["accept"] = "text/event-stream" if stream else "application/json"
+        return headers
+
+    def _post(self, call: Call, body: bytes, *, stream: bool,
+              ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         return backend_request(self._session, self.config, call, "POST", self.url,
-                               stream=stream, data=body, headers=headers)
+                               stream=stream, data=body,
+                               headers=self._headers(call, stream=stream))
+
+    async def _exchange(self, call: Call, body: bytes) -> tuple[int, bytes]:
+        """One unary exchange: the answer's status and body."""
+        if self._pool is not None:
+            answer = await pooled_post(self._pool, self.config, call,
+                                       self._headers(call, stream=False), body)
+            return answer.status, answer.body
+        async with self._post(call, body, stream=False) as resp:
+            check_proxy_page(call, self.config, resp.status, resp.content_type)
+            return resp.status, await read_capped(call, self.config, resp)
 
     async def unary(self, call: Call) -> ProtoMessage | None:
         body, sent_id = self.dialect.call_body(call.op, call.request, call.ctx.loss,
                                                self.config.tenant, call.backend_card,
                                                call.ctx.extensions)
-        async with self._post(call, body, stream=False) as resp:
-            check_proxy_page(call, self.config, resp)
-            raw = await read_capped(call, self.config, resp)
+        _, raw = await self._exchange(call, body)
         return self.dialect.read_answer(call.op, raw, sent_id, call.ctx.loss, call.request)
 
     async def forward(self, call: Call) -> WireAnswer:
@@ -57,10 +73,8 @@ class JsonRpcBackend:
         An error (rare) is read as a translated answer is, so that it is logged, counted
         and rendered the one way errors are."""
         assert call.wire is not None
-        async with self._post(call, call.wire.body, stream=False) as resp:
-            check_proxy_page(call, self.config, resp)
-            raw = await read_capped(call, self.config, resp)
-        document = self.dialect.forwarded(raw, call.request_id) if resp.status == 200 else None
+        status, raw = await self._exchange(call, call.wire.body)
+        document = self.dialect.forwarded(raw, call.request_id) if status == 200 else None
         if document is not None:
             return WireAnswer(raw, document=document)
         result = self.dialect.read_answer(call.op, raw, call.request_id, call.ctx.loss,
@@ -74,7 +88,7 @@ class JsonRpcBackend:
         async with self._post(call, body, stream=True) as resp:
             if not is_event_stream(resp):
                 # Errors before the first event may come back as a plain JSON-RPC response.
-                check_proxy_page(call, self.config, resp)
+                check_proxy_page(call, self.config, resp.status, resp.content_type)
                 raw = await read_capped(call, self.config, resp)
                 self.dialect.read_answer(call.op, raw, sent_id, call.ctx.loss, call.request)
                 raise not_an_event_stream(call, self.config, resp)
@@ -84,4 +98,5 @@ class JsonRpcBackend:
                 yield event
 
     async def close(self) -> None:
-        return None
+        if self._pool is not None:
+            self._pool.close()

@@ -58,7 +58,7 @@ class RestBackend:
                                headers=headers)
 
     async def _answer(self, call: Call, resp: aiohttp.ClientResponse) -> ProtoMessage | None:
-        check_proxy_page(call, self.config, resp)
+        check_proxy_page(call, self.config, resp.status, resp.content_type)
         raw = await read_capped(call, self.config, resp)
         return self.dialect.read_answer(call.op, resp.status, raw, call.ctx.loss, call.request)
 
@@ -80,7 +80,7 @@ class RestBackend:
                                    self._base + wire.path, stream=False,
                                    params=wire.query, data=wire.body or None,
                                    headers=headers) as resp:
-            check_proxy_page(call, self.config, resp)
+            check_proxy_page(call, self.config, resp.status, resp.content_type)
             raw = await read_capped(call, self.config, resp)
             status, content_type = resp.status, resp.content_type
         document = self.dialect.forwarded(status, content_type, raw)
