@@ -115,14 +115,17 @@ def check_proxy_page(call: Call, config: BackendConfig, status: int,
     raise backend_timeout(call, config, config.timeout, f"HTTP {status}, the answer")
 
 
-async def pooled_post(pool: Http1Pool, config: BackendConfig, call: Call,
-                      headers: dict[str, str], body: bytes) -> Answer:
-    """One unary POST over the backend's keep-alive pool (http1.py), with the bounds and
-    the errors of :func:`backend_request` and :func:`read_capped`."""
+async def pooled_request(pool: Http1Pool, config: BackendConfig, call: Call, method: str,
+                         target: str | None, headers: dict[str, str],
+                         body: bytes | None) -> Answer:
+    """One unary exchange over the backend's keep-alive pool (http1.py; ``target`` None:
+    the backend's URL), with the bounds and the errors of :func:`backend_request` and
+    :func:`read_capped`."""
     total = _timeout(config, call, False).total
     try:
-        answer = await pool.post(headers, body, limit=config.max_answer_bytes, total=total,
-                                 connect=config.connect_timeout)
+        answer = await pool.request(method, target, headers, body,
+                                    limit=config.max_answer_bytes, total=total,
+                                    connect=config.connect_timeout)
     except AnswerTooLarge:
         raise too_large(call, config) from None
     except TimeoutError:  # before OSError: it is one

@@ -6,8 +6,8 @@ context and a response wrapper. A unary exchange needs far less: write one reque
 one answer. This module does only that, for `http://` backends: the request head is one
 string, the answer is read by aiohttp's own HTTP parser (llhttp: status line, headers,
 Content-Length, chunked, until-close bodies), and the connection goes back to the pool
-for the next call. Everything else — TLS, streams, REST routes with queries — stays on
-aiohttp's session (gateway/egress/http.py).
+for the next call. Everything else — TLS, streams — stays on aiohttp's session
+(gateway/egress/http.py).
 
 Bounds are the session's: the exchange's total time (connect included), the connect
 time, the answer's size (`max_answer_bytes`, refused as it arrives), idle connections
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -39,6 +40,9 @@ _LINE = 8190  # the longest status or header line an answer may have (aiohttp's 
 # Names the exchange writes itself: a configured or forwarded one never replaces them.
 _OWN = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 _FORBIDDEN = re.compile(r"[\r\n\x00]")  # in a header: would split the request
+# Methods whose request says `Content-Length: 0` when it has no body (as aiohttp's do).
+_SENDS_BODY = frozenset({"POST", "PUT", "PATCH"})
+Query = Mapping[str, str] | Sequence[tuple[str, str]]
 
 
 class AnswerTooLarge(Exception):
@@ -85,6 +89,7 @@ class _Connection(asyncio.Protocol):
         self._message: Any = None
         self._payload: Any = None
         self._limit = 0
+        self._surplus = False
 
     def pause_reading(self) -> None:
         return None
@@ -123,8 +128,12 @@ class _Connection(asyncio.Protocol):
             self._fail(BadAnswer(str(error) or type(error).__name__))
             return
         for message, payload in messages:
-            if message.code >= 200:  # 1xx: informational, the answer follows
+            if message.code < 200:
+                continue  # informational: the answer follows
+            if self._message is None:
                 self._message, self._payload = message, payload
+            else:  # more than was asked: the connection is out of step, not reused
+                self._surplus = True
         payload = self._payload
         if payload is None:
             return
@@ -159,7 +168,7 @@ class _Connection(asyncio.Protocol):
             self.transport.write(request)
             message, payload = await waiter
             body = payload.read_nowait()
-            clean = not message.should_close
+            clean = not (message.should_close or self._surplus)
             return Answer(message.code, message.headers, body)
         finally:
             if timer is not None:
@@ -180,6 +189,7 @@ class Http1Pool:
         self.port = parsed.port or 80
         self._host_header = parsed.raw_authority
         self._target = parsed.raw_path_qs or "/"
+        self._base = url.rstrip("/")
         self._idle: list[_Connection] = []
         self._sweep: asyncio.TimerHandle | None = None
         self._closed = False
@@ -188,23 +198,41 @@ class Http1Pool:
     def supports(url: str) -> bool:
         return url.startswith("http://")
 
-    def request_head(self, method: str, headers: dict[str, str], length: int) -> bytes:
-        lines = [f"{method} {self._target} HTTP/1.1\r\nHost: {self._host_header}\r\n"]
+    def target(self, path: str, query: Query = ()) -> str:
+        """The request target of ``path`` (below the pool's URL) and ``query``, encoded as
+        aiohttp's session would."""
+        url = URL(self._base + path)
+        return (url.extend_query(query) if query else url).raw_path_qs
+
+    def request_head(self, method: str, target: str, headers: dict[str, str],
+                     length: int | None) -> bytes:
+        lines = [f"{method} {target} HTTP/1.1\r\nHost: {self._host_header}\r\n"]
         for name, value in headers.items():
             if name.lower() in _OWN:
                 continue
             if _FORBIDDEN.search(name) or _FORBIDDEN.search(value):
                 raise ValueError(f"header {name[:40]!r} has a line break or NUL in it")
             lines.append(f"{name}: {value}\r\n")
-        lines.append(f"Content-Length: {length}\r\n\r\n")
+        lines.append("\r\n" if length is None else f"Content-Length: {length}\r\n\r\n")
         return "".join(lines).encode("utf-8", "surrogateescape")
 
     async def post(self, headers: dict[str, str], body: bytes, *, limit: int,
                    total: float | None, connect: float) -> Answer:
-        """One POST of ``body`` to the pool's URL; TimeoutError after ``total`` seconds
-        (connecting included), ConnectionError/OSError when the backend cannot be reached
-        or breaks off, AnswerTooLarge past ``limit`` bytes of body."""
-        request = self.request_head("POST", headers, len(body)) + body
+        """One POST of ``body`` to the pool's URL itself (see :meth:`request`)."""
+        return await self.request("POST", None, headers, body, limit=limit, total=total,
+                                  connect=connect)
+
+    async def request(self, method: str, target: str | None, headers: dict[str, str],
+                      body: bytes | None, *, limit: int, total: float | None,
+                      connect: float) -> Answer:
+        """One exchange (``target``: the request target, from :meth:`target`; None: the
+        pool's URL); TimeoutError after ``total`` seconds (connecting included),
+        ConnectionError/OSError when the backend cannot be reached or breaks off,
+        AnswerTooLarge past ``limit`` bytes of body."""
+        length = len(body) if body is not None else 0 if method in _SENDS_BODY else None
+        head = self.request_head(method, self._target if target is None else target, headers,
+                                 length)
+        request = head if body is None else head + body
         loop = asyncio.get_running_loop()
         deadline = None if total is None else loop.time() + total
         conn = self._take(loop)

@@ -18,7 +18,7 @@ from gateway.egress.http import (
     check_proxy_page,
     is_event_stream,
     not_an_event_stream,
-    pooled_post,
+    pooled_request,
     read_capped,
     read_events,
 )
@@ -54,8 +54,8 @@ class JsonRpcBackend:
     async def _exchange(self, call: Call, body: bytes) -> tuple[int, bytes]:
         """One unary exchange: the answer's status and body."""
         if self._pool is not None:
-            answer = await pooled_post(self._pool, self.config, call,
-                                       self._headers(call, stream=False), body)
+            answer = await pooled_request(self._pool, self.config, call, "POST", None,
+                                          self._headers(call, stream=False), body)
             return answer.status, answer.body
         async with self._post(call, body, stream=False) as resp:
             check_proxy_page(call, self.config, resp.status, resp.content_type)

@@ -22,9 +22,11 @@ from gateway.egress.http import (
     check_proxy_page,
     is_event_stream,
     not_an_event_stream,
+    pooled_request,
     read_capped,
     read_events,
 )
+from gateway.egress.http1 import Http1Pool, Query
 from translators.dialects.base import WireAnswer
 from translators.dialects.rest import REST_V03, REST_V10, BackendCall, RestDialect
 from translators.versions import V10
@@ -39,6 +41,8 @@ class RestBackend:
         self.dialect: RestDialect = REST_V10 if config.version == V10 else REST_V03
         self._session = session
         self._base = self.url.rstrip("/")
+        # Unary calls to a plain-http backend: its own keep-alive pool (http1.py).
+        self._pool = Http1Pool(self.url) if Http1Pool.supports(self.url) else None
 
     def _calls(self, call: Call, stream: bool) -> list[BackendCall]:
         return self.dialect.backend_calls(call.op, call.request, call.ctx.loss,
@@ -47,15 +51,33 @@ class RestBackend:
                                           card=call.backend_card,
                                           extensions=call.ctx.extensions)
 
-    def _send(self, call: Call, out: BackendCall, *, stream: bool,
-              ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+    def _headers(self, call: Call, *, stream: bool, body: bool) -> dict[str, str]:
         headers = backend_headers(call, self.config)
         headers["accept"] = "text/event-stream" if stream else "application/json"
-        if out.body is not None:
+        if body:
             headers["content-type"] = "application/json"
+        return headers
+
+    def _send(self, call: Call, out: BackendCall, *, stream: bool,
+              ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
         return backend_request(self._session, self.config, call, out.verb, self._base + out.path,
                                stream=stream, params=out.query, data=out.body,
-                               headers=headers)
+                               headers=self._headers(call, stream=stream,
+                                                     body=out.body is not None))
+
+    async def _exchange(self, call: Call, verb: str, path: str, query: Query,
+                        body: bytes | None) -> tuple[int, str, bytes]:
+        """One unary exchange: the answer's status, media type and body."""
+        headers = self._headers(call, stream=False, body=body is not None)
+        if self._pool is not None:
+            answer = await pooled_request(self._pool, self.config, call, verb,
+                                          self._pool.target(path, query), headers, body)
+            return answer.status, answer.content_type, answer.body
+        async with backend_request(self._session, self.config, call, verb, self._base + path,
+                                   stream=False, params=query, data=body,
+                                   headers=headers) as resp:
+            check_proxy_page(call, self.config, resp.status, resp.content_type)
+            return resp.status, resp.content_type, await read_capped(call, self.config, resp)
 
     async def _answer(self, call: Call, resp: aiohttp.ClientResponse) -> ProtoMessage | None:
         check_proxy_page(call, self.config, resp.status, resp.content_type)
@@ -63,8 +85,9 @@ class RestBackend:
         return self.dialect.read_answer(call.op, resp.status, raw, call.ctx.loss, call.request)
 
     async def unary(self, call: Call) -> ProtoMessage | None:
-        async with self._send(call, self._calls(call, False)[0], stream=False) as resp:
-            return await self._answer(call, resp)
+        out = self._calls(call, False)[0]
+        status, _, raw = await self._exchange(call, out.verb, out.path, out.query, out.body)
+        return self.dialect.read_answer(call.op, status, raw, call.ctx.loss, call.request)
 
     async def forward(self, call: Call) -> WireAnswer:
         """The client's own request, to a backend of its dialect; a JSON result as it
@@ -72,17 +95,8 @@ class RestBackend:
         counted and rendered the one way errors are."""
         wire = call.wire
         assert wire is not None
-        headers = backend_headers(call, self.config)
-        headers["accept"] = "application/json"
-        if wire.body:
-            headers["content-type"] = "application/json"
-        async with backend_request(self._session, self.config, call, wire.verb,
-                                   self._base + wire.path, stream=False,
-                                   params=wire.query, data=wire.body or None,
-                                   headers=headers) as resp:
-            check_proxy_page(call, self.config, resp.status, resp.content_type)
-            raw = await read_capped(call, self.config, resp)
-            status, content_type = resp.status, resp.content_type
+        status, content_type, raw = await self._exchange(call, wire.verb, wire.path,
+                                                         wire.query, wire.body or None)
         document = self.dialect.forwarded(status, content_type, raw)
         if document is not None:
             return WireAnswer(raw, status, document)
@@ -105,4 +119,5 @@ class RestBackend:
                 return
 
     async def close(self) -> None:
-        return None
+        if self._pool is not None:
+            self._pool.close()

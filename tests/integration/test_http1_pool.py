@@ -227,3 +227,27 @@ def test_only_plain_http_urls() -> None:
     with pytest.raises(ValueError):
         Http1Pool("https://a/x")
     assert BadAnswer.__mro__[1] is ConnectionError
+
+
+async def test_targets_and_bodiless_requests_are_framed_as_aiohttp_frames_them(
+        server: Server) -> None:
+    pool = Http1Pool(f"http://127.0.0.1:{server.port}/base/")
+    target = pool.target("/v1/tasks/a b%2F/é:x", {"historyLength": "2", "q": "1 2"})
+    assert target == "/base/v1/tasks/a%20b%2F/%C3%A9:x?historyLength=2&q=1+2"
+    for method in ("GET", "DELETE", "POST"):
+        await pool.request(method, target, {}, None, limit=100, total=1, connect=1)
+    get, delete, post = server.requests
+    assert get.startswith(b"GET /base/v1/tasks/a%20b%2F/%C3%A9:x?historyLength=2&q=1+2 ")
+    assert b"content-length" not in get.lower() and b"content-length" not in delete.lower()
+    assert post.endswith(b"Content-Length: 0\r\n\r\n")
+    pool.close()
+
+
+async def test_an_answer_with_another_after_it_leaves_its_connection_unused(
+        server: Server) -> None:
+    pool = pool_for(server)
+    server.replies.append(lambda _: ok(b'{"a":1}')(b"") + ok(b'{"unasked":1}')(b""))
+    assert (await post(pool)).body == b'{"a":1}'
+    assert (await post(pool)).body == b'{"ok":1}'  # not the unasked answer
+    assert server.connections == 2
+    pool.close()
