@@ -2,9 +2,9 @@
 
 One structlog processor doing what `add_log_level`, `TimeStamper(fmt="iso", utc=True)`,
 `format_exc_info` and `JSONRenderer()` did in a chain, with the same keys in the same
-order and the same text, at about a third of their cost (every call writes a line, so
-this runs once per call): the timestamp's date and time are formatted once per second,
-and the JSON encoder is built once instead of per line.
+order and the same values (compact JSON), at a fraction of their cost (every call writes
+a line, so this runs once per call): the timestamp's date and time are formatted once per
+second, and the JSON is orjson's.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+import orjson
 from structlog.processors import format_exc_info
 from structlog.typing import EventDict, WrappedLogger
 
@@ -27,7 +28,17 @@ def _fallback(obj: Any) -> Any:
         return repr(obj)
 
 
-_encode = json.JSONEncoder(default=_fallback).encode  # json.dumps(value, default=_fallback)
+_encode_json = json.JSONEncoder(default=_fallback).encode  # json.dumps(value, default=_fallback)
+
+
+def _encode(event_dict: EventDict) -> str:
+    """The line's JSON: orjson's (a line is written per call: a third of the json
+    module's time), the json module's for what orjson refuses (an integer beyond 64 bits,
+    a lone surrogate, a non-string key)."""
+    try:
+        return orjson.dumps(event_dict, default=_fallback).decode()
+    except orjson.JSONEncodeError:
+        return _encode_json(event_dict)
 _second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
 
 

@@ -14,6 +14,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from translators.errors import a2a_error
 
 # Wider than any protobuf integer (uint64), narrower than what costs CPU to convert.
@@ -108,8 +110,8 @@ def number_refusal(bad_number: str, name: str = "InvalidParamsError") -> Any:
                      f"fit in 64 bits)")
 
 
-# Built once: json.dumps with options builds an encoder per call (a stream event's frame
-# is one call).
+# The fallback for what orjson does not write (below), built once: json.dumps with
+# options builds an encoder per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(ensure_ascii=True, allow_nan=False)
 
@@ -122,7 +124,18 @@ def dumps(value: Any) -> str:
 
 
 def dump_bytes(value: Any) -> bytes:
-    """:func:`dumps` as the UTF-8 bytes sent on the wire."""
+    """:func:`dumps` as the UTF-8 bytes sent on the wire, compact.
+
+    orjson writes them in a fifteenth of the json module's time (bench/README.md). What
+    it refuses — a lone surrogate, an integer beyond 64 bits, a non-string key — the
+    json module writes, to ASCII when UTF-8 cannot carry the text. NaN and Infinity
+    never get here: parsing refuses them (parse_json) and so does ProtoJSON's writer for
+    a Struct number (protojson.py), the only float the A2A messages have; the json
+    module would refuse them too, orjson would write null."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        pass
     text = _ENCODER.encode(value)
     try:
         return text.encode("utf-8")
