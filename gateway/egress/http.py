@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
@@ -144,7 +144,7 @@ def is_event_stream(resp: aiohttp.ClientResponse) -> bool:
 
 
 class EventReader(Protocol):
-    def feed(self, chunk: bytes) -> list[pb.StreamResponse]: ...
+    def feed(self, chunk: bytes) -> Iterable[pb.StreamResponse]: ...
 
     def close(self) -> list[pb.StreamResponse]: ...
 

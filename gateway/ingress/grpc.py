@@ -27,6 +27,7 @@ from gateway.lifecycle import Streams
 from gateway.observe import log_call
 from gateway.pipeline import Gateway
 from gateway.streams import with_final_flags, without_final_flags
+from gateway.turns import Turn
 from translators.dialects import grpc as wire
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError, a2a_error
@@ -146,8 +147,11 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
         tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
         try:
             with tracked:
+                turn = Turn()  # others run too while a read's events are written
                 async for item, final in items:
                     await context.write(call.dialect.event_frame(item, final, ctx.loss))
+                    if turn.over():
+                        await turn.pass_on()
         except asyncio.CancelledError as exc:
             if streams is None or not streams.draining:
                 # The client cancelled: closing `items` below closes the backend stream,

@@ -14,6 +14,7 @@ from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.observe import log_call
 from gateway.sse import SSE_HEADERS
 from gateway.streams import with_final_flags, without_final_flags
+from gateway.turns import Turn
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03
 
@@ -69,11 +70,14 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         # connection) for ever: each write is bounded by one deadline per stream.
         with streams.track(ctx.client_binding):
             async with Deadline() as deadline:
+                turn = Turn()  # others run too while a read's events are written
                 while pending is not None:
                     frame = frame_item(*pending)
                     deadline.arm(write_timeout)
                     await response.write(frame)
                     deadline.disarm()
+                    if turn.over():
+                        await turn.pass_on()
                     pending = await anext(items, None)
     except asyncio.CancelledError as exc:
         if not streams.draining:
