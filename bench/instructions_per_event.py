@@ -24,9 +24,9 @@ from pathlib import Path
 
 import yaml
 
-from bench.instructions_per_call import _GATEWAY, _control, _totals, _valgrind
+from bench.instructions_per_call import _control, _totals, gateway_under_valgrind
 from bench.peers import Run, _load, _spec, gateway_config
-from bench.procs import PYTHON, Processes, free_port
+from bench.procs import Processes, free_port
 
 
 def _measure(pid: int, out: Path, port: int, streams: int) -> tuple[int, int]:
@@ -74,8 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             port = free_port()
             config = logs / f"{name}.yaml"
             config.write_text(yaml.safe_dump(gateway_config(port, echo, echo), sort_keys=False))
-            starts[name] = (_valgrind(out, [str(PYTHON), "-P", "-c", _GATEWAY, "serve",
-                                            "--config", str(config)]), port,
+            starts[name] = (gateway_under_valgrind(out, config), port,
                             {"PYTHONPATH": str(tree.resolve())} if tree else {})
         with ThreadPoolExecutor(len(starts)) as pool:
             started = {name: pool.submit(procs.start, name, cmd, port, 600.0, env)

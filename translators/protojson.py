@@ -38,6 +38,7 @@ M = TypeVar("M", bound=ProtoMessage)
 _MAX_DEPTH = 100  # json_format's recursion limit
 _STRUCT, _VALUE, _LIST, _TIMESTAMP = ("google.protobuf.Struct", "google.protobuf.Value",
                                       "google.protobuf.ListValue", "google.protobuf.Timestamp")
+_WELL_KNOWN = frozenset({_STRUCT, _VALUE, _LIST, _TIMESTAMP})
 _HAS_ZONE = re.compile(r"(?:[Zz]|[+-]\d\d:?\d\d)\Z")
 _SCALARS = frozenset({FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES,
                       FieldDescriptor.TYPE_BOOL, FieldDescriptor.TYPE_INT32,
@@ -156,6 +157,7 @@ class _Plan:
     by_key: dict[str, _Field] = field(default_factory=dict)
     by_number: dict[int, _Field] = field(default_factory=dict)
     generic: bool = False  # a field kind this codec does not handle: json_format does
+    well_known: str | None = None  # Timestamp, Struct, Value, ListValue: their own forms
 
 
 class Codec:
@@ -167,7 +169,10 @@ class Codec:
                  naive_timestamps: bool = False) -> None:
         self._aliases = enum_aliases or {}
         self._naive = naive_timestamps
-        self._plans: dict[str, _Plan] = {}
+        # By descriptor (one object per message type): a descriptor's full_name costs
+        # more to read than the dictionary lookup, and every message of every call is
+        # looked up here.
+        self._plans: dict[Descriptor, _Plan] = {}
 
     # ------------------------------------------------------------ plans
 
@@ -192,10 +197,14 @@ class Codec:
         return plan
 
     def _plan(self, desc: Descriptor) -> _Plan:
-        plan = self._plans.get(desc.full_name)
+        plan = self._plans.get(desc)
         if plan is not None:
             return plan
         plan = _Plan()
+        if desc.full_name in _WELL_KNOWN:
+            plan.well_known = desc.full_name
+            self._plans[desc] = plan
+            return plan
         for f in desc.fields:
             kind_ok = f.type in _SCALARS or f.type == FieldDescriptor.TYPE_MESSAGE
             if not kind_ok or f.is_extension:
@@ -204,7 +213,7 @@ class Codec:
             plan.by_key[f.json_name] = plan.by_key.get(f.json_name, fp)
             plan.by_key.setdefault(f.name, fp)
             plan.by_number[f.number] = fp
-        self._plans[desc.full_name] = plan
+        self._plans[desc] = plan
         return plan
 
     # ------------------------------------------------------------ parse
@@ -217,8 +226,8 @@ class Codec:
     def _into(self, msg: ProtoMessage, data: Any, path: str, depth: int) -> None:
         if depth >= _MAX_DEPTH:
             raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
-        desc = msg.DESCRIPTOR
-        name = desc.full_name
+        plan = self._plan(msg.DESCRIPTOR)
+        name = plan.well_known
         if name == _TIMESTAMP:
             self._timestamp(msg, data, path)
         elif name == _STRUCT:
@@ -228,7 +237,6 @@ class Codec:
         elif name == _LIST:
             self._list(msg, data, path, depth)
         else:
-            plan = self._plan(desc)
             if plan.generic:
                 json_format.ParseDict(data, msg, ignore_unknown_fields=True)
                 return
@@ -366,16 +374,16 @@ class Codec:
         return out
 
     def _message(self, msg: Any) -> Any:
-        name = msg.DESCRIPTOR.full_name
-        if name == _TIMESTAMP:
-            return msg.ToJsonString()
-        if name == _STRUCT:
-            return {k: _dump_value(v) for k, v in msg.fields.items()}
-        if name == _VALUE:
-            return _dump_value(msg)
-        if name == _LIST:
-            return [_dump_value(v) for v in msg.values]
         plan = self._plan(msg.DESCRIPTOR)
+        name = plan.well_known
+        if name is not None:
+            if name == _TIMESTAMP:
+                return msg.ToJsonString()
+            if name == _STRUCT:
+                return {k: _dump_value(v) for k, v in msg.fields.items()}
+            if name == _VALUE:
+                return _dump_value(msg)
+            return [_dump_value(v) for v in msg.values]  # ListValue
         if plan.generic:
             return json_format.MessageToDict(msg)
         out: dict[str, Any] = {}
