@@ -18,6 +18,8 @@ def normalize_version(raw: str | None) -> str:
     Patch numbers must not take part in negotiation (§3.6), so ``1.0.1`` is ``1.0``.
     Anything that is not digits-dot-digits is returned as given, to be refused.
     """
+    if raw in KNOWN_VERSIONS:  # nearly every call: what it says is the answer
+        return raw
     value = (raw or "").strip()
     if not value:
         return V03
