@@ -137,6 +137,7 @@ def markdown(data: dict[str, Any], metrics: dict[str, float],
     """The peers section of bench/RESULTS.md (with the short table for the README)."""
     from bench.report import md_table
     primary, other = data.get("primary", "asyncio"), data.get("other")
+    rounds = data.get("rounds", 1)
     if data.get("skipped"):
         return ("## Peers: one core for the middle hop\n\nNot measured: "
                 f"{data.get('nginx')} (the fixed-answer backend is nginx).\n")
@@ -191,7 +192,11 @@ def markdown(data: dict[str, Any], metrics: dict[str, float],
         f"events from the backend, the client counting them, {TIMINGS['stream'].duration:g} "
         f"s. Gateway and bare proxy on `{primary}`"
         + (f" (and `{other}` for the last column)" if other else "") + ". "
-        "`hop CPU ms/req` = utime+stime of the middle hop (/proc/<pid>/stat, with "
+        + (f"Each `{primary}` figure is the peer's best of {rounds} rounds, every peer "
+           "measured in turn each round (req/s, events/s: the highest; p50 at 1 connection: "
+           "the lowest; all rounds in last-run.json): one window can lose a third of the "
+           "hop's core to other work on this shared machine. " if rounds > 1 else "")
+        + "`hop CPU ms/req` = utime+stime of the middle hop (/proc/<pid>/stat, with "
         "children) over the measured window ÷ requests; `hop CPU %` below ~95 means the "
         "middle hop was not saturated (waiting, or its core taken by another process: the "
         "machine is shared, see the load average). nginx: " + str(data.get("nginx"))

@@ -168,7 +168,7 @@ def run_peers(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
     print(f"peers: middle hop on CPU {peers.MIDDLE_CORE}, load client and stubs on CPU "
           f"{peers.LOAD_CORE}; loop {args.loop}" + (f" (and {other})" if other else ""),
           flush=True)
-    return peers.run_peers(logs / "peers", args.loop, other, args.only)
+    return peers.run_peers(logs / "peers", args.loop, other, args.only, args.peer_rounds)
 
 
 def run_workers(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
@@ -250,6 +250,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "comparison (A2A_GATEWAY_LOOP); the other one is measured too")
     parser.add_argument("--one-loop", action="store_true",
                         help="peers: measure only --loop, not the other loop as well")
+    parser.add_argument("--peer-rounds", type=int, default=3,
+                        help="peers: rounds of the primary loop's runs, interleaved; each "
+                             "peer's best round is reported")
     parser.add_argument("--skip-peers", action="store_true",
                         help="skip the peer comparison (nginx, bare proxy, gateway, pinned)")
     parser.add_argument("--skip-workers", action="store_true",

@@ -7,9 +7,10 @@ anything else on this worker runs, so a new call, or another stream's first even
 behind it. A serving loop asks :meth:`Turn.over` after each event and, when its turn has
 lasted TURN seconds, lets the others run (`asyncio.sleep(0)`) before it goes on.
 
-Measured (bench/README.md, "Streams"): 16 streams of 200 events through one core, the
-first event of a new stream 154 → 59 ms behind at 0.5 ms turns, events per second within
-5%; a turn per event halved the events per second.
+Measured (bench/README.md, "Streams take turns"): 16 streams of 200 events through one
+core, a new stream's first event ~230 → ~35-40 ms after the backend's with 0.5 ms turns
+(and each read's events decoded as they are served), events per second within the
+noise; a turn per event halved them.
 """
 
 from __future__ import annotations
