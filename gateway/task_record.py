@@ -107,11 +107,17 @@ class TaskRecorder:
             self.add(record)
 
     def add_wire(self, item: WireSeen) -> None:
-        if len(self) >= self.capacity:
+        # Once per passed-through answer: the sizes read once, the writer started only
+        # when it is not running (it writes everything that comes while it runs).
+        size = len(self._pending) + len(self._wire)
+        if size >= self.capacity:
             TASK_DROPS.labels("queue_full").inc()
             return
         self._wire.append(item)
-        self._wake()
+        if size + 1 >= self.batch:
+            self._full.set()
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write())
 
     def pending(self, tenant: str, task_id: str) -> TaskRecord | None:
         """An observation not written yet (the store does not know it so far)."""
@@ -133,13 +139,17 @@ class TaskRecorder:
                     await asyncio.wait_for(self._full.wait(), self.linger)
             self._full.clear()
             now = time.time()
-            while self._wire:
-                item = self._wire.popleft()
+            pending, wire = self._pending, self._wire
+            while wire:
+                item = wire.popleft()
+                seen = item.seen
                 for facts in item.facts():
-                    record = item.seen.record(facts, now)
-                    key = (record.tenant, record.task_id)
-                    old = self._pending.get(key)
-                    self._pending[key] = record if old is None else merged(old, record)
+                    at = facts.timestamp if facts.timestamp is not None else now
+                    key = (seen.tenant, facts.task_id)
+                    record = TaskRecord(seen.tenant, facts.task_id, facts.context_id,
+                                        facts.state, at, at, seen.owner, seen.backend)
+                    old = pending.get(key)
+                    pending[key] = record if old is None else merged(old, record)
             keys = list(islice(self._pending, self.batch))
             batch = [self._pending.pop(key) for key in keys]
             try:

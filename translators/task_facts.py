@@ -121,14 +121,15 @@ def _timestamp(value: object) -> float | None:
 def _json_task(task: object) -> TaskFacts | None:
     if not isinstance(task, dict):
         return None
-    task_id, context_id, status = task.get("id"), task.get("contextId"), task.get("status")
+    task_id, status = task.get("id"), task.get("status")
     if not isinstance(task_id, str) or not task_id or not isinstance(status, dict):
         return None
     state = state_name(status.get("state"))
     if state is None:
         return None
+    context_id, stamp = task.get("contextId"), status.get("timestamp")
     return TaskFacts(task_id, context_id if isinstance(context_id, str) else "", state,
-                     _timestamp(status.get("timestamp")))
+                     None if stamp is None else _timestamp(stamp))
 
 
 def _json_tasks(result: object) -> list[object]:
