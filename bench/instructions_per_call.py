@@ -83,6 +83,30 @@ def count(pid: int, out: Path, spec: dict[str, Any], duration: float,
     return int(result["ok"]), _totals(out, pid, began - 1)
 
 
+# What to start under valgrind: name -> (command, port, extra environment).
+Starts = dict[str, tuple[list[str], int, dict[str, str]]]
+
+
+def add_gateways(starts: Starts, out: Path, logs: Path, trees: list[tuple[str, Path | None]],
+                 stub: int, echo: int) -> None:
+    """A gateway under valgrind per source tree (None: this one), bench.peers' config."""
+    for name, tree in trees:
+        port = free_port()
+        config = logs / f"{name}.yaml"
+        config.write_text(yaml.safe_dump(gateway_config(port, stub, echo), sort_keys=False))
+        starts[name] = (gateway_under_valgrind(out, config), port,
+                        {"PYTHONPATH": str(tree.resolve())} if tree else {})
+
+
+def start_all(procs: Processes, starts: Starts) -> dict[str, tuple[int, int]]:
+    """Start them all at once (under valgrind a start takes about a minute): name ->
+    (pid, port)."""
+    with ThreadPoolExecutor(len(starts)) as pool:
+        started = {name: pool.submit(procs.start, name, cmd, port, 600.0, env)
+                   for name, (cmd, port, env) in starts.items()}
+        return {name: (f.result().pid, starts[name][1]) for name, f in started.items()}
+
+
 def gateway_under_valgrind(out: Path, config: Path) -> list[str]:
     # -P: the working directory (this tree) must not come before PYTHONPATH.
     return valgrind_cmd(out, [str(PYTHON), "-P", "-c", _GATEWAY, "serve", "--config",
@@ -113,22 +137,12 @@ def main(argv: list[str] | None = None) -> int:
         trees: list[tuple[str, Path | None]] = [("gw", None)]
         trees += [(f"base{i}" if len(args.baseline) > 1 else "base", d)
                   for i, d in enumerate(args.baseline)]
-        starts: dict[str, tuple[list[str], int, dict[str, str]]] = {}
+        starts: Starts = {}
         port = free_port()
         starts["bare"] = (valgrind_cmd(out, plain_proxy_cmd(port, {
             "t10": f"http://127.0.0.1:{ports['stub']}/v10"})), port, {})
-        for name, tree in trees:
-            port = free_port()
-            config = logs / f"{name}.yaml"
-            config.write_text(yaml.safe_dump(gateway_config(port, ports["stub"], ports["echo"]),
-                                             sort_keys=False))
-            starts[name] = (gateway_under_valgrind(out, config), port,
-                            {"PYTHONPATH": str(tree.resolve())} if tree else {})
-        # Under valgrind a start takes a minute: all at once.
-        with ThreadPoolExecutor(len(starts)) as pool:
-            started = {name: pool.submit(procs.start, name, cmd, port, 600.0, env)
-                       for name, (cmd, port, env) in starts.items()}
-            hops = {name: (f.result().pid, starts[name][1]) for name, f in started.items()}
+        add_gateways(starts, out, logs, trees, ports["stub"], ports["echo"])
+        hops = start_all(procs, starts)
         plan = [("bare", "bare")] + [(name, PATHS[p]) for p in args.paths.split(",")
                                      for name, _ in trees]
         for hop, peer in plan:

@@ -19,13 +19,10 @@ import shutil
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import yaml
-
-from bench.instructions_per_call import _control, _totals, gateway_under_valgrind
-from bench.peers import Run, _load, _spec, gateway_config
+from bench.instructions_per_call import Starts, _control, _totals, add_gateways, start_all
+from bench.peers import Run, _load, _spec
 from bench.procs import Processes, free_port
 
 
@@ -69,17 +66,9 @@ def main(argv: list[str] | None = None) -> int:
                                   str(echo)], echo)
         trees: list[tuple[str, Path | None]] = [("gw", None)]
         trees += [(f"base{i}", d) for i, d in enumerate(args.baseline)]
-        starts: dict[str, tuple[list[str], int, dict[str, str]]] = {}
-        for name, tree in trees:
-            port = free_port()
-            config = logs / f"{name}.yaml"
-            config.write_text(yaml.safe_dump(gateway_config(port, echo, echo), sort_keys=False))
-            starts[name] = (gateway_under_valgrind(out, config), port,
-                            {"PYTHONPATH": str(tree.resolve())} if tree else {})
-        with ThreadPoolExecutor(len(starts)) as pool:
-            started = {name: pool.submit(procs.start, name, cmd, port, 600.0, env)
-                       for name, (cmd, port, env) in starts.items()}
-            hops = {name: (f.result().pid, starts[name][1]) for name, f in started.items()}
+        starts: Starts = {}
+        add_gateways(starts, out, logs, trees, echo, echo)
+        hops = start_all(procs, starts)
         for name, (pid, port) in hops.items():
             events, instructions = _measure(pid, out, port, args.streams)
             per_event[name] = instructions / events

@@ -216,12 +216,6 @@ class Http1Pool:
         lines.append("\r\n" if length is None else f"Content-Length: {length}\r\n\r\n")
         return "".join(lines).encode("utf-8", "surrogateescape")
 
-    async def post(self, headers: dict[str, str], body: bytes, *, limit: int,
-                   total: float | None, connect: float) -> Answer:
-        """One POST of ``body`` to the pool's URL itself (see :meth:`request`)."""
-        return await self.request("POST", None, headers, body, limit=limit, total=total,
-                                  connect=connect)
-
     async def request(self, method: str, target: str | None, headers: dict[str, str],
                       body: bytes | None, *, limit: int, total: float | None,
                       connect: float) -> Answer:

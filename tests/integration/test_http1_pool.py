@@ -75,8 +75,9 @@ def pool_for(server: Server) -> Http1Pool:
 
 async def post(pool: Http1Pool, body: bytes = b"{}", *, limit: int = 1 << 20,
                total: float | None = 5.0) -> http1.Answer:
-    return await pool.post({"content-type": "application/json", "x-request-id": "r1"}, body,
-                           limit=limit, total=total, connect=2.0)
+    return await pool.request("POST", None, {"content-type": "application/json",
+                                             "x-request-id": "r1"}, body,
+                              limit=limit, total=total, connect=2.0)
 
 
 async def test_requests_reuse_one_connection_and_carry_their_headers(server: Server) -> None:
@@ -197,12 +198,12 @@ async def test_unreachable_and_header_injection_fail_before_anything_is_sent(
         await post(gone)
     pool = pool_for(server)
     with pytest.raises(ValueError):
-        await pool.post({"x-evil": "a\r\nHost: elsewhere"}, b"{}", limit=100, total=1,
-                        connect=1)
+        await pool.request("POST", None, {"x-evil": "a\r\nHost: elsewhere"}, b"{}", limit=100,
+                           total=1, connect=1)
     assert server.requests == []
     # The gateway's own framing headers are never taken from configured or forwarded ones.
-    await pool.post({"Host": "elsewhere", "content-length": "99"}, b"{}", limit=100,
-                    total=1, connect=1)
+    await pool.request("POST", None, {"Host": "elsewhere", "content-length": "99"}, b"{}",
+                       limit=100, total=1, connect=1)
     assert b"elsewhere" not in server.requests[0] and b"99" not in server.requests[0]
     pool.close()
 
