@@ -100,31 +100,28 @@ class TaskRecorder:
         else:
             TASK_DROPS.labels("queue_full").inc()
             return
-        self._wake()
+        self._wake(len(self))
 
     def add_all(self, records: Sequence[TaskRecord]) -> None:
         for record in records:
             self.add(record)
 
     def add_wire(self, item: WireSeen) -> None:
-        # Once per passed-through answer: the sizes read once, the writer started only
-        # when it is not running (it writes everything that comes while it runs).
-        size = len(self._pending) + len(self._wire)
+        size = len(self)
         if size >= self.capacity:
             TASK_DROPS.labels("queue_full").inc()
             return
         self._wire.append(item)
-        if size + 1 >= self.batch:
-            self._full.set()
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(self._write())
+        self._wake(size + 1)
 
     def pending(self, tenant: str, task_id: str) -> TaskRecord | None:
         """An observation not written yet (the store does not know it so far)."""
         return self._pending.get((tenant, task_id))
 
-    def _wake(self) -> None:
-        if len(self) >= self.batch:
+    def _wake(self, size: int) -> None:
+        """``size`` observations wait: the writer hurries when they make a batch, and
+        starts when it is not running (it writes everything that comes while it runs)."""
+        if size >= self.batch:
             self._full.set()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write())
@@ -142,12 +139,9 @@ class TaskRecorder:
             pending, wire = self._pending, self._wire
             while wire:
                 item = wire.popleft()
-                seen = item.seen
                 for facts in item.facts():
-                    at = facts.timestamp if facts.timestamp is not None else now
-                    key = (seen.tenant, facts.task_id)
-                    record = TaskRecord(seen.tenant, facts.task_id, facts.context_id,
-                                        facts.state, at, at, seen.owner, seen.backend)
+                    record = item.seen.record(facts, now)
+                    key = (record.tenant, record.task_id)
                     old = pending.get(key)
                     pending[key] = record if old is None else merged(old, record)
             keys = list(islice(self._pending, self.batch))

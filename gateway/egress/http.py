@@ -22,7 +22,7 @@ from gateway.egress.base import (
     bad_response,
     too_large,
 )
-from gateway.egress.http1 import Answer, AnswerTooLarge, Http1Pool
+from gateway.egress.http1 import Answer, AnswerTooLarge, Http1Pool, Query
 from translators.errors import A2AError
 
 # What a status page from something in front of the backend (a proxy, a load balancer)
@@ -51,12 +51,20 @@ def _fixed_timeout(total: float | None, connect: float) -> aiohttp.ClientTimeout
     return aiohttp.ClientTimeout(total=total, sock_connect=connect)
 
 
+def _unary_seconds(config: BackendConfig, call: Call) -> float:
+    """How long a unary exchange may take: the backend's timeout, or what is left of the
+    caller's deadline when that is shorter."""
+    if call.ctx.deadline is None:
+        return config.timeout
+    return call.ctx.remaining(config.timeout)
+
+
 def _timeout(config: BackendConfig, call: Call, stream: bool) -> aiohttp.ClientTimeout:
     if stream:  # a stream may last; its events are bounded by the pipeline
         return _fixed_timeout(None, config.connect_timeout)
     if call.ctx.deadline is None:
         return _fixed_timeout(config.timeout, config.connect_timeout)
-    return aiohttp.ClientTimeout(total=call.ctx.remaining(config.timeout),
+    return aiohttp.ClientTimeout(total=_unary_seconds(config, call),
                                  sock_connect=config.connect_timeout)
 
 
@@ -115,13 +123,27 @@ def check_proxy_page(call: Call, config: BackendConfig, status: int,
     raise backend_timeout(call, config, config.timeout, f"HTTP {status}, the answer")
 
 
-async def pooled_request(pool: Http1Pool, config: BackendConfig, call: Call, method: str,
-                         target: str | None, headers: dict[str, str],
+async def unary_exchange(session: aiohttp.ClientSession, pool: Http1Pool | None,
+                         config: BackendConfig, call: Call, method: str, base: str,
+                         path: str, query: Query, headers: dict[str, str],
                          body: bytes | None) -> Answer:
-    """One unary exchange over the backend's keep-alive pool (http1.py; ``target`` None:
-    the backend's URL), with the bounds and the errors of :func:`backend_request` and
-    :func:`read_capped`."""
-    total = _timeout(config, call, False).total
+    """One unary exchange with the backend at ``base`` + ``path``: over its keep-alive pool
+    when it has one (http1.py), else over the session; the same bounds, errors, echoed
+    headers and reading of a proxy's error page either way."""
+    if pool is None:
+        async with backend_request(session, config, call, method, base + path, stream=False,
+                                   params=query or None, data=body, headers=headers) as resp:
+            answer = Answer(resp.status, resp.headers, await read_capped(call, config, resp))
+    else:
+        target = pool.target(path, query) if path or query else None
+        answer = await _pooled(pool, config, call, method, target, headers, body)
+    check_proxy_page(call, config, answer.status, answer.content_type)
+    return answer
+
+
+async def _pooled(pool: Http1Pool, config: BackendConfig, call: Call, method: str,
+                  target: str | None, headers: dict[str, str], body: bytes | None) -> Answer:
+    total = _unary_seconds(config, call)
     try:
         answer = await pool.request(method, target, headers, body,
                                     limit=config.max_answer_bytes, total=total,
@@ -129,13 +151,11 @@ async def pooled_request(pool: Http1Pool, config: BackendConfig, call: Call, met
     except AnswerTooLarge:
         raise too_large(call, config) from None
     except TimeoutError:  # before OSError: it is one
-        raise backend_timeout(call, config, total or config.connect_timeout,
-                              "the answer") from None
+        raise backend_timeout(call, config, total, "the answer") from None
     except (OSError, ValueError) as exc:  # ValueError: a header that cannot be sent
         raise backend_unavailable(call, config, str(exc) or type(exc).__name__) from None
     call.ctx.outcome.response_headers.update(
         {h: answer.headers[h] for h in ECHOED_HEADERS if h in answer.headers})
-    check_proxy_page(call, config, answer.status, answer.content_type)
     return answer
 
 

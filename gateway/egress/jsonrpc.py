@@ -18,9 +18,9 @@ from gateway.egress.http import (
     check_proxy_page,
     is_event_stream,
     not_an_event_stream,
-    pooled_request,
     read_capped,
     read_events,
+    unary_exchange,
 )
 from gateway.egress.http1 import Http1Pool
 from translators.dialects.base import WireAnswer
@@ -53,13 +53,9 @@ class JsonRpcBackend:
 
     async def _exchange(self, call: Call, body: bytes) -> tuple[int, bytes]:
         """One unary exchange: the answer's status and body."""
-        if self._pool is not None:
-            answer = await pooled_request(self._pool, self.config, call, "POST", None,
-                                          self._headers(call, stream=False), body)
-            return answer.status, answer.body
-        async with self._post(call, body, stream=False) as resp:
-            check_proxy_page(call, self.config, resp.status, resp.content_type)
-            return resp.status, await read_capped(call, self.config, resp)
+        answer = await unary_exchange(self._session, self._pool, self.config, call, "POST",
+                                      self.url, "", (), self._headers(call, stream=False), body)
+        return answer.status, answer.body
 
     async def unary(self, call: Call) -> ProtoMessage | None:
         body, sent_id = self.dialect.call_body(call.op, call.request, call.ctx.loss,

@@ -22,9 +22,9 @@ from gateway.egress.http import (
     check_proxy_page,
     is_event_stream,
     not_an_event_stream,
-    pooled_request,
     read_capped,
     read_events,
+    unary_exchange,
 )
 from gateway.egress.http1 import Http1Pool, Query
 from translators.dialects.base import WireAnswer
@@ -68,16 +68,11 @@ class RestBackend:
     async def _exchange(self, call: Call, verb: str, path: str, query: Query,
                         body: bytes | None) -> tuple[int, str, bytes]:
         """One unary exchange: the answer's status, media type and body."""
-        headers = self._headers(call, stream=False, body=body is not None)
-        if self._pool is not None:
-            answer = await pooled_request(self._pool, self.config, call, verb,
-                                          self._pool.target(path, query), headers, body)
-            return answer.status, answer.content_type, answer.body
-        async with backend_request(self._session, self.config, call, verb, self._base + path,
-                                   stream=False, params=query, data=body,
-                                   headers=headers) as resp:
-            check_proxy_page(call, self.config, resp.status, resp.content_type)
-            return resp.status, resp.content_type, await read_capped(call, self.config, resp)
+        answer = await unary_exchange(self._session, self._pool, self.config, call, verb,
+                                      self._base, path, query,
+                                      self._headers(call, stream=False, body=body is not None),
+                                      body)
+        return answer.status, answer.content_type, answer.body
 
     async def _answer(self, call: Call, resp: aiohttp.ClientResponse) -> ProtoMessage | None:
         check_proxy_page(call, self.config, resp.status, resp.content_type)

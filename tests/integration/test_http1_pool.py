@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from gateway.egress import http1
-from gateway.egress.http1 import AnswerTooLarge, BadAnswer, Http1Pool
+from gateway.egress.http1 import AnswerTooLarge, Http1Pool
 
 Reply = Callable[[bytes], bytes | None]  # the request's bytes -> what to write (None: nothing)
 
@@ -186,7 +186,7 @@ async def test_a_malformed_or_cut_answer_is_a_broken_connection(server: Server,
     pool = pool_for(server)
     server.close_after = True
     server.replies.append(lambda _: raw)
-    with pytest.raises(ConnectionError):
+    with pytest.raises(ConnectionError):  # BadAnswer, or the cut connection's
         await post(pool)
     pool.close()
 
@@ -227,7 +227,6 @@ def test_only_plain_http_urls() -> None:
     assert Http1Pool.supports("http://a:1/x") and not Http1Pool.supports("https://a/x")
     with pytest.raises(ValueError):
         Http1Pool("https://a/x")
-    assert BadAnswer.__mro__[1] is ConnectionError
 
 
 async def test_targets_and_bodiless_requests_are_framed_as_aiohttp_frames_them(
