@@ -209,7 +209,7 @@ def markdown(data: dict[str, Any]) -> str:
              "**The target**: the gateway's user-space instructions per call under valgrind "
              "(callgrind, every thread of the gateway process, the SQLite writer's included; "
              "redis-server's own work is not the hop's and is not counted), 4 connections, "
-             "counted after a warm-up; the stores' gateways linger 0.8 s for a batch "
+             "counted after a warm-up; the stores' gateways linger 2 s for a batch "
              "(bench/README.md):", ""]
     lines += _table(INSTR_COLUMNS, instr_rows(data))
     lines += ["", "**Recorded, not a target**: under load (gateway alone on CPU 0, load, stub "

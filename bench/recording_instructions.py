@@ -14,10 +14,10 @@ process, not the hop's) and kernel time (the syscalls of a write). For a CPU-bou
 throughput is inversely proportional to the work per call, so a ratio ≤ 1.10 bounds the
 throughput recording costs to about 10%.
 
-Batches: the writer waits up to `state.tasks.linger` (20 ms) for a batch to fill. Under
+Batches: the writer waits up to `state.tasks.linger` (50 ms) for a batch to fill. Under
 valgrind the hop answers ~40 times fewer calls per second than under load (~35 vs
-~1,400), so with 20 ms every batch would carry one call, and each call would pay a whole
-transaction or round trip that under load ~28 calls share. The stores' gateways here
+~1,400), so with 50 ms every batch would carry one or two calls, and each call would pay a
+whole transaction or round trip that under load ~70 calls share. The stores' gateways here
 linger 40 times longer (LINGER), so a batch carries about as many calls as at full speed.
 """
 
@@ -34,7 +34,7 @@ from bench import instructions_per_call as ipc
 from bench.procs import Processes, free_port
 from bench.recording_setup import counters, gateway_config, spec, state_for
 
-LINGER = 0.02 * 40  # the default linger, scaled by valgrind's slowdown (docstring)
+LINGER = 0.05 * 40  # the default linger, scaled by valgrind's slowdown (docstring)
 # After a load, until its last batch is written: the same for every setting, `off` too,
 # so that the idle loop's instructions in the window are the same.
 SETTLE = LINGER + 1.5

@@ -32,8 +32,9 @@ def configure_logging(level: str = "info", worker: int | None = None) -> None:
         return event
 
     structlog.configure(
+        # No structlog.contextvars: nothing binds any, and merging them walks the whole
+        # context of every line.
         processors=[
-            structlog.contextvars.merge_contextvars,
             *([] if worker is None else [tag]),
             render_line,  # level, timestamp, traceback, JSON (gateway/log_lines.py)
         ],

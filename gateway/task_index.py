@@ -20,7 +20,7 @@ from google.protobuf.message import Message as ProtoMessage
 from gateway.call import Call
 from gateway.config import GatewayConfig
 from gateway.state import Store, StoreError
-from gateway.task_record import Seen, TaskRecorder, WireSeen
+from gateway.task_record import TaskRecorder, records_of
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.errors import a2a_error
@@ -68,10 +68,10 @@ class TaskIndex:
 
     # ------------------------------------------------------------ recording
 
-    def _seen(self, call: Call) -> Seen:
+    def _owner(self, call: Call) -> str | None:
+        """The owner a call's tasks get: its principal, for a call that creates tasks."""
         principal = call.ctx.principal
-        owner = principal.key if principal is not None and call.op.name in _CREATING else None
-        return Seen(call.ctx.tenant or "", owner, backend_label(call))
+        return principal.key if principal is not None and call.op.name in _CREATING else None
 
     def answered(self, call: Call, result: ProtoMessage | WireAnswer | None) -> None:
         """A unary answer (canonical, or passed through as the backend sent it)."""
@@ -81,29 +81,30 @@ class TaskIndex:
         if isinstance(result, WireAnswer):
             if 200 <= result.status < 300:
                 dialect = call.dialect
-                self.recorder.add_wire(WireSeen(self._seen(call), dialect.binding,
-                                                dialect.version, call.op.name, result.body,
-                                                result.document))
+                self.recorder.add_wire((call.ctx.tenant or "", self._owner(call),
+                                        backend_label(call), dialect.binding,
+                                        dialect.version, call.op.name, result.body,
+                                        result.document))
             return
-        self._add(self._seen(call), result)
+        self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), result)
 
     def streamed(self, call: Call, item: pb.StreamResponse) -> None:
         """One event of a stream or a subscription."""
         if self.recorder is not None:
-            self._add(self._seen(call), item)
+            self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), item)
 
     def relayed(self, tenant: str, backend: str, event: pb.StreamResponse) -> None:
         """A webhook a backend posted to the push relay (no principal: the first owner
         recorded stays, see Store.record_task)."""
         if self.recorder is not None:
-            self._add(Seen(tenant, None, backend), event)
+            self._add(tenant, None, backend, event)
 
-    def _add(self, seen: Seen, message: ProtoMessage) -> None:
+    def _add(self, tenant: str, owner: str | None, backend: str,
+             message: ProtoMessage) -> None:
         assert self.recorder is not None
-        now = 0.0
-        for facts in facts_of(message):
-            now = now or time.time()
-            self.recorder.add(seen.record(facts, now))
+        facts = list(facts_of(message))
+        if facts:
+            self.recorder.add_all(records_of(tenant, owner, backend, facts, time.time()))
 
     # ------------------------------------------------------------ ownership, listing
 

@@ -66,11 +66,11 @@ def refreshed(record: TaskRecord, facts: TaskFacts, now: float) -> TaskRecord:
     """The record after a GetTask, which says how the task is now: never older than what
     was recorded (that may have been the gateway's own clock, for a status that carried no
     timestamp), and not newer for reading an unchanged task that says no time."""
-    stamp = facts.timestamp
+    _, context_id, state, stamp = facts
     if stamp is None:
-        stamp = record.updated_at if facts.state == record.state else now
-    return replace(record, context_id=facts.context_id or record.context_id,
-                   state=facts.state, updated_at=max(stamp, record.updated_at))
+        stamp = record.updated_at if state == record.state else now
+    return replace(record, context_id=context_id or record.context_id,
+                   state=state, updated_at=max(stamp, record.updated_at))
 
 
 class TaskLister:

@@ -12,11 +12,9 @@ their task fields) by the writer, not by the call.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import deque
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
@@ -29,40 +27,28 @@ from translators.task_facts import TaskFacts, document_facts, wire_facts
 log = structlog.get_logger("a2a_gateway.task_index")
 
 
-# Not frozen: these are made for every call, and a frozen dataclass's __init__ costs five
-# times a plain one's.
+# What a passed-through answer leaves for the writer: (tenant, owner, backend, binding,
+# version, operation, body, document), the document being what the gateway read of the
+# body (WireAnswer.document; None: it read nothing, the body is read). A tuple: one is
+# made for every call.
+WireItem = tuple[str, str | None, str, str, str, str, bytes, Any]
 
 
-@dataclass(slots=True)
-class Seen:
-    """Who saw a task, and through which backend (everything but the task's facts)."""
-
-    tenant: str
-    owner: str | None
-    backend: str
-
-    def record(self, facts: TaskFacts, now: float) -> TaskRecord:
-        at = facts.timestamp if facts.timestamp is not None else now
-        return TaskRecord(self.tenant, facts.task_id, facts.context_id, facts.state, at, at,
-                          self.owner, self.backend)
+def records_of(tenant: str, owner: str | None, backend: str, facts: Iterable[TaskFacts],
+               now: float) -> list[TaskRecord]:
+    """The records of the tasks an answer or event shows, seen now through ``backend``
+    (a status without a timestamp counts as seen now)."""
+    return [TaskRecord(tenant, task_id, context_id, state,
+                       now if stamp is None else stamp, now if stamp is None else stamp,
+                       owner, backend)
+            for task_id, context_id, state, stamp in facts]
 
 
-@dataclass(slots=True)
-class WireSeen:
-    """A passed-through answer, read later: the dialect it is in, its operation, and what
-    the gateway read of it (WireAnswer.document; its bytes when it read none)."""
-
-    seen: Seen
-    binding: str
-    version: str
-    op: str
-    body: bytes
-    document: Any = None
-
-    def facts(self) -> list[TaskFacts]:
-        if self.document is not None:
-            return document_facts(self.binding, self.version, self.op, self.document)
-        return wire_facts(self.binding, self.version, self.op, self.body)
+def wire_records(item: WireItem, now: float) -> list[TaskRecord]:
+    tenant, owner, backend, binding, version, op, body, document = item
+    facts = (wire_facts(binding, version, op, body) if document is None
+             else document_facts(binding, version, op, document))
+    return records_of(tenant, owner, backend, facts, now) if facts else []
 
 
 def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
@@ -76,15 +62,15 @@ def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
 
 class TaskRecorder:
     def __init__(self, store: Store, capacity: int = 10_000, batch: int = 500,
-                 linger: float = 0.02) -> None:
+                 linger: float = 0.05) -> None:
         self.store = store
         self.capacity = capacity
         self.batch = batch
         self.linger = linger
         self._pending: dict[tuple[str, str], TaskRecord] = {}
-        self._wire: deque[WireSeen] = deque()
+        self._wire: deque[WireItem] = deque()
         self._writer: asyncio.Task[None] | None = None
-        self._full = asyncio.Event()  # a batch is waiting, or someone waits for the write
+        self._lingering: asyncio.Future[None] | None = None  # the writer waiting for company
         self._hurry = 0  # callers of flush() waiting: no lingering meanwhile
 
     def __len__(self) -> int:
@@ -102,12 +88,12 @@ class TaskRecorder:
             return
         self._wake(len(self))
 
-    def add_all(self, records: Sequence[TaskRecord]) -> None:
+    def add_all(self, records: Iterable[TaskRecord]) -> None:
         for record in records:
             self.add(record)
 
-    def add_wire(self, item: WireSeen) -> None:
-        size = len(self)
+    def add_wire(self, item: WireItem) -> None:
+        size = len(self._pending) + len(self._wire)
         if size >= self.capacity:
             TASK_DROPS.labels("queue_full").inc()
             return
@@ -122,30 +108,45 @@ class TaskRecorder:
         """``size`` observations wait: the writer hurries when they make a batch, and
         starts when it is not running (it writes everything that comes while it runs)."""
         if size >= self.batch:
-            self._full.set()
+            self._stop_lingering()
         if self._writer is None or self._writer.done():
             self._writer = asyncio.get_running_loop().create_task(self._write())
+
+    def _stop_lingering(self) -> None:
+        lingering = self._lingering
+        if lingering is not None and not lingering.done():
+            lingering.set_result(None)
+
+    async def _linger(self) -> None:
+        """Wait up to `linger` for a batch to fill (or a flush). A bare future and a
+        timer: asyncio.wait_for would make, and mostly cancel, a task every batch."""
+        loop = asyncio.get_running_loop()
+        self._lingering = lingering = loop.create_future()
+        timer = loop.call_later(self.linger, _settle, lingering)
+        try:
+            await lingering
+        finally:
+            timer.cancel()
+            self._lingering = None
 
     async def _write(self) -> None:
         # Runs while there is something to write, then ends; the next observation starts
         # it again. Everything that arrives while a batch is written joins the next one.
-        while self._pending or self._wire:
-            if not self._hurry and len(self) < self.batch and not self._full.is_set():
-                # Wait a little for company: at any rate, one write carries many tasks.
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._full.wait(), self.linger)
-            self._full.clear()
+        pending, wire = self._pending, self._wire
+        while pending or wire:
+            if not self._hurry and len(pending) + len(wire) < self.batch:
+                await self._linger()  # at any rate, one write carries many tasks
             now = time.time()
-            pending, wire = self._pending, self._wire
             while wire:
-                item = wire.popleft()
-                for facts in item.facts():
-                    record = item.seen.record(facts, now)
+                for record in wire_records(wire.popleft(), now):
                     key = (record.tenant, record.task_id)
                     old = pending.get(key)
                     pending[key] = record if old is None else merged(old, record)
-            keys = list(islice(self._pending, self.batch))
-            batch = [self._pending.pop(key) for key in keys]
+            if len(pending) <= self.batch:
+                batch = list(pending.values())
+                pending.clear()
+            else:
+                batch = [pending.pop(key) for key in list(islice(pending, self.batch))]
             try:
                 await self.store.record_tasks(batch)
             except (StoreError, ValueError) as exc:
@@ -160,7 +161,7 @@ class TaskRecorder:
         self._hurry += 1
         try:
             while self._writer is not None and not self._writer.done():
-                self._full.set()
+                self._stop_lingering()
                 await asyncio.shield(self._writer)
         finally:
             self._hurry -= 1
@@ -172,3 +173,8 @@ class TaskRecorder:
             log.warning("task index: observations not written at shutdown", left=len(self))
             if self._writer is not None:
                 self._writer.cancel()
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -35,7 +35,10 @@ class TaskIndexConfig(_Model):
                        "most; past it they are dropped and counted, never waited for")
     batch: int = Field(500, gt=0, description="Records written to the store in one round "
                        "trip at most")
-    linger: float = Field(0.02, ge=0, description="Seconds an observation may wait for "
+    # 50 ms: under load one write then carries ~100 tasks; a SQLite transaction costs
+    # about as much as a few dozen rows (bench/README.md "Task index"). Readers in this
+    # process never wait for it (they flush); other workers and replicas may.
+    linger: float = Field(0.05, ge=0, description="Seconds an observation may wait for "
                           "others to be written with it (a full batch goes at once)")
     refresh_concurrency: int = Field(8, gt=0, description="ListTasks from the index: "
                                      "GetTask calls to the backend at once")

@@ -5,7 +5,6 @@ are atomic; the token bucket uses the Redis server's clock, so replicas agree on
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from collections.abc import Awaitable, Sequence
@@ -33,6 +32,7 @@ from gateway.state.redis_lua import (
     UPSERT,
     UPSERT_MANY,
 )
+from translators.json_text import dump_bytes
 
 _BATCH = 500
 
@@ -86,8 +86,7 @@ class RedisStore:
         # One script call, one argument for the batch: little to encode and one reply to
         # read, whatever its size (each task is written atomically, the batch in order).
         if records:
-            batch = json.dumps([self._fields(r) for r in records], separators=(",", ":"),
-                               ensure_ascii=False)
+            batch = dump_bytes([self._fields(r) for r in records])
             await self._do(self._upsert_many(args=[self.prefix, batch]))
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:

@@ -58,8 +58,14 @@ async def test_record_tasks_in_one_batch(store: Store) -> None:
     batch += [rec("b005", T0 + 500, state="TASK_STATE_COMPLETED", owner="bo"),
               rec("b007", T0 - 1, state="TASK_STATE_FAILED", owner="bo"),
               rec("b001", T0 + 1, tenant="t2"),
-              rec("ünï-😀 \"q\"", T0 + 0.5, ctx="ctx ✓", owner="ö", tenant="t3")]
+              rec("ünï-😀 \"q\"", T0 + 0.5, ctx="ctx ✓", owner="ö", tenant="t3"),
+              # Records with and without an owner, in order: on a tie the later one wins.
+              rec("tie", T0, ctx="first", tenant="t4"),
+              rec("tie", T0, ctx="second", owner="al", tenant="t4"),
+              rec("tie", T0, ctx="third", tenant="t4")]
     await store.record_tasks(batch)
+    assert await store.get_task("t4", "tie") == rec("tie", T0, ctx="third", owner="al",
+                                                    tenant="t4")
     assert await store.get_task("t3", "ünï-😀 \"q\"") == rec(
         "ünï-😀 \"q\"", T0 + 0.5, ctx="ctx ✓", owner="ö", tenant="t3")
     page = await store.list_tasks(TaskQuery("t1"), 3)

@@ -37,18 +37,18 @@ def task(task_id: str, state: int, *, stamp: float | None = T0, ctx: str = "c1")
 
 ANSWERS: list[tuple[str, Any, list[TaskFacts]]] = [
     (ops.SEND, pb.SendMessageResponse(task=task("t1", pb.TASK_STATE_COMPLETED)),
-     [TaskFacts("t1", "c1", "TASK_STATE_COMPLETED", T0)]),
+     [("t1", "c1", "TASK_STATE_COMPLETED", T0)]),
     (ops.SEND, pb.SendMessageResponse(message=pb.Message(message_id="m", role=pb.ROLE_AGENT,
                                                          parts=[pb.Part(text="hi")])), []),
     (ops.GET_TASK, task("t2", pb.TASK_STATE_WORKING, stamp=None),
-     [TaskFacts("t2", "c1", "TASK_STATE_WORKING", None)]),
+     [("t2", "c1", "TASK_STATE_WORKING", None)]),
     (ops.CANCEL, task("t3", pb.TASK_STATE_CANCELED),
-     [TaskFacts("t3", "c1", "TASK_STATE_CANCELED", T0)]),
+     [("t3", "c1", "TASK_STATE_CANCELED", T0)]),
 ]
 LIST = (ops.LIST_TASKS, pb.ListTasksResponse(tasks=[
     task("t4", pb.TASK_STATE_INPUT_REQUIRED, ctx="c2"), task("t5", pb.TASK_STATE_FAILED)]),
-    [TaskFacts("t4", "c2", "TASK_STATE_INPUT_REQUIRED", T0),
-     TaskFacts("t5", "c1", "TASK_STATE_FAILED", T0)])
+    [("t4", "c2", "TASK_STATE_INPUT_REQUIRED", T0),
+     ("t5", "c1", "TASK_STATE_FAILED", T0)])
 
 
 def _bytes(binding: str, version: str, op: str, answer: Any) -> bytes:
@@ -111,9 +111,9 @@ def test_what_a_dialect_does_not_forward() -> None:
 def test_events_and_what_says_nothing() -> None:
     update = pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
         task_id="t", context_id="c", status=pb.TaskStatus(state=pb.TASK_STATE_WORKING)))
-    assert list(facts_of(update)) == [TaskFacts("t", "c", "TASK_STATE_WORKING", None)]
+    assert list(facts_of(update)) == [("t", "c", "TASK_STATE_WORKING", None)]
     first = pb.StreamResponse(task=task("t", pb.TASK_STATE_SUBMITTED))
-    assert list(facts_of(first)) == [TaskFacts("t", "c1", "TASK_STATE_SUBMITTED", T0)]
+    assert list(facts_of(first)) == [("t", "c1", "TASK_STATE_SUBMITTED", T0)]
     artifact = pb.StreamResponse(artifact_update=pb.TaskArtifactUpdateEvent(task_id="t"))
     assert list(facts_of(artifact)) == []
     assert list(facts_of(pb.Task(id="t"))) == []  # no state: nothing to record
@@ -135,4 +135,4 @@ def test_json_timestamps() -> None:
     body = (b'{"jsonrpc":"2.0","id":1,"result":{"kind":"task","id":"t","contextId":"c",'
             b'"status":{"state":"working","timestamp":"2023-11-14T22:13:20.250000"}}}')
     assert wire_facts("JSONRPC", "0.3", ops.GET_TASK, body) == [
-        TaskFacts("t", "c", "TASK_STATE_WORKING", T0)]
+        ("t", "c", "TASK_STATE_WORKING", T0)]
