@@ -13,6 +13,7 @@ import structlog
 from gateway import tracing
 from gateway.call import CallContext
 from gateway.log_lines import render_line
+from gateway.log_writer import LineWriterFactory
 from gateway.metrics import LOSSES, record_call
 from translators.errors import A2AError
 
@@ -38,8 +39,9 @@ def configure_logging(level: str = "info", worker: int | None = None) -> None:
             *([] if worker is None else [tag]),
             render_line,  # level, timestamp, traceback, JSON (gateway/log_lines.py)
         ],
-        # Straight to stderr: the stdlib logging layer cost ~10% of a call's CPU (bench/).
-        logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
+        # Straight to stderr: the stdlib logging layer cost ~10% of a call's CPU (bench/);
+        # one write per turn of the event loop (gateway/log_writer.py).
+        logger_factory=LineWriterFactory(sys.stderr),
         wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
         cache_logger_on_first_use=True,
     )

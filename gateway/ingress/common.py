@@ -100,18 +100,19 @@ def valid_request_id(value: str | None) -> bool:
 def client_context(request: web.Request, gateway: Gateway, binding: str) -> CallContext:
     """What the client's HTTP request says beside its payload (the version comes from the
     payload: :func:`bind` sets it once decoded)."""
-    rid = request.headers.get("X-Request-ID", "")
+    headers = request.headers
+    rid = headers.get("X-Request-ID", "")
     ctx = CallContext(client_version="", client_binding=binding,
-                      request_id=rid if valid_request_id(rid) else new_request_id())
-    ctx.forward_headers = {h: request.headers[h] for h in gateway.config.forward_headers
-                           if h in request.headers}
-    ctx.extensions = _extensions(request)
+                      request_id=rid if valid_request_id(rid) else new_request_id(),
+                      forward_headers={h: headers[h] for h in gateway.config.forward_headers
+                                       if h in headers},
+                      extensions=_extensions(request))
     if gateway.auth is not None:
-        ctx.credentials = request.headers
+        ctx.credentials = headers
         ctx.peer_cert = http_peer_cert(request.transport)
     # Read only by the extended card: not worked out for every call.
     ctx.public_base = lambda: gateway.cards.address.http_base(request)
-    tracing.take(ctx, request.headers)
+    tracing.take(ctx, headers)
     return ctx
 
 
