@@ -1,7 +1,7 @@
 """Where log lines go: a text stream (stderr), written once per turn of the event loop.
 
 Every call logs a line, and writing each one to stderr at once costs a system call and
-a flush per call (~1.5 % of a translated call's CPU under load, bench/README.md). On the
+a flush per call (1.7 % of a translated call's samples in a py-spy profile under load). On the
 event loop's thread the lines of one turn are kept and written together when the turn
 ends (`call_soon`), as nginx's `access_log ... buffer=` does with a bound of one turn,
 not of seconds. An error, a line from another thread or from outside the loop, and
