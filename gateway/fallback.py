@@ -16,16 +16,15 @@ read done twice does no harm).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 
 import structlog
-from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.cards.backend import BackendCard
 from gateway.config import BackendConfig
-from gateway.egress.base import Backend
+from gateway.egress.base import Backend, EventBatches
 from gateway.metrics import FALLBACKS
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
@@ -139,7 +138,7 @@ class FallbackBackend:
     async def forward(self, call: Call) -> WireAnswer:
         return await self.primary.forward(call)
 
-    def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
+    def stream(self, call: Call) -> EventBatches:
         return self.primary.stream(call)
 
     async def close(self) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -31,7 +31,7 @@ from gateway.auth.tls_config import ClientTlsConfig
 from gateway.call import Call, CallContext
 from gateway.cards.publisher import CardPublisher
 from gateway.config import BackendConfig, ConfigError, GatewayConfig
-from gateway.egress.base import Backend
+from gateway.egress.base import Backend, EventBatches
 from gateway.egress.grpc import GrpcBackend
 from gateway.egress.http import client_session
 from gateway.egress.jsonrpc import JsonRpcBackend
@@ -232,8 +232,8 @@ class Gateway:
             result = self.cards.rewrite_extended(result, call.ctx)
         return result
 
-    async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
-        # One generator, not a tracking one around the stream: every layer costs every event.
+    async def stream(self, call: Call) -> EventBatches:
+        # One generator, not a tracking one around the stream: every layer costs every read.
         with self._tracked():
             route, backend = await self._admit(call)
             await self.relay.rewrite_request(call)
@@ -241,18 +241,31 @@ class Gateway:
                     tracing.backend_span(call.ctx, call.op.name):
                 first = True
                 started = time.monotonic()
-                items = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,
+                reads = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,
                                        backend.config)
                 try:
-                    async for item in items:
+                    async for events in reads:
                         if first:
                             call.ctx.outcome.backend_seconds = time.monotonic() - started
                         first = False
-                        call.ctx.outcome.events += 1
-                        self.tasks.streamed(call, item)
-                        yield item
+                        yield self._streamed(call, events)
                 except A2AError as err:
                     call.ctx.outcome.backend_error = err.kind.reason
                     raise
                 finally:
-                    await items.aclose()
+                    await reads.aclose()
+
+    def _streamed(self, call: Call, events: Iterable[pb.StreamResponse],
+                  ) -> Iterator[pb.StreamResponse]:
+        """A read's events as they are taken: counted and recorded in the task index. An
+        event the backend's dialect cannot read raises when it is taken, in the serving
+        loop: it is the backend's error all the same."""
+        outcome = call.ctx.outcome
+        try:
+            for item in events:
+                outcome.events += 1
+                self.tasks.streamed(call, item)
+                yield item
+        except A2AError as err:
+            outcome.backend_error = err.kind.reason
+            raise

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, Iterable, Iterator
 
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.deadline import Deadline
-from gateway.egress.base import backend_timeout
+from gateway.egress.base import EventBatches, backend_timeout
 from translators.j03.objects import INTERRUPTED_STATES, TERMINAL_STATES
 
 TERMINAL = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES)
@@ -26,8 +26,27 @@ def ends_stream(state: int) -> bool:
     return state in _ENDS_V03_STREAM
 
 
-async def with_final_flags(source: AsyncIterator[pb.StreamResponse],
-                           ) -> AsyncGenerator[tuple[pb.StreamResponse, bool], None]:
+FlaggedEvent = tuple[pb.StreamResponse, bool]  # an event and its v0.3 `final` flag
+Flagged = Iterable[FlaggedEvent]  # a read's events, flagged
+
+
+class _FinalFlags:
+    """The `final` flag of each event of one stream, read by read."""
+
+    __slots__ = ("unended",)
+
+    def __init__(self) -> None:
+        # The last status update, when it did not end the stream and nothing came after.
+        self.unended: pb.StreamResponse | None = None
+
+    def flagged(self, events: Iterable[pb.StreamResponse]) -> Iterator[FlaggedEvent]:
+        for item in events:
+            final = ends_v03_stream(item)
+            yield item, final
+            self.unended = item if item.HasField("status_update") and not final else None
+
+
+async def with_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None]:
     """Pair each event with the `final` flag a v0.3 client expects (reference §3.6).
 
     A status update is final when its state ends a stream. When the backend closes the
@@ -35,25 +54,22 @@ async def with_final_flags(source: AsyncIterator[pb.StreamResponse],
     marked final: every event goes out as soon as it comes, and nothing waits to learn
     whether an update was the last.
     """
-    unended: pb.StreamResponse | None = None
-    async for item in source:
-        final = ends_v03_stream(item)
-        yield item, final
-        unended = item if item.HasField("status_update") and not final else None
-    if unended is not None:
-        yield unended, True
+    flags = _FinalFlags()
+    async for events in source:
+        yield flags.flagged(events)
+    if flags.unended is not None:
+        yield ((flags.unended, True),)
 
 
-async def without_final_flags(source: AsyncIterator[pb.StreamResponse],
-                              ) -> AsyncGenerator[tuple[pb.StreamResponse, bool], None]:
-    async for item in source:
-        yield item, False
+async def without_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None]:
+    async for events in source:
+        yield ((item, False) for item in events)
 
 
-async def bounded_stream(source: AsyncIterator[pb.StreamResponse], call: Call,
-                         config: BackendConfig) -> AsyncGenerator[pb.StreamResponse, None]:
+async def bounded_stream(source: EventBatches, call: Call, config: BackendConfig,
+                         ) -> AsyncGenerator[Iterable[pb.StreamResponse], None]:
     """``source``, bounded in time: its first event within `first_event_timeout`, each
-    next one within `stream_idle_timeout`, and all of it within `stream_max_duration`
+    next read within `stream_idle_timeout`, and all of it within `stream_max_duration`
     (0: no total bound). Past a bound the stream ends with BackendTimeoutError, and the
     backend's stream is closed."""
     loop = asyncio.get_running_loop()
@@ -61,8 +77,8 @@ async def bounded_stream(source: AsyncIterator[pb.StreamResponse], call: Call,
     wait, what = config.first_event_timeout, "the first event"
     shown, waiting_for = wait, what
     try:
-        # One deadline for the whole stream, re-armed per event (gateway/deadline.py);
-        # disarmed while the consumer holds an event, which is not the backend's time.
+        # One deadline for the whole stream, re-armed per read (gateway/deadline.py);
+        # disarmed while the consumer holds a read's events (not the backend's time).
         async with Deadline() as deadline:
             while True:
                 seconds, shown, waiting_for = wait, wait, what
@@ -71,12 +87,12 @@ async def bounded_stream(source: AsyncIterator[pb.StreamResponse], call: Call,
                     shown, waiting_for = config.stream_max_duration, "stream_max_duration reached"
                 deadline.arm(seconds)
                 try:
-                    item = await anext(source)
+                    events = await anext(source)
                 except StopAsyncIteration:
                     return
                 deadline.disarm()
                 wait, what = config.stream_idle_timeout, "the next event"
-                yield item
+                yield events
     except TimeoutError:
         raise backend_timeout(call, config, shown, waiting_for) from None
     finally:

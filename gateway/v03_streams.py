@@ -14,25 +14,24 @@ Each repair is a stream filter: canonical events in, canonical events out.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import itertools
+from collections.abc import Iterable, Iterator
 
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
-from gateway.egress.base import Backend
+from gateway.egress.base import Backend, EventBatches
 from gateway.streams import TERMINAL, ends_stream
 from translators import operations as ops
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03, V10
-
-Events = AsyncIterator[pb.StreamResponse]
 
 # How long a subscribe to a v0.3 backend waits for the backend's own first event before
 # the gateway fetches the Task to send first (v0.3 backends send only what happens next).
 TASK_FIRST_GRACE_SECONDS = 0.25
 
 
-def v03_repaired(backend: Backend, call: Call, source: Events) -> Events:
+def v03_repaired(backend: Backend, call: Call, source: EventBatches) -> EventBatches:
     """``source`` with the repairs a v0.3 backend needs (none for a v1.0 backend)."""
     if backend.config.version != V03:
         return source
@@ -49,38 +48,53 @@ async def current_task(backend: Backend, call: Call, task_id: str) -> pb.Task:
     return task
 
 
-async def settled_end(backend: Backend, call: Call, source: Events) -> Events:
+class _LastSeen:
+    """The task a stream is about, and whether what it sent so far ended it."""
+
+    __slots__ = ("context_id", "ended", "task_id")
+
+    def __init__(self) -> None:
+        self.task_id = self.context_id = ""
+        self.ended = False
+
+    def watch(self, events: Iterable[pb.StreamResponse]) -> Iterator[pb.StreamResponse]:
+        for item in events:
+            kind = item.WhichOneof("payload")
+            if kind == "task":
+                self.task_id, self.context_id = item.task.id, item.task.context_id
+                self.ended = ends_stream(item.task.status.state)
+            elif kind == "status_update":
+                update = item.status_update
+                self.task_id, self.context_id = update.task_id, update.context_id
+                self.ended = ends_stream(update.status.state)
+            elif kind == "artifact_update":
+                self.task_id = item.artifact_update.task_id
+                self.context_id = item.artifact_update.context_id
+            else:
+                self.ended = True  # a Message: no task
+            yield item
+
+
+async def settled_end(backend: Backend, call: Call, source: EventBatches) -> EventBatches:
     """A v1.0 stream ends with the status that ends the task (or interrupts it). When a
     v0.3 backend closes first, the gateway reads the task, and if it has ended, sends its
     status."""
-    task_id = context_id = ""
-    ended = False
+    seen = _LastSeen()
     try:
-        async for item in source:
-            kind = item.WhichOneof("payload")
-            if kind == "task":
-                task_id, context_id = item.task.id, item.task.context_id
-                ended = ends_stream(item.task.status.state)
-            elif kind == "status_update":
-                task_id, context_id = item.status_update.task_id, item.status_update.context_id
-                ended = ends_stream(item.status_update.status.state)
-            elif kind == "artifact_update":
-                task_id = item.artifact_update.task_id
-                context_id = item.artifact_update.context_id
-            else:
-                ended = True  # a Message: no task
-            yield item
+        async for events in source:
+            yield seen.watch(events)
     finally:
         await source.aclose()  # type: ignore[attr-defined]
-    if ended or not task_id:
+    if seen.ended or not seen.task_id:
         return
     try:
-        task = await current_task(backend, call, task_id)
+        task = await current_task(backend, call, seen.task_id)
     except A2AError:
         return  # what the backend sent has been delivered; its close stands
     if ends_stream(task.status.state):
-        yield pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
-            task_id=task_id, context_id=context_id or task.context_id, status=task.status))
+        yield (pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+            task_id=seen.task_id, context_id=seen.context_id or task.context_id,
+            status=task.status)),)
 
 
 async def _failed_subscribe(backend: Backend, call: Call, err: A2AError | None) -> A2AError | None:
@@ -99,39 +113,42 @@ async def _failed_subscribe(backend: Backend, call: Call, err: A2AError | None) 
     return err
 
 
-async def task_first(backend: Backend, call: Call, source: Events) -> Events:
+async def task_first(backend: Backend, call: Call, source: EventBatches) -> EventBatches:
     """v1.0 promises the Task first on subscribe; a v0.3 backend sends only what happens
     next, possibly nothing for a long time. Unless the backend's first event is a Task and
     comes at once, the gateway fetches the Task and sends it first."""
 
-    async def next_item() -> pb.StreamResponse | None:
-        try:
-            return await source.__anext__()
-        except StopAsyncIteration:
-            return None
+    async def first_read() -> tuple[pb.StreamResponse, Iterator[pb.StreamResponse]] | None:
+        """The first event of the first read, and the rest of that read."""
+        async for events in source:
+            rest = iter(events)
+            for item in rest:
+                return item, rest
+        return None
 
-    pending = asyncio.ensure_future(next_item())  # opens the backend's stream
+    pending = asyncio.ensure_future(first_read())  # opens the backend's stream
     try:
         done, _ = await asyncio.wait({pending}, timeout=TASK_FIRST_GRACE_SECONDS)
         try:
-            item = pending.result() if done else None
+            first = pending.result() if done else None
         except A2AError as err:
             raise await _failed_subscribe(backend, call, err) or err from None
-        if item is None or not item.HasField("task"):
-            if done and item is None:  # the backend ended the stream without an event
+        if first is None or not first[0].HasField("task"):
+            if done and first is None:  # the backend ended the stream without an event
                 refusal = await _failed_subscribe(backend, call, None)
                 if refusal is not None:
                     raise refusal
                 return
             task_id = call.request.id
-            yield pb.StreamResponse(task=await current_task(backend, call, task_id))
-            item = await pending
-            if item is None:
+            yield (pb.StreamResponse(task=await current_task(backend, call, task_id)),)
+            first = await pending
+            if first is None:
                 return
-        yield item
+        item, rest = first
+        yield itertools.chain((item,), rest)
     finally:
         if not pending.done():
             pending.cancel()
             await asyncio.wait({pending})  # the source must be idle before it closes
-    async for item in source:
-        yield item
+    async for events in source:
+        yield events

@@ -8,7 +8,7 @@ request id finds them (non-negotiable "nothing secret reaches a caller").
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any, Protocol
 
 import structlog
@@ -27,6 +27,13 @@ log = structlog.get_logger("a2a_gateway.egress")
 # Headers (gRPC: metadata) a backend may answer with that mean something to the client.
 ECHOED_HEADERS = ("a2a-extensions", "x-a2a-extensions")
 
+# A stream as it arrives: the events of each read of the backend, decoded as they are
+# taken (a read may hold hundreds; whoever serves them takes turns between them,
+# gateway/turns.py). A batch is never empty. Events that arrived together travel
+# together: each layer of the pipeline and each write to the client costs once per read,
+# not once per event.
+EventBatches = AsyncIterator[Iterable[pb.StreamResponse]]
+
 
 class Backend(Protocol):
     config: BackendConfig
@@ -36,7 +43,7 @@ class Backend(Protocol):
 
     async def forward(self, call: Call) -> WireAnswer: ...
 
-    def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]: ...
+    def stream(self, call: Call) -> EventBatches: ...
 
     async def close(self) -> None: ...
 

@@ -13,11 +13,9 @@ each.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.auth.tls import grpc_channel_credentials, grpc_channel_options
@@ -26,6 +24,7 @@ from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.egress.base import (
     ECHOED_HEADERS,
+    EventBatches,
     backend_headers,
     backend_timeout,
     backend_unavailable,
@@ -180,7 +179,7 @@ class GrpcBackend:
         return WireAnswer(self.dialect.answer(wire_method(call.op, self.version), result,
                                               call.ctx.loss))
 
-    async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
+    async def stream(self, call: Call) -> EventBatches:
         method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,
                                                       self.config.tenant, call.backend_card,
                                                       call.ctx.extensions)
@@ -203,7 +202,7 @@ class GrpcBackend:
                 if first:
                     self._echo(call, await pending.initial_metadata())
                     first = False
-                yield self.dialect.decode_event(raw, call.ctx.loss, call.request)
+                yield (self.dialect.decode_event(raw, call.ctx.loss, call.request),)
         finally:
             # The client went away (or we failed): the backend call ends with us.
             pending.cancel()

@@ -17,6 +17,7 @@ from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.egress.base import (
     ECHOED_HEADERS,
+    EventBatches,
     backend_timeout,
     backend_unavailable,
     bad_response,
@@ -166,17 +167,19 @@ def is_event_stream(resp: aiohttp.ClientResponse) -> bool:
 class EventReader(Protocol):
     def feed(self, chunk: bytes) -> Iterable[pb.StreamResponse]: ...
 
-    def close(self) -> list[pb.StreamResponse]: ...
+    def close(self) -> Iterable[pb.StreamResponse]: ...
 
 
-async def read_events(resp: aiohttp.ClientResponse,
-                      reader: EventReader) -> AsyncIterator[pb.StreamResponse]:
-    """A backend's event stream as it arrives, read by the backend dialect's reader."""
+async def read_events(resp: aiohttp.ClientResponse, reader: EventReader) -> EventBatches:
+    """A backend's event stream as it arrives, one batch per read that completed an
+    event, read by the backend dialect's reader."""
     async for chunk in resp.content.iter_any():
-        for event in reader.feed(chunk):
-            yield event
-    for event in reader.close():
-        yield event
+        events = reader.feed(chunk)
+        if events:
+            yield events
+    tail = reader.close()
+    if tail:
+        yield tail
 
 
 def not_an_event_stream(call: Call, config: BackendConfig,

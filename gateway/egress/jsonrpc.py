@@ -3,16 +3,14 @@ HTTP; what goes in it, and how the answer reads, is the backend's dialect's."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 
 import aiohttp
-from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers
+from gateway.egress.base import EventBatches, backend_headers
 from gateway.egress.http import (
     backend_request,
     check_proxy_page,
@@ -77,7 +75,7 @@ class JsonRpcBackend:
                                           call.request)
         return WireAnswer(self.dialect.answer(call.request_id, call.op, result, call.ctx.loss))
 
-    async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
+    async def stream(self, call: Call) -> EventBatches:
         body, sent_id = self.dialect.call_body(call.op, call.request, call.ctx.loss,
                                                self.config.tenant, call.backend_card,
                                                call.ctx.extensions)
@@ -90,8 +88,8 @@ class JsonRpcBackend:
                 raise not_an_event_stream(call, self.config, resp)
             reader = self.dialect.event_reader(sent_id, call.ctx.loss, call.request,
                                                self.config.max_answer_bytes)
-            async for event in read_events(resp, reader):
-                yield event
+            async for events in read_events(resp, reader):
+                yield events
 
     async def close(self) -> None:
         if self._pool is not None:

@@ -7,16 +7,14 @@ adds `/v1` for v0.3 and the tenant prefix for a v1.0 backend with a tenant.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 
 import aiohttp
-from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import BackendConfig
-from gateway.egress.base import backend_headers
+from gateway.egress.base import EventBatches, backend_headers
 from gateway.egress.http import (
     backend_request,
     check_proxy_page,
@@ -98,7 +96,7 @@ class RestBackend:
         result = self.dialect.read_answer(call.op, status, raw, call.ctx.loss, call.request)
         return WireAnswer(self.dialect.answer(call.op, result, call.ctx.loss))
 
-    async def stream(self, call: Call) -> AsyncIterator[pb.StreamResponse]:
+    async def stream(self, call: Call) -> EventBatches:
         tries = self._calls(call, True)
         for attempt, out in enumerate(tries):
             async with self._send(call, out, stream=True) as resp:
@@ -109,8 +107,8 @@ class RestBackend:
                     raise not_an_event_stream(call, self.config, resp)
                 reader = self.dialect.event_reader(call.ctx.loss, call.request,
                                                    self.config.max_answer_bytes)
-                async for event in read_events(resp, reader):
-                    yield event
+                async for events in read_events(resp, reader):
+                    yield events
                 return
 
     async def close(self) -> None:

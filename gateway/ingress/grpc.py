@@ -148,10 +148,11 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
         try:
             with tracked:
                 turn = Turn()  # others run too while a read's events are written
-                async for item, final in items:
-                    await context.write(call.dialect.event_frame(item, final, ctx.loss))
-                    if turn.over():
-                        await turn.pass_on()
+                async for events in items:
+                    for item, final in events:
+                        await context.write(call.dialect.event_frame(item, final, ctx.loss))
+                        if turn.over():
+                            await turn.pass_on()
         except asyncio.CancelledError as exc:
             if streams is None or not streams.draining:
                 # The client cancelled: closing `items` below closes the backend stream,

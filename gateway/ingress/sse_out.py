@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import itertools
+from collections.abc import AsyncIterator, Callable, Iterator
 
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
@@ -13,7 +14,7 @@ from gateway.deadline import Deadline
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.observe import log_call
 from gateway.sse import SSE_HEADERS
-from gateway.streams import with_final_flags, without_final_flags
+from gateway.streams import Flagged, FlaggedEvent, with_final_flags, without_final_flags
 from gateway.turns import Turn
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03
@@ -39,20 +40,20 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     ctx = call.ctx
     gateway = gateway_of(request)
     source = gateway.stream(call)
-    items = (with_final_flags(source) if ctx.client_version == V03
+    reads = (with_final_flags(source) if ctx.client_version == V03
              else without_final_flags(source))
     first_error: A2AError | None = None
     try:
-        pending = await anext(items, None)
+        events = await _opening(reads)
     except Exception as exc:  # A2AError, or a bug of ours: answer in the client's dialect
-        pending = None
+        events = None
         first_error = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
         log_call(ctx, call.op.name, exc)
     except BaseException:
-        await items.aclose()
+        await reads.aclose()
         raise
     if first_error is not None:
-        await items.aclose()
+        await reads.aclose()
         answered = answer_error(first_error)
         if answered is not None:
             return answered
@@ -70,15 +71,27 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         # connection) for ever: each write is bounded by one deadline per stream.
         with streams.track(ctx.client_binding):
             async with Deadline() as deadline:
+
+                async def write(frames: list[bytes]) -> None:
+                    if frames:
+                        deadline.arm(write_timeout)
+                        await response.write(b"".join(frames))
+                        deadline.disarm()
+
                 turn = Turn()  # others run too while a read's events are written
-                while pending is not None:
-                    frame = frame_item(*pending)
-                    deadline.arm(write_timeout)
-                    await response.write(frame)
-                    deadline.disarm()
+                while events is not None:
+                    frames: list[bytes] = []
+                    try:
+                        read_all = _frame_turn(events, frame_item, turn, frames)
+                    except Exception:
+                        await write(frames)  # the events before the error go first
+                        raise
+                    await write(frames)  # one write per turn, not one per event
                     if turn.over():
                         await turn.pass_on()
-                    pending = await anext(items, None)
+                    if read_all:
+                        batch = await anext(reads, None)
+                        events = None if batch is None else iter(batch)
     except asyncio.CancelledError as exc:
         if not streams.draining:
             error = exc  # the client went away: logged and counted as CLIENT_CANCELLED
@@ -97,7 +110,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         await response.write(frame_error(exc if isinstance(exc, A2AError)
                                          else a2a_error("InternalError")))
     finally:
-        await items.aclose()
+        await reads.aclose()
         log_call(ctx, call.op.name, error)
         if isinstance(error, asyncio.CancelledError):
             # Its traceback holds this frame: keeping it here would make a cycle that
@@ -106,3 +119,24 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
             error = None
     await response.write_eof()
     return response
+
+
+async def _opening(reads: AsyncIterator[Flagged]) -> Iterator[FlaggedEvent] | None:
+    """The first read's events, the first one already taken, so that an error before the
+    first event can still be answered as a plain error; None for a stream without one."""
+    async for events in reads:
+        rest = iter(events)
+        for first in rest:
+            return itertools.chain((first,), rest)
+    return None
+
+
+def _frame_turn(events: Iterator[FlaggedEvent], frame_item: FrameItem, turn: Turn,
+                frames: list[bytes]) -> bool:
+    """Frame ``events`` into ``frames`` until they or the turn run out; True when all
+    of them have been."""
+    for item, final in events:
+        frames.append(frame_item(item, final))
+        if turn.over():
+            return False
+    return True

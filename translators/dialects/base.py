@@ -14,7 +14,7 @@ request and answer types; the shape of the interface is the same for all six.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,11 +121,13 @@ class SseEventReader:
     def read_frame(self, frame: SseEvent) -> pb.StreamResponse:
         raise NotImplementedError
 
-    def feed(self, chunk: bytes) -> Iterator[pb.StreamResponse]:
+    def feed(self, chunk: bytes) -> Iterable[pb.StreamResponse]:
         """The chunk's events, each read when it is taken: a read may hold hundreds, and
         the one serving them takes turns between events (gateway/turns.py), not after
-        all of them are read. A frame that cannot be read raises when it is reached."""
-        return map(self.read_frame, self._sse.feed(chunk))
+        all of them are read. A frame that cannot be read raises when it is reached.
+        Empty (false) when the chunk completed no event."""
+        frames = self._sse.feed(chunk)
+        return map(self.read_frame, frames) if frames else ()
 
     def close(self) -> list[pb.StreamResponse]:
         return [self.read_frame(frame) for frame in self._sse.close()]
