@@ -24,7 +24,7 @@ from gateway.task_record import TaskRecorder, records_of
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.errors import a2a_error
-from translators.task_facts import TASK_ANSWERS, facts_of
+from translators.task_facts import STATEFUL_EVENTS, TASK_ANSWERS, facts_of
 from translators.versions import V03
 
 # The calls that create a task or add to one: their principal becomes its owner.
@@ -89,8 +89,10 @@ class TaskIndex:
         self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), result)
 
     def streamed(self, call: Call, item: pb.StreamResponse) -> None:
-        """One event of a stream or a subscription."""
-        if self.recorder is not None:
+        """One event of a stream or a subscription. Only a Task and a status update show
+        a task's state: the artifact chunks and messages that make most of a stream are
+        passed over before anything is looked up for them."""
+        if self.recorder is not None and item.WhichOneof("payload") in STATEFUL_EVENTS:
             self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), item)
 
     def relayed(self, tenant: str, backend: str, event: pb.StreamResponse) -> None:

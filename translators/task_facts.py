@@ -74,6 +74,10 @@ def _task_facts(task: Any) -> TaskFacts | None:
     return _proto_facts(task.id, task.context_id, task.status)
 
 
+# The StreamResponse payloads that show a task's state: facts_of reads no other.
+STATEFUL_EVENTS = frozenset({"task", "status_update"})
+
+
 def facts_of(message: ProtoMessage | None) -> Iterator[TaskFacts]:
     """The tasks a canonical answer or stream event names with their state: a Task, the
     Task of a SendMessageResponse or StreamResponse, a status update, ListTasks' tasks."""

@@ -63,6 +63,13 @@ class Garbage:
 
 
 @dataclass(frozen=True)
+class Together:
+    """Valid events, then a Garbage data line, in one write: the gateway reads them in
+    one read (gRPC: one message each, written back to back)."""
+    events: int = 2
+
+
+@dataclass(frozen=True)
 class End:
     """A clean end: the last chunk of an HTTP body, an OK status on gRPC."""
 
@@ -95,11 +102,11 @@ class Drip:
     content_type: str = "application/json"
 
 
-Step = (Sleep | Answer | Partial | Head | Event | Repeat | Garbage | End | Hold | Cut
-        | BadGateway | Flood | Drip)
+Step = (Sleep | Answer | Partial | Head | Event | Repeat | Garbage | Together | End | Hold
+        | Cut | BadGateway | Flood | Drip)
 Script = tuple[Step, ...]
 Mode = Literal["unary", "stream"]
-EventsBefore = Literal["none", "one", "some"]
+EventsBefore = Literal["none", "one", "two", "some"]
 
 _OK_STREAM: Script = (Head(), Event("working"), Event("completed"), End())
 
@@ -165,6 +172,9 @@ FAULTS: tuple[Fault, ...] = (
           None, (Head(), Hold())),
     Fault("idle_after_first", "BackendTimeoutError", "one valid event, then silence",
           None, (Head(), Event("working"), Hold()), events="one"),
+    Fault("garbage_after", "InvalidAgentResponseError",
+          "two valid events and an SSE data line that is not JSON, in one write (gRPC: "
+          "two messages and bytes that do not parse, back to back)", None, (Head(), Together(2), Hold()), events="two"),
 )
 BY_NAME: dict[str, Fault] = {f.name: f for f in FAULTS}
 

@@ -65,7 +65,8 @@ def expected_error(client: Dialect, kind_name: str, mode: Mode,
 def events_ok(fault: Fault, mode: Mode, events: int) -> bool:
     if mode == "unary":
         return events == 0
-    return {"none": events == 0, "one": events == 1, "some": events >= 1}[fault.events]
+    return {"none": events == 0, "one": events == 1, "two": events == 2,
+            "some": events >= 1}[fault.events]
 
 
 def verdict(fault: Fault, cell: Cell, obs: Observation) -> str | None:

@@ -33,6 +33,7 @@ from fault_cases import (
     Repeat,
     Script,
     Sleep,
+    Together,
 )
 from fault_wire import (
     GRPC_SERVICES,
@@ -88,6 +89,10 @@ async def serve_stream(family: Family, script: Script, context: grpc.aio.Service
                     await context.write(encoded_item(family, "working", "x", True))
                     await asyncio.sleep(every)
             case Garbage():
+                await context.write(GARBAGE)
+            case Together(events=count):
+                for _ in range(count):
+                    await context.write(encoded_item(family, "working", "x", True))
                 await context.write(GARBAGE)
             case End():
                 return

@@ -34,6 +34,7 @@ from fault_cases import (
     Repeat,
     Script,
     Sleep,
+    Together,
 )
 from fault_wire import (
     SETTLE,
@@ -190,6 +191,9 @@ async def play(conn: Conn, ex: Exchange, script: Script) -> None:
                     await conn.send(b"data: " + GARBAGE + b"\n\n")
                 else:
                     await conn.whole(200, JSON, GARBAGE)
+            case Together(events=count):
+                await conn.send(b"".join(ex.event(Event("working")) for _ in range(count))
+                                + b"data: " + GARBAGE + b"\n\n")
             case End():
                 await conn.end()
             case Hold():
