@@ -140,7 +140,7 @@ class Server:
                                keepalive_timeout=config.limits.idle_timeout)
         await runner.setup()
         host, port = split_host_port(config.listen.http)
-        self.connections = ConnectionGuard(config.limits)
+        self.connections = ConnectionGuard(config.limits, holder.streams.openings)
         server_tls = config.auth.server_tls if config.auth is not None else None
         tls = None
         if server_tls is not None:

@@ -16,6 +16,7 @@ from gateway.metrics import OPEN_STREAMS, RELOADS
 from gateway.preflight import preflight
 from gateway.state import Store, StoreError
 from gateway.tenants import TenantRoute
+from gateway.turns import Openings
 
 log = structlog.get_logger("a2a_gateway.lifecycle")
 
@@ -23,11 +24,13 @@ log = structlog.get_logger("a2a_gateway.lifecycle")
 class Streams:
     """The streams open now, so that shutdown can end them cleanly: each stream's task is
     cancelled with `draining` set, and the SSE writer then closes the response properly
-    instead of dropping the connection."""
+    instead of dropping the connection. Their serving loops let the calls starting on
+    the same worker (`openings`) go first (gateway/turns.py)."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.draining = False
+        self.openings = Openings()
 
     @contextlib.contextmanager
     def track(self, binding: str) -> Iterator[None]:

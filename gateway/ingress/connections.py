@@ -24,6 +24,7 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge
 
 from gateway.config import LimitsConfig
+from gateway.turns import Opening, Openings
 
 OPEN_CONNECTIONS = Gauge("a2a_gateway_open_connections", "HTTP connections open now",
                          multiprocess_mode="livesum")
@@ -70,8 +71,9 @@ def _refusal() -> bytes:
 class ConnectionGuard:
     """The connections of one listener, by state, oldest first."""
 
-    def __init__(self, limits: LimitsConfig) -> None:
+    def __init__(self, limits: LimitsConfig, openings: Openings | None = None) -> None:
         self.limits = limits
+        self.openings = openings  # requests begin here; their answer's first byte ends them
         self.max_connections = limits.max_connections or default_max_connections()
         self._by_state: dict[str, OrderedDict[GuardedProtocol, None]] = {
             _WAITING: OrderedDict(), _BUSY: OrderedDict(), _IDLE: OrderedDict()}
@@ -113,6 +115,7 @@ class GuardedProtocol(asyncio.Protocol):
         # cancelled per request cost more than the rest of the guard).
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
+        self._opening: Opening | None = None
 
     # ---------------------------------------------------------------- states
 
@@ -145,7 +148,14 @@ class GuardedProtocol(asyncio.Protocol):
         if self._state is not None:
             self._enter(_BUSY)
 
+    def answered(self) -> None:
+        """The answer's first byte is written (a stream's first event, or the whole answer)."""
+        opening, self._opening = self._opening, None
+        if opening is not None and self._guard.openings is not None:
+            self._guard.openings.end(opening)
+
     def request_finished(self) -> None:
+        self.answered()
         # Idle from here (aiohttp's keep-alive timeout, set to limits.idle_timeout, closes
         # it after the response is written); the next request's first byte starts the
         # header deadline.
@@ -179,12 +189,15 @@ class GuardedProtocol(asyncio.Protocol):
             return
         if self._state == _IDLE:  # a new request begins: its headers have a deadline
             self._wait_for_headers()
+        if self._state == _WAITING and self._opening is None and self._guard.openings is not None:
+            self._opening = self._guard.openings.begin()  # the open streams let it go first
         self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:
         return self._inner.eof_received() if self._inner is not None else None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self.answered()
         self._enter(None)
         if self._inner is not None:
             OPEN_CONNECTIONS.dec()
@@ -204,6 +217,13 @@ def connection_of(request: web.Request) -> GuardedProtocol | None:
     transport = request.transport
     protocol: Any = transport.get_protocol() if transport is not None else None
     return protocol if isinstance(protocol, GuardedProtocol) else None
+
+
+def answer_started(request: web.Request) -> None:
+    """The request's answer has begun: it no longer goes before the open streams."""
+    conn = connection_of(request)
+    if conn is not None:
+        conn.answered()
 
 
 @web.middleware

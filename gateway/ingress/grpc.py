@@ -147,7 +147,8 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
         tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
         try:
             with tracked:
-                turn = Turn()  # others run too while a read's events are written
+                # Others run too while a read's events are written; starting calls first.
+                turn = Turn(streams.openings if streams is not None else None)
                 async for events in items:
                     for item, final in events:
                         await context.write(call.dialect.event_frame(item, final, ctx.loss))

@@ -12,6 +12,7 @@ from aiohttp import web
 from gateway.call import Call
 from gateway.deadline import Deadline
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
+from gateway.ingress.connections import answer_started
 from gateway.observe import log_call
 from gateway.sse import SSE_HEADERS
 from gateway.streams import Flagged, FlaggedEvent, with_final_flags, without_final_flags
@@ -63,6 +64,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         await response.write(frame_error(first_error))
         await response.write_eof()
         return response
+    opening = True
     write_timeout = gateway.config.limits.write_timeout
     streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     error: BaseException | None = None
@@ -78,7 +80,8 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
                         await response.write(b"".join(frames))
                         deadline.disarm()
 
-                turn = Turn()  # others run too while a read's events are written
+                # Others run too while a read's events are written; starting calls first.
+                turn = Turn(streams.openings)
                 while events is not None:
                     frames: list[bytes] = []
                     try:
@@ -87,6 +90,9 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
                         await write(frames)  # the events before the error go first
                         raise
                     await write(frames)  # one write per turn, not one per event
+                    if opening:
+                        opening = False
+                        answer_started(request)  # the first event is out
                     if turn.over():
                         await turn.pass_on()
                     if read_all:

@@ -9,8 +9,13 @@ import asyncio
 import json
 
 import aiohttp
+import pytest
 from aiohttp import web
-from helpers import MakeGateway, serving
+from helpers import MakeGateway, free_port, serving
+
+from gateway import turns
+from gateway.app import Server
+from gateway.config import parse_config
 
 EVENTS = 3000
 
@@ -70,3 +75,32 @@ async def test_a_burst_of_events_does_not_hold_the_loop(
     # Held for a whole read (hundreds of events), the loop would wake the ticker tens of
     # milliseconds late; taking turns, about a turn (0.5 ms) and one event late.
     assert max(late) < 0.015, sorted(late)[-5:]
+
+
+async def test_a_stream_stops_going_first_at_its_first_event(
+        http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call goes before the open streams from its first byte to its answer's first
+    byte: a stream's opening ends when its first event is written, not when it ends
+    (else every stream would slow all the others for its whole life)."""
+    monkeypatch.setattr(turns, "PRIORITY", 60.0)  # only the answer ends it here
+    send = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
+        "kind": "message", "messageId": "m", "role": "user",
+        "parts": [{"kind": "text", "text": "x"}]}}}
+    async with serving(_burst_backend()) as base:
+        port = free_port()
+        server = Server(parse_config({
+            "listen": {"http": f"127.0.0.1:{port}"}, "state": {"path": ":memory:"},
+            "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
+                                          "precheck": False}}}}))
+        await server.start()
+        try:
+            openings = server.connections.openings
+            assert openings is not None
+            async with http.post(f"http://127.0.0.1:{port}/", json=send) as resp:
+                first = await resp.content.readuntil(b"\n\n")
+                assert b'"state":"working"' in first.replace(b" ", b"")
+                assert openings.pending == 0  # answered, though the stream goes on
+                rest = await resp.text()
+            assert rest.count("data: ") == EVENTS
+        finally:
+            await server.stop()
