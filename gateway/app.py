@@ -19,6 +19,7 @@ from gateway.admin import add_admin_routes, build_admin_app
 from gateway.auth.tls import ReloadingServerContext, grpc_server_credentials
 from gateway.config import GatewayConfig
 from gateway.egress.http import client_session
+from gateway.heap import settle_after_start
 from gateway.ingress import cards, jsonrpc, rest
 from gateway.ingress.common import GATEWAY_KEY
 from gateway.ingress.connections import (
@@ -251,6 +252,7 @@ async def serve(config: GatewayConfig, config_path: Path | None = None,
     raise_open_files_limit()
     server = Server(config, config_path, None if worker is None else worker.index)
     await server.start()
+    settle_after_start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
