@@ -82,12 +82,14 @@ PEER_TARGETS: list[Target] = [
 ]
 TARGETS += PEER_TARGETS
 
-# bench/workers.py: the translated path through `workers: 2` ÷ `workers: 1`, nothing
-# pinned, so on 2 cores the load client and the stub share the workers' cores (a floor;
-# bench/RESULTS.md also gives the CPU per request of both).
+# bench/workers.py: the translated path through `workers: 2` ÷ `workers: 1`. Issue 14 asks
+# for the throughput ratio "with the load client elsewhere or reported as CPU per request
+# if the box has no spare core": a 2-core box has none once two workers run, so the target
+# reads the ratio CPU per request gives (2 x CPU per request with 1 worker ÷ with 2); the
+# throughput ratio with the load on the same cores is recorded beside it (a floor).
 WORKER_TARGETS: list[Target] = [
-    Target("workers:tput.scaling", ">=", 1.7,
-           "2 workers ÷ 1: translated throughput (load client and stub on the same 2 cores)"),
+    Target("workers:tput.scaling_on_own_cores", ">=", 1.7,
+           "2 workers ÷ 1, translated, from CPU per request (no spare core for the load)"),
     Target("workers:tput:2w.errors", "<=", 0, "no failed or wrong answers through 2 workers"),
 ]
 TARGETS += WORKER_TARGETS
