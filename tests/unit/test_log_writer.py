@@ -6,6 +6,8 @@ import asyncio
 import io
 import threading
 
+import pytest
+
 from gateway.log_writer import LineWriter
 
 
@@ -66,3 +68,34 @@ def test_kept_lines_are_written_by_flush() -> None:
     loop.close()  # its flush callback never runs
     writer.flush()
     assert out.getvalue() == "last words\n"
+
+
+def test_a_calls_line_is_the_one_structlog_would_write(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The call line skips structlog's layers (gateway/observe.py) but not its output:
+    the same fields in the same order, a worker's index included."""
+    import json
+
+    import structlog
+
+    from gateway import observe
+    from gateway.log_lines import render_line
+
+    fields = {"request_id": "r1", "tenant": "t", "operation": "SendMessage",
+              "outcome": "ok", "duration_ms": 0.25, "forwarded": True}
+    for worker in (None, 3):
+        def tag(_: object, __: str, event: dict[str, object],
+                index: int | None = worker) -> dict[str, object]:
+            event["worker"] = index
+            return event
+
+        ours, theirs = io.StringIO(), io.StringIO()
+        reference = structlog.wrap_logger(
+            LineWriter(theirs), processors=[*([] if worker is None else [tag]), render_line],
+            wrapper_class=structlog.make_filtering_bound_logger(20))
+        reference.info("call", **fields)  # off the loop: written at once
+        monkeypatch.setattr(observe, "_worker", worker)
+        observe._call_line(LineWriter(ours), dict(fields))  # type: ignore[arg-type]
+        mine, ref = json.loads(ours.getvalue()), json.loads(theirs.getvalue())
+        assert mine.pop("timestamp") and ref.pop("timestamp")
+        assert list(mine.items()) == list(ref.items())
