@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gateway.auth.config import AuthConfig, effective
 from gateway.state.config import StateConfig
-from gateway.tracing import TracingConfig
+from gateway.tracing_config import TracingConfig
 from translators.loss import LossPolicy
 
 Binding = Literal["JSONRPC", "HTTP+JSON", "GRPC"]

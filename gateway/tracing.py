@@ -12,7 +12,7 @@ On (``tracing.exporter`` other than ``none``), every call gets:
 - a CLIENT span ``backend <Operation>`` for the backend call, whose context goes to the
   backend (HTTP headers, or gRPC metadata);
 - a CLIENT span ``push relay delivery`` per relayed webhook delivery, child of the
-  backend's trace context when its notification carried one.
+  backend's trace context when its notification carried one (gateway/relay/trace_context.py).
 
 Spans are parented explicitly through the call's context (``CallContext.trace``), never
 through the current-context variable, so a stream's span may live across yields.
@@ -21,13 +21,10 @@ The hot path checks the module-level ``enabled`` flag once per hook.
 
 from __future__ import annotations
 
-import contextvars
 import time
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
@@ -35,37 +32,16 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
     from gateway.call import CallContext
+    from gateway.tracing_config import TracingConfig
     from translators.dialects.base import DecodedCall
 
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 # Longer values are not passed on (W3C: a version-00 traceparent is 55 characters, and
 # tracestate may be cut at 512).
-_MAX_PARENT = 128
-_MAX_STATE = 512
+MAX_PARENT = 128
+MAX_STATE = 512
 _HEX = frozenset("0123456789abcdef")
-
-
-class TracingConfig(BaseModel):
-    """OpenTelemetry tracing: spans per call, exported over OTLP."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    exporter: Literal["none", "otlp-grpc", "otlp-http", "console", "memory"] = Field(
-        "none", description="Where spans go: `none` (tracing off; traceparent/tracestate "
-        "are still passed on to the backend as the client sent them), OTLP over gRPC or "
-        "HTTP, stdout (`console`) or an in-process list (`memory`, for tests)")
-    endpoint: str | None = Field(None, description="OTLP endpoint: host:port or "
-                                 "http(s)://host:port for otlp-grpc (default "
-                                 "localhost:4317); a URL for otlp-http (/v1/traces is "
-                                 "added when it has no path; default "
-                                 "http://localhost:4318/v1/traces)")
-    service_name: str = Field("a2a-gateway", description="service.name of the spans")
-    sample_ratio: float = Field(1.0, ge=0, le=1, description="Share of new traces sampled; "
-                                "a call whose client sent a trace context follows its "
-                                "sampled flag (parent-based)")
-    headers: dict[str, str] = Field(default_factory=dict, description="Headers sent to the "
-                                    "OTLP endpoint (e.g. an API key)")
 
 
 # Read on every call: the one check the hot path makes.
@@ -74,14 +50,6 @@ _tracer: Tracer | None = None
 _provider: TracerProvider | None = None
 _memory: InMemorySpanExporter | None = None
 _users = 0
-# The trace context a backend's webhook notification came with, for the delivery tasks
-# the relay endpoint starts (asyncio tasks copy the context they are created in).
-_relay_parent: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
-    "a2a_relay_parent", default=None)
-_delivery_span: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "a2a_delivery_span", default=None)
-
-
 @dataclass(slots=True)
 class CallTrace:
     """One call's trace: the client's trace headers and, when tracing is on, its spans."""
@@ -188,10 +156,10 @@ def take(ctx: CallContext, headers: Mapping[str, str]) -> None:
     """The client's trace context from its HTTP headers (or gRPC metadata, first values,
     lowercase keys)."""
     parent = headers.get(TRACEPARENT)
-    if parent is not None and len(parent) <= _MAX_PARENT:
+    if parent is not None and len(parent) <= MAX_PARENT:
         carrier = {TRACEPARENT: parent}
         state = headers.get(TRACESTATE)
-        if state is not None and len(state) <= _MAX_STATE:
+        if state is not None and len(state) <= MAX_STATE:
             carrier[TRACESTATE] = state
         ctx.trace = CallTrace(carrier)
     elif enabled:
@@ -258,7 +226,7 @@ def finish(ctx: CallContext, operation: str, outcome: str,
     if error is not None:
         span.set_attribute("a2a.error", outcome)
         if outcome != "CLIENT_CANCELLED":
-            _failed(span, outcome, error)
+            mark_failed(span, outcome, error)
     span.end()
 
 
@@ -280,7 +248,7 @@ def _call_attributes(span: Span, ctx: CallContext, operation: str) -> None:
         span.set_attribute("a2a.dropped", list(ctx.loss.dropped))
 
 
-def _failed(span: Span, reason: str, error: BaseException | None) -> None:
+def mark_failed(span: Span, reason: str, error: BaseException | None) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     message = getattr(error, "message", None) or (str(error) if error else "") or reason
@@ -359,7 +327,7 @@ class _BackendSpan:
         if reason is not None and error is not None:
             span.set_attribute("a2a.error", reason)
             if reason not in ("CancelledError", "GeneratorExit"):
-                _failed(span, reason, error)
+                mark_failed(span, reason, error)
         span.end()
 
 
@@ -379,10 +347,10 @@ def outgoing(ctx: CallContext) -> dict[str, str]:
     span = trace.client or trace.server
     if span is None:
         return trace.carrier
-    return _inject(span)
+    return inject(span)
 
 
-def _inject(span: Span) -> dict[str, str]:
+def inject(span: Span) -> dict[str, str]:
     from opentelemetry.trace import set_span_in_context
     from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -391,55 +359,6 @@ def _inject(span: Span) -> dict[str, str]:
     return carrier
 
 
-# ------------------------------------------------------------------ push relay
-
-
-def relay_inbound(headers: Mapping[str, str]) -> None:
-    """A backend's webhook notification: its trace context becomes the parent of the
-    deliveries it causes (set in the handler's context, which their tasks copy)."""
-    parent = headers.get(TRACEPARENT)
-    if parent is None or len(parent) > _MAX_PARENT:
-        return
-    carrier = {TRACEPARENT: parent}
-    state = headers.get(TRACESTATE)
-    if state is not None and len(state) <= _MAX_STATE:
-        carrier[TRACESTATE] = state
-    _relay_parent.set(carrier)
-
-
-async def delivery(target: Any, work: Awaitable[tuple[int, str]]) -> tuple[int, str]:
-    """Await one relayed delivery (``(attempts, error)``) inside its span, when on."""
-    if not enabled or _tracer is None:
-        return await work
-    from opentelemetry.trace import SpanKind
-    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
-
-    parent = TraceContextTextMapPropagator().extract(_relay_parent.get() or {})
-    span = _tracer.start_span("push relay delivery", parent, kind=SpanKind.CLIENT)
-    span.set_attribute("a2a.tenant", target.tenant)
-    span.set_attribute("a2a.client.version", target.client_version)
-    span.set_attribute("a2a.backend.version", target.backend_version)
-    token = _delivery_span.set(span)
-    try:
-        attempts, error = await work
-    except BaseException as exc:
-        span.set_attribute("a2a.error", type(exc).__name__)
-        span.end()
-        raise
-    finally:
-        _delivery_span.reset(token)
-    span.set_attribute("a2a.relay.attempts", attempts)
-    if error:
-        span.set_attribute("a2a.error", error[:256])
-        _failed(span, "delivery failed", RuntimeError(error[:200]))
-    span.end()
-    return attempts, error
-
-
-def delivery_headers() -> dict[str, str]:
-    """The trace headers of a relayed delivery: its span's when tracing is on, else those
-    the backend's notification carried, unchanged."""
-    span = _delivery_span.get()
-    if span is not None:
-        return _inject(span)
-    return _relay_parent.get() or {}
+def active_tracer() -> Tracer | None:
+    """The tracer while tracing is on, else None."""
+    return _tracer if enabled else None

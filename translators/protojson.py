@@ -1,7 +1,8 @@
 """ProtoJSON at the edges of the canonical model (reference §3.0).
 
 The canonical model is the v1.0 protobuf messages; P10 dicts are their ProtoJSON form
-(and P03 dicts that of the v0.3 messages, in v0.3 REST bodies). This module is the only
+(and P03 dicts that of the v0.3 messages, in v0.3 REST bodies). This module (its scalars in
+protojson_scalars.py) is the only
 place that converts between a message and its ProtoJSON, so leniency on input (unknown
 fields ignored, spec §5.7) and the exceptions to default omission live here.
 
@@ -19,9 +20,6 @@ is handed to json_format. tests/unit/test_protojson.py holds the codec to json_f
 
 from __future__ import annotations
 
-import base64
-import binascii
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +30,18 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators.errors import A2AError, a2a_error
+from translators.protojson_scalars import (
+    ProtoJsonError,
+    UnknownEnumName,
+    dump_bytes_b64,
+    dump_value,
+    enum_dumper,
+    enum_parser,
+    parse_bool,
+    parse_bytes,
+    parse_int32,
+    parse_string,
+)
 
 M = TypeVar("M", bound=ProtoMessage)
 
@@ -52,89 +62,6 @@ _ALWAYS_PRESENT: dict[str, dict[str, Any]] = {
     "lf.a2a.v1.ListTasksResponse": {"tasks": [], "nextPageToken": "", "pageSize": 0,
                                     "totalSize": 0},
 }
-
-
-class ProtoJsonError(ValueError):
-    """A value that has no place in the message (or no ProtoJSON form)."""
-
-
-class _Skip(Exception):
-    """An enum name this schema does not know: ignored, like an unknown field."""
-
-
-# ---------------------------------------------------------------- scalars
-
-
-def _string(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ProtoJsonError(f"expected a string, got {type(value).__name__}")
-    return value
-
-
-def _bool(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ProtoJsonError("expected true or false")
-    return value
-
-
-def _int32(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ProtoJsonError("expected an integer, got a boolean")
-    if isinstance(value, float):
-        if not value.is_integer():
-            raise ProtoJsonError(f"expected an integer, got {value}")
-        value = int(value)
-    elif isinstance(value, str):
-        try:
-            value = int(value) if " " not in value else None
-        except ValueError:
-            value = None
-        if value is None:
-            raise ProtoJsonError("expected an integer")
-    elif not isinstance(value, int):
-        raise ProtoJsonError(f"expected an integer, got {type(value).__name__}")
-    number = int(value)
-    if not -(2**31) <= number < 2**31:
-        raise ProtoJsonError(f"{number} is out of range for int32")
-    return number
-
-
-def _bytes(value: Any) -> bytes:
-    text = _string(value).encode()
-    try:
-        return base64.urlsafe_b64decode(text.replace(b"+", b"-").replace(b"/", b"_")
-                                        + b"=" * (-len(text) % 4))
-    except (binascii.Error, ValueError):
-        raise ProtoJsonError("not base64") from None
-
-
-def _enum_parser(desc: FieldDescriptor, aliases: dict[str, str]) -> Callable[[Any], int]:
-    by_name: dict[str, int] = {v.name: v.number for v in desc.enum_type.values}
-    by_name.update({alias: by_name[name] for alias, name in aliases.items() if name in by_name})
-
-    def parse(value: Any) -> int:
-        if isinstance(value, str):
-            number = by_name.get(value)
-            if number is not None:
-                return number
-            try:
-                return int(value)
-            except ValueError:
-                raise _Skip from None
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ProtoJsonError(f"invalid enum value {value!r}")
-
-    return parse
-
-
-def _enum_dumper(desc: FieldDescriptor) -> Callable[[int], Any]:
-    names = {v.number: v.name for v in desc.enum_type.values}
-    return lambda number: names.get(number, number)
-
-
-def _b64(value: bytes) -> str:
-    return base64.b64encode(value).decode()
 
 
 # ---------------------------------------------------------------- plans
@@ -185,15 +112,15 @@ class Codec:
             plan.map_value = self._field(f.message_type.fields_by_name["value"])
         elif f.type == FieldDescriptor.TYPE_ENUM:
             aliases = {a: n for (e, a), n in self._aliases.items() if e == f.enum_type.full_name}
-            plan.parse, plan.dump = _enum_parser(f, aliases), _enum_dumper(f)
+            plan.parse, plan.dump = enum_parser(f, aliases), enum_dumper(f)
         elif f.type == FieldDescriptor.TYPE_BYTES:
-            plan.parse, plan.dump = _bytes, _b64
+            plan.parse, plan.dump = parse_bytes, dump_bytes_b64
         elif f.type == FieldDescriptor.TYPE_STRING:
-            plan.parse, plan.dump = _string, str
+            plan.parse, plan.dump = parse_string, str
         elif f.type == FieldDescriptor.TYPE_BOOL:
-            plan.parse, plan.dump = _bool, bool
+            plan.parse, plan.dump = parse_bool, bool
         elif f.type == FieldDescriptor.TYPE_INT32:
-            plan.parse, plan.dump = _int32, int
+            plan.parse, plan.dump = parse_int32, int
         return plan
 
     def _plan(self, desc: Descriptor) -> _Plan:
@@ -263,7 +190,7 @@ class Codec:
             elif f.parse is not None and not f.repeated:  # a scalar: the common case first
                 try:
                     setattr(msg, f.name, f.parse(value))
-                except _Skip:
+                except UnknownEnumName:
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{path}.{key}: {exc}") from None
@@ -293,7 +220,7 @@ class Codec:
                     raise ProtoJsonError(f"{where}[{i}] is null")
                 try:
                     target.append(f.parse(item))
-                except _Skip:
+                except UnknownEnumName:
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{where}[{i}]: {exc}") from None
@@ -312,13 +239,13 @@ class Codec:
                 assert v.parse is not None
                 try:
                     target[key] = v.parse(item)
-                except _Skip:
+                except UnknownEnumName:
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{where}.{key}: {exc}") from None
 
     def _timestamp(self, msg: Any, data: Any, path: str) -> None:
-        text = _string(data)
+        text = parse_string(data)
         if self._naive and not _HAS_ZONE.search(text.strip()):
             text = text.strip() + "Z"
         try:
@@ -380,10 +307,10 @@ class Codec:
             if name == _TIMESTAMP:
                 return msg.ToJsonString()
             if name == _STRUCT:
-                return {k: _dump_value(v) for k, v in msg.fields.items()}
+                return {k: dump_value(v) for k, v in msg.fields.items()}
             if name == _VALUE:
-                return _dump_value(msg)
-            return [_dump_value(v) for v in msg.values]  # ListValue
+                return dump_value(msg)
+            return [dump_value(v) for v in msg.values]  # ListValue
         if plan.generic:
             return json_format.MessageToDict(msg)
         out: dict[str, Any] = {}
@@ -402,22 +329,6 @@ class Codec:
                 assert f.dump is not None
                 out[f.json] = f.dump(value)
         return out
-
-
-def _dump_value(value: Any) -> Any:
-    kind = value.WhichOneof("kind")
-    if kind is None or kind == "null_value":
-        return None
-    if kind == "number_value":
-        number = value.number_value
-        if math.isinf(number) or math.isnan(number):
-            raise ProtoJsonError(f"{number} has no JSON form")
-        return int(number) if number.is_integer() and abs(number) < 2**53 else number
-    if kind == "struct_value":
-        return {k: _dump_value(v) for k, v in value.struct_value.fields.items()}
-    if kind == "list_value":
-        return [_dump_value(v) for v in value.list_value.values]
-    return getattr(value, kind)
 
 
 P10 = Codec()

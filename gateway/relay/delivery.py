@@ -34,9 +34,9 @@ import aiohttp
 import structlog
 from a2a.types import a2a_pb2 as pb
 
-from gateway import tracing
 from gateway.config import PushRelayConfig
 from gateway.metrics import PUSH_DELIVERIES
+from gateway.relay import trace_context
 from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
 from translators.errors import A2AError
 from translators.json_text import dump_bytes
@@ -170,7 +170,7 @@ class Delivery:
                         # Fetched after the same change as the one just delivered.
                         self.counters.bump("coalesced")
                         return
-                attempts, error = await tracing.delivery(target, self._post(target, body))
+                attempts, error = await trace_context.delivery(target, self._post(target, body))
                 if snapshot is not None and not error:
                     self._last_snapshot[key] = snapshot
                     self._last_snapshot.move_to_end(key)
@@ -226,7 +226,7 @@ class Delivery:
     async def _post(self, target: RelayTarget, body: JSON) -> tuple[int, str]:
         """POST with retries; (attempts, last error or "" on success)."""
         data = dump_bytes(body)
-        headers = {**delivery_headers(target), **tracing.delivery_headers()}
+        headers = {**delivery_headers(target), **trace_context.delivery_headers()}
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout)
         attempt, error = 0, ""
         for attempt in range(1, self.settings.retries + 2):

@@ -15,8 +15,8 @@ import structlog
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
-from gateway import tracing
 from gateway.ingress.common import gateway_of, read_body
+from gateway.relay import trace_context
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, seal_id
 from gateway.streams import TERMINAL
@@ -122,6 +122,6 @@ async def handle(request: web.Request) -> web.Response:
         relay.delivery.report_failure(target, task_id, 0, "a message outside any task has "
                                       "no v0.3 webhook form (v0.3 webhooks carry a Task)", loss)
         return web.json_response({}, status=202)
-    tracing.relay_inbound(request.headers)  # the deliveries' parent trace, if any
+    trace_context.relay_inbound(request.headers)  # the deliveries' parent trace, if any
     relay.delivery.submit(sealed, target, event, body, loss)
     return web.json_response({}, status=202)

@@ -16,7 +16,8 @@ from google.protobuf.message import Message as ProtoMessage
 
 from translators.errors import a2a_error
 from translators.p03.common import task_name
-from translators.protojson import Codec, ProtoJsonError
+from translators.protojson import Codec
+from translators.protojson_scalars import ProtoJsonError
 
 M = TypeVar("M", bound=ProtoMessage)
 
