@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from translators.dialects.base import json_object
 from translators.errors import A2AError
 from translators.json_text import parse_json, parse_json_module
 
@@ -69,3 +70,32 @@ def test_an_integer_beyond_64_bits_is_a_bad_number_not_a_float() -> None:
     parsed = parse_json(b'{"id": 18446744073709551616, "n": 1}')
     assert parsed.bad_number == "18446744073709551616"
     assert parsed.value == {"id": None, "n": 1}
+
+
+_SMALL_INTS = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.text(max_size=12),
+              st.integers(min_value=-(2**63), max_value=2**63 - 1),
+              st.floats(allow_nan=False, allow_infinity=False)),
+    lambda inner: st.one_of(st.lists(inner, max_size=4),
+                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(st.text(max_size=6), _SMALL_INTS, max_size=5))
+def test_a_forwarded_answer_reads_as_the_json_module_reads_it(value: dict[str, Any]) -> None:
+    """json_object (a same-dialect answer, read to check it) reads through orjson: the
+    same value as the json module's, the sign of zero and key order included."""
+    raw = json.dumps(value).encode()
+    assert repr(json_object(raw)) == repr(json.loads(raw))
+
+
+@pytest.mark.parametrize("raw", [b'{"a": NaN, "b": -Infinity}', b"[1]", b"\xff", b'{"a":1',
+                                 b"[" * 1100 + b"]" * 1100, b'{"a":1,"a":2}'])
+def test_a_forwarded_answer_that_orjson_refuses_reads_as_the_json_module_reads_it(
+        raw: bytes) -> None:
+    try:
+        expected = json.loads(raw)
+    except (ValueError, RecursionError):
+        expected = None
+    assert repr(json_object(raw)) == repr(expected if isinstance(expected, dict) else None)
