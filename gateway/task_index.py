@@ -104,7 +104,7 @@ class TaskIndex:
     def _add(self, tenant: str, owner: str | None, backend: str,
              message: ProtoMessage) -> None:
         assert self.recorder is not None
-        facts = list(facts_of(message))
+        facts = facts_of(message)
         if facts:
             self.recorder.add_all(records_of(tenant, owner, backend, facts, time.time()))
 

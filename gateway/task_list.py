@@ -150,7 +150,7 @@ class TaskLister:
             if not isinstance(result, pb.Task):
                 raise a2a_error("InvalidAgentResponseError", "GetTask did not answer a Task")
             tasks[record.task_id] = result
-            facts = next(facts_of(result), None)
+            facts = next(iter(facts_of(result)), None)
             return record if facts is None else refreshed(record, facts, now)
 
         return list(await asyncio.gather(*(one(r) for r in records)))

@@ -9,7 +9,6 @@ and never fails: what it cannot read says nothing about tasks.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -78,9 +77,10 @@ def _task_facts(task: Any) -> TaskFacts | None:
 STATEFUL_EVENTS = frozenset({"task", "status_update"})
 
 
-def facts_of(message: ProtoMessage | None) -> Iterator[TaskFacts]:
+def facts_of(message: ProtoMessage | None) -> list[TaskFacts]:
     """The tasks a canonical answer or stream event names with their state: a Task, the
-    Task of a SendMessageResponse or StreamResponse, a status update, ListTasks' tasks."""
+    Task of a SendMessageResponse or StreamResponse, a status update, ListTasks' tasks.
+    A list, not a generator: it is read whole, once per answer or stateful event."""
     if isinstance(message, pb.Task):
         tasks: list[Any] = [message]
     elif isinstance(message, pb.SendMessageResponse):
@@ -92,19 +92,14 @@ def facts_of(message: ProtoMessage | None) -> Iterator[TaskFacts]:
         elif kind == "status_update":
             update = message.status_update
             facts = _proto_facts(update.task_id, update.context_id, update.status)
-            if facts is not None:
-                yield facts
-            return
+            return [] if facts is None else [facts]
         else:
-            return
+            return []
     elif isinstance(message, pb.ListTasksResponse):
         tasks = list(message.tasks)
     else:
-        return
-    for task in tasks:
-        facts = _task_facts(task)
-        if facts is not None:
-            yield facts
+        return []
+    return [facts for facts in map(_task_facts, tasks) if facts is not None]
 
 
 def _timestamp(value: object) -> float | None:
