@@ -41,6 +41,8 @@ from translators.protojson_scalars import (
     parse_bytes,
     parse_int32,
     parse_string,
+    parse_timestamp_into,
+    timestamp_text,
 )
 
 M = TypeVar("M", bound=ProtoMessage)
@@ -249,7 +251,7 @@ class Codec:
         if self._naive and not _HAS_ZONE.search(text.strip()):
             text = text.strip() + "Z"
         try:
-            msg.FromJsonString(text)
+            parse_timestamp_into(msg, text)
         except ValueError as exc:
             raise ProtoJsonError(f"{path}: {exc}") from None
 
@@ -305,7 +307,7 @@ class Codec:
         name = plan.well_known
         if name is not None:
             if name == _TIMESTAMP:
-                return msg.ToJsonString()
+                return timestamp_text(msg)
             if name == _STRUCT:
                 return {k: dump_value(v) for k, v in msg.fields.items()}
             if name == _VALUE:
