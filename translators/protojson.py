@@ -79,6 +79,7 @@ class _Field:
     message: Descriptor | None
     parse: Callable[[Any], Any] | None = None  # scalars
     dump: Callable[[Any], Any] | None = None
+    plan: _Plan | None = None  # the message's plan, once first needed
 
 
 @dataclass
@@ -152,10 +153,17 @@ class Codec:
         self._into(msg, data, cls.DESCRIPTOR.name, 0)
         return msg
 
-    def _into(self, msg: ProtoMessage, data: Any, path: str, depth: int) -> None:
+    def _sub_plan(self, f: _Field) -> _Plan:
+        assert f.message is not None
+        plan = f.plan = self._plan(f.message)
+        return plan
+
+    def _into(self, msg: ProtoMessage, data: Any, path: str, depth: int,
+              plan: _Plan | None = None) -> None:
         if depth >= _MAX_DEPTH:
             raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
-        plan = self._plan(msg.DESCRIPTOR)
+        if plan is None:
+            plan = self._plan(msg.DESCRIPTOR)
         name = plan.well_known
         if name == _TIMESTAMP:
             self._timestamp(msg, data, path)
@@ -175,13 +183,15 @@ class Codec:
 
     def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: str,
                 depth: int) -> None:
-        oneofs: set[str] = set()
+        oneofs: set[str] | None = None  # made for the few messages that set one
         for key, value in data.items():
             f = plan.by_key.get(key)
             if f is None:
                 continue  # unknown fields are ignored (spec §5.7)
             if f.oneof is not None and value is not None:
-                if f.oneof in oneofs:
+                if oneofs is None:
+                    oneofs = set()
+                elif f.oneof in oneofs:
                     raise ProtoJsonError(f"{path}: more than one field of oneof {f.oneof}")
                 oneofs.add(f.oneof)
             if value is None:
@@ -203,7 +213,7 @@ class Codec:
             else:
                 sub = getattr(msg, f.name)
                 sub.SetInParent()
-                self._into(sub, value, f"{path}.{key}", depth + 1)
+                self._into(sub, value, f"{path}.{key}", depth + 1, f.plan or self._sub_plan(f))
 
     def _repeated(self, msg: ProtoMessage, f: _Field, value: Any, where: str,
                   depth: int) -> None:
@@ -211,11 +221,12 @@ class Codec:
             raise ProtoJsonError(f"{where} must be an array")
         target: Any = getattr(msg, f.name)
         del target[:]
+        plan = None if f.message is None else f.plan or self._sub_plan(f)
         for i, item in enumerate(value):
-            if f.message is not None:
-                if item is None and f.message.full_name != _VALUE:
+            if plan is not None:
+                if item is None and plan.well_known != _VALUE:
                     raise ProtoJsonError(f"{where}[{i}] is null")
-                self._into(target.add(), item, f"{where}[{i}]", depth + 1)
+                self._into(target.add(), item, f"{where}[{i}]", depth + 1, plan)
             else:
                 assert f.parse is not None
                 if item is None:
