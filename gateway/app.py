@@ -203,11 +203,18 @@ class Server:
         self._retiring[retiring] = old
         retiring.add_done_callback(self._retiring.pop)
 
-    def watch_config(self) -> ConfigWatcher | None:
+    def config_watcher(self) -> ConfigWatcher | None:
+        """A watcher of the config file, not yet watching; what the file holds now is
+        taken as what is applied (make it before start: an edit made while the gateway
+        starts is then seen as one)."""
         if self.config_path is None:
             return None
-        watcher = ConfigWatcher(self.config_path, self.apply, self.config.reload_interval)
-        if self.config.reload_interval > 0:
+        return ConfigWatcher(self.config_path, self.apply, self.config.reload_interval)
+
+    def watch_config(self, watcher: ConfigWatcher | None = None) -> ConfigWatcher | None:
+        """Watch the config file (every `reload_interval`), with ``watcher`` or a new one."""
+        watcher = watcher or self.config_watcher()
+        if watcher is not None and self.config.reload_interval > 0:
             self._spawn(watcher.watch())
         return watcher
 
@@ -251,13 +258,14 @@ async def serve(config: GatewayConfig, config_path: Path | None = None,
     configure_logging(config.log_level, None if worker is None else worker.index)
     raise_open_files_limit()
     server = Server(config, config_path, None if worker is None else worker.index)
+    watcher = server.config_watcher()  # before the listeners open (see config_watcher)
     await server.start()
     settle_after_start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    watcher = server.watch_config()
+    server.watch_config(watcher)
     if watcher is not None:
         loop.add_signal_handler(signal.SIGHUP,
                                 lambda: loop.create_task(watcher.reload("SIGHUP")))
