@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -25,7 +26,35 @@ SDK_PYTHON = {
 PEERS = ROOT / "tests" / "interop" / "peers"
 
 
+def _ephemeral_floor() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_EPHEMERAL_FLOOR = _ephemeral_floor()
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
+    """A port to listen on, below the kernel's ephemeral range: a port the kernel picks
+    (bind to 0) comes from the range its outgoing connections use too, and the suite's
+    own client sockets took one between the pick and the listen (a gRPC listener failed
+    with "Address already in use" once in four runs). Not handed out twice."""
+    low = 10_000
+    if _EPHEMERAL_FLOOR - low > 1000:
+        for _ in range(200):
+            port = random.randrange(low, _EPHEMERAL_FLOOR)
+            if port in _handed_out:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            _handed_out.add(port)
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
