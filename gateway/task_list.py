@@ -150,8 +150,8 @@ class TaskLister:
             if not isinstance(result, pb.Task):
                 raise a2a_error("InvalidAgentResponseError", "GetTask did not answer a Task")
             tasks[record.task_id] = result
-            facts = next(iter(facts_of(result)), None)
-            return record if facts is None else refreshed(record, facts, now)
+            facts = facts_of(result)
+            return refreshed(record, facts[0], now) if facts else record
 
         return list(await asyncio.gather(*(one(r) for r in records)))
 

@@ -39,8 +39,8 @@ TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
 # Longer values are not passed on (W3C: a version-00 traceparent is 55 characters, and
 # tracestate may be cut at 512).
-MAX_PARENT = 128
-MAX_STATE = 512
+_MAX_PARENT = 128
+_MAX_STATE = 512
 _HEX = frozenset("0123456789abcdef")
 
 
@@ -50,6 +50,8 @@ _tracer: Tracer | None = None
 _provider: TracerProvider | None = None
 _memory: InMemorySpanExporter | None = None
 _users = 0
+
+
 @dataclass(slots=True)
 class CallTrace:
     """One call's trace: the client's trace headers and, when tracing is on, its spans."""
@@ -152,15 +154,24 @@ def memory_exporter() -> InMemorySpanExporter | None:
 # ------------------------------------------------------------------ inbound
 
 
+def carrier_of(headers: Mapping[str, str]) -> dict[str, str] | None:
+    """The W3C trace context the headers carry (traceparent, and tracestate when it
+    fits), to be passed on; None without a traceparent that fits."""
+    parent = headers.get(TRACEPARENT)
+    if parent is None or len(parent) > _MAX_PARENT:
+        return None
+    carrier = {TRACEPARENT: parent}
+    state = headers.get(TRACESTATE)
+    if state is not None and len(state) <= _MAX_STATE:
+        carrier[TRACESTATE] = state
+    return carrier
+
+
 def take(ctx: CallContext, headers: Mapping[str, str]) -> None:
     """The client's trace context from its HTTP headers (or gRPC metadata, first values,
     lowercase keys)."""
-    parent = headers.get(TRACEPARENT)
-    if parent is not None and len(parent) <= MAX_PARENT:
-        carrier = {TRACEPARENT: parent}
-        state = headers.get(TRACESTATE)
-        if state is not None and len(state) <= MAX_STATE:
-            carrier[TRACESTATE] = state
+    carrier = carrier_of(headers)
+    if carrier is not None:
         ctx.trace = CallTrace(carrier)
     elif enabled:
         ctx.trace = CallTrace({})

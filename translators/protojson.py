@@ -1,10 +1,10 @@
 """ProtoJSON at the edges of the canonical model (reference §3.0).
 
 The canonical model is the v1.0 protobuf messages; P10 dicts are their ProtoJSON form
-(and P03 dicts that of the v0.3 messages, in v0.3 REST bodies). This module (its scalars in
-protojson_scalars.py) is the only
-place that converts between a message and its ProtoJSON, so leniency on input (unknown
-fields ignored, spec §5.7) and the exceptions to default omission live here.
+(and P03 dicts that of the v0.3 messages, in v0.3 REST bodies). This module, with its
+scalars in protojson_scalars.py, is the only place that converts between a message and
+its ProtoJSON, so leniency on input (unknown fields ignored, spec §5.7) and the exceptions
+to default omission live here.
 
 `google.protobuf.json_format` walks the descriptors again on every call and dominated the
 gateway's CPU. This codec walks each message type's descriptor once, into a plan of one

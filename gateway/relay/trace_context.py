@@ -21,14 +21,9 @@ _delivery_span: contextvars.ContextVar[Any] = contextvars.ContextVar(
 def relay_inbound(headers: Mapping[str, str]) -> None:
     """A backend's webhook notification: its trace context becomes the parent of the
     deliveries it causes (set in the handler's context, which their tasks copy)."""
-    parent = headers.get(tracing.TRACEPARENT)
-    if parent is None or len(parent) > tracing.MAX_PARENT:
-        return
-    carrier = {tracing.TRACEPARENT: parent}
-    state = headers.get(tracing.TRACESTATE)
-    if state is not None and len(state) <= tracing.MAX_STATE:
-        carrier[tracing.TRACESTATE] = state
-    _relay_parent.set(carrier)
+    carrier = tracing.carrier_of(headers)
+    if carrier is not None:
+        _relay_parent.set(carrier)
 
 
 async def delivery(target: Any, work: Awaitable[tuple[int, str]]) -> tuple[int, str]:
