@@ -8,17 +8,17 @@ behind it. A serving loop asks :meth:`Turn.over` after each event and, when its 
 lasted TURN seconds, lets the others run before it goes on.
 
 Fair turns are not enough for a call that is starting: each of its steps (reading the
-request, the backend's answer, the first write) waits a whole round of the other
-streams' turns, 16 streams x 0.5 ms = 8 ms a step. So while a call is *opening* (from
-its request's first byte to its answer's first byte, for at most PRIORITY seconds) the
-serving loops take SHORT_TURN turns and, at most every other HOLD seconds, wait up to
-HOLD for the openings to be answered: the open streams keep at least half of the loop,
-and a call that waits on a slow backend stops counting after PRIORITY.
+request, the backend's answer, the first write) waited for the event loop to poll its
+sockets, which it did only after a round of every open stream's turn, 16 streams x
+0.5 ms = 8 ms a step. So the open streams take their turns one per pass of the loop
+(:class:`Rotation`): what is ready on a socket waits one turn, not a round. And while a
+call is *opening* (from its request's first byte to its answer's first byte, for at most
+PRIORITY seconds) those turns are SHORT_TURN long.
 
 Measured (bench/README.md, "Streams take turns"): 16 streams of 200 events through one
 core, a new stream's first event ~230 → ~35-40 ms after the backend's with 0.5 ms turns
 (and each read's events decoded as they are served); a turn per event halved the events
-per second. Openings first: see the same section.
+per second. Openings first: ~15 ms. One turn per pass: ~3.5 ms (the same section).
 """
 
 from __future__ import annotations
@@ -28,8 +28,48 @@ from collections import deque
 
 TURN = 0.0005  # seconds a serving loop runs before the others get theirs
 SHORT_TURN = 0.0001  # the same while a call is starting
-PRIORITY = 0.010  # seconds a starting call goes before the open streams, at most
-HOLD = 0.002  # seconds the open streams may wait for starting calls, at most every other HOLD
+PRIORITY = 0.010  # seconds a call counts as starting, at most
+
+
+class Rotation:
+    """The serving loops whose turn is over, released one per pass of the event loop.
+
+    With ``sleep(0)`` after each turn, one pass of the loop ran every open stream's next
+    turn before the loop polled its sockets again. Released one at a time, the streams
+    keep their order, and the loop polls between two turns. Two per pass halved the polls
+    but doubled what a starting call waits at each step; the events per second were
+    within the noise (bench/README.md).
+    """
+
+    __slots__ = ("_loop", "_passing", "_waiting")
+
+    def __init__(self) -> None:
+        self._waiting: deque[asyncio.Future[None]] = deque()
+        self._passing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def wait(self) -> asyncio.Future[None]:
+        """Answered on a later pass of the loop, after the loops that waited before."""
+        loop = self._loop = asyncio.get_running_loop()
+        turn = loop.create_future()
+        self._waiting.append(turn)
+        if not self._passing:
+            self._passing = True
+            loop.call_soon(self._release_next)
+        return turn
+
+    def _release_next(self) -> None:
+        waiting = self._waiting
+        while waiting:
+            turn = waiting.popleft()
+            if not turn.done():  # a cancelled stream has left the queue
+                turn.set_result(None)
+                break
+        if waiting and self._loop is not None:
+            # The released loop runs on the next pass; the one after it, on the pass after.
+            self._loop.call_soon(self._release_next)
+        else:
+            self._passing = False
 
 
 class Opening:
@@ -43,18 +83,17 @@ class Opening:
 
 
 class Openings:
-    """The calls starting now on one worker: the open streams let them go first."""
+    """The calls starting now on one worker, and the open streams' rotation: while a call
+    starts, the streams' turns are short."""
 
     def __init__(self) -> None:
         self.pending = 0  # live openings; may count ones past PRIORITY until next looked at
         self._queue: deque[Opening] = deque()  # by start, the answered ones too
-        self._gate: asyncio.Future[None] | None = None
-        self._gate_timer: asyncio.TimerHandle | None = None
-        self._next_hold = 0.0
+        self.rotation = Rotation()  # the open streams' turns on this worker
 
     def begin(self) -> Opening:
         now = asyncio.get_running_loop().time()
-        self._expire(now)
+        self.expire(now)
         opening = Opening(now + PRIORITY)
         self._queue.append(opening)
         self.pending += 1
@@ -65,39 +104,13 @@ class Openings:
         if opening.live:
             opening.live = False
             self.pending -= 1
-            if not self.pending:
-                self._release()
 
-    def hold(self) -> asyncio.Future[None] | None:
-        """What an open stream waits on before its next turn (None: nothing): answered
-        when no call is opening any more, or after HOLD."""
-        if not self.pending:
-            return None
-        loop = asyncio.get_running_loop()
-        now = loop.time()
-        self._expire(now)
-        if not self.pending:
-            return None
-        if self._gate is None:
-            if now < self._next_hold:
-                return None  # the streams' half of the time
-            self._gate = loop.create_future()
-            self._gate_timer = loop.call_at(now + HOLD, self._release)
-            self._next_hold = now + 2 * HOLD
-        return self._gate
-
-    def _expire(self, now: float) -> None:
+    def expire(self, now: float) -> None:
+        """Drop the answered openings and those past PRIORITY (a call waiting on a slow
+        backend stops counting)."""
         queue = self._queue
         while queue and (not queue[0].live or queue[0].expires <= now):
             self.end(queue.popleft())
-
-    def _release(self) -> None:
-        gate, self._gate = self._gate, None
-        if self._gate_timer is not None:
-            self._gate_timer.cancel()
-            self._gate_timer = None
-        if gate is not None and not gate.done():
-            gate.set_result(None)
 
 
 class Turn:
@@ -114,11 +127,13 @@ class Turn:
         return self._loop.time() >= self._began + length
 
     async def pass_on(self) -> None:
-        """Let every other ready task run once (and the starting calls first, for up to
-        HOLD), then start a new turn."""
-        gate = self._openings.hold() if self._openings is not None else None
-        if gate is None:
+        """Let the others run (the open streams one per pass of the loop), then start a
+        new turn."""
+        openings = self._openings
+        if openings is None:
             await asyncio.sleep(0)
         else:
-            await asyncio.shield(gate)  # a cancelled stream must not cancel the others' wait
+            if openings.pending:
+                openings.expire(self._loop.time())
+            await openings.rotation.wait()
         self._began = self._loop.time()

@@ -1,6 +1,6 @@
-"""Starting calls go before the open streams (gateway/turns.py), within bounds: a hold
-ends when nothing is starting or after HOLD, the streams keep every other HOLD, and a
-call stops counting as starting after PRIORITY."""
+"""The open streams take their turns one per pass of the loop, in order (gateway/turns.py);
+while a call is starting their turns are short, and a call stops counting as starting
+when answered or after PRIORITY."""
 
 from __future__ import annotations
 
@@ -14,63 +14,30 @@ from gateway.ingress.connections import ConnectionGuard
 from gateway.turns import Openings, Turn
 
 
-async def test_nothing_starting_no_hold() -> None:
-    openings = Openings()
-    assert openings.hold() is None
-    opening = openings.begin()
-    openings.end(opening)
-    openings.end(opening)  # a second end changes nothing
-    assert openings.pending == 0
-    assert openings.hold() is None
-
-
-async def test_a_hold_ends_when_the_last_opening_is_answered() -> None:
+async def test_an_opening_counts_until_answered_once() -> None:
     openings = Openings()
     first, second = openings.begin(), openings.begin()
-    gate = openings.hold()
-    assert gate is not None and openings.hold() is gate  # every stream waits on one gate
+    assert openings.pending == 2
     openings.end(first)
-    assert not gate.done()
+    openings.end(first)  # a second end changes nothing
+    assert openings.pending == 1
     openings.end(second)
-    assert gate.done()
-
-
-async def test_a_hold_lasts_hold_at_most_and_the_streams_then_get_their_half() -> None:
-    openings = Openings()
-    openings.begin()  # never answered
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    gate = openings.hold()
-    assert gate is not None
-    await asyncio.wait_for(gate, 1.0)
-    assert loop.time() - started >= turns.HOLD * 0.9
-    assert openings.hold() is None  # the streams' turn, though a call is still starting
-    await asyncio.sleep(turns.HOLD * 1.2)
-    assert openings.hold() is not None
+    assert openings.pending == 0
 
 
 async def test_a_call_stops_counting_as_starting_after_priority(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(turns, "PRIORITY", 0.01)
+    monkeypatch.setattr(turns, "TURN", 60.0)
+    monkeypatch.setattr(turns, "SHORT_TURN", 0.0)
     openings = Openings()
     openings.begin()  # a call waiting on a slow backend
-    assert openings.pending == 1
+    turn = Turn(openings)
+    assert openings.pending == 1 and turn.over()
     await asyncio.sleep(0.02)
-    assert openings.hold() is None
+    await turn.pass_on()  # an open stream's next turn looks again
     assert openings.pending == 0
-
-
-async def test_a_cancelled_stream_does_not_end_the_others_wait() -> None:
-    openings = Openings()
-    opening = openings.begin()
-    first, second = Turn(openings), Turn(openings)
-    waiting = [asyncio.create_task(first.pass_on()), asyncio.create_task(second.pass_on())]
-    await asyncio.sleep(0)
-    waiting[0].cancel()
-    await asyncio.sleep(0)
-    assert waiting[0].cancelled() and not waiting[1].done()
-    openings.end(opening)
-    await asyncio.wait_for(waiting[1], 1.0)
+    assert not turn.over()  # full turns again
 
 
 async def test_turns_are_short_while_a_call_is_starting(
@@ -84,6 +51,50 @@ async def test_turns_are_short_while_a_call_is_starting(
     assert turn.over()
     openings.end(opening)
     assert not turn.over()
+
+
+class _Passes:
+    """Counts the event loop's passes: a callback that schedules itself once per pass."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_soon(self._tick)
+
+    def _tick(self) -> None:
+        self.count += 1
+        self._handle = self._loop.call_soon(self._tick)
+
+    def stop(self) -> None:
+        self._handle.cancel()
+
+
+async def test_the_open_streams_take_their_turns_one_per_pass_of_the_loop() -> None:
+    # With sleep(0) every stream's next turn ran in the same pass, and the loop polled its
+    # sockets only after a round of all of them: a new call's request waited that long.
+    openings = Openings()
+    passes = _Passes()
+    resumed: list[tuple[str, int]] = []
+
+    async def stream(name: str) -> None:
+        await Turn(openings).pass_on()
+        resumed.append((name, passes.count))
+
+    await asyncio.gather(*(stream(name) for name in "abcd"))
+    passes.stop()
+    assert [name for name, _ in resumed] == list("abcd")  # in the order they waited
+    counts = [count for _, count in resumed]
+    assert len(set(counts)) == 4, f"two turns in one pass of the loop: {resumed}"
+
+
+async def test_a_stream_cancelled_while_waiting_for_its_turn_leaves_the_rotation() -> None:
+    openings = Openings()
+    loops = [asyncio.create_task(Turn(openings).pass_on()) for _ in range(3)]
+    await asyncio.sleep(0)  # all three wait
+    loops[1].cancel()
+    await asyncio.wait_for(asyncio.gather(loops[0], loops[2]), 1.0)
+    assert loops[1].cancelled()
+    await asyncio.wait_for(Turn(openings).pass_on(), 1.0)  # the rotation goes on
 
 
 class _Inner(asyncio.Protocol):
