@@ -50,7 +50,10 @@ class Rotation:
 
     def wait(self) -> asyncio.Future[None]:
         """Answered on a later pass of the loop, after the loops that waited before."""
-        loop = self._loop = asyncio.get_running_loop()
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:  # a release scheduled on a loop that has stopped is lost
+            self._loop, self._passing = loop, False
+            self._waiting.clear()
         turn = loop.create_future()
         self._waiting.append(turn)
         if not self._passing:

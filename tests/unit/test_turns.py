@@ -97,6 +97,23 @@ async def test_a_stream_cancelled_while_waiting_for_its_turn_leaves_the_rotation
     await asyncio.wait_for(Turn(openings).pass_on(), 1.0)  # the rotation goes on
 
 
+def test_the_rotation_serves_a_new_event_loop() -> None:
+    openings = Openings()
+
+    async def streams_left_waiting() -> None:
+        openings.rotation.wait()
+        openings.rotation.wait()  # its release would come after the loop has stopped
+
+    first = asyncio.new_event_loop()
+    first.run_until_complete(streams_left_waiting())
+    first.close()
+
+    async def next_stream() -> None:
+        await asyncio.wait_for(Turn(openings).pass_on(), 1.0)
+
+    asyncio.run(next_stream())
+
+
 class _Inner(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         pass
