@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
+from gateway import turns
 from gateway.call import Call
 from gateway.deadline import Deadline
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
@@ -65,6 +66,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         await response.write_eof()
         return response
     opening = True
+    frames: list[bytes] = []  # framed, not written yet
     write_timeout = gateway.config.limits.write_timeout
     streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     error: BaseException | None = None
@@ -82,14 +84,22 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
 
                 # Others run too while a read's events are written; starting calls first.
                 turn = Turn(streams.openings)
+                loop = asyncio.get_running_loop()
+                written = loop.time()
                 while events is not None:
-                    frames: list[bytes] = []
                     try:
                         read_all = _frame_turn(events, frame_item, turn, frames)
                     except Exception:
-                        await write(frames)  # the events before the error go first
+                        await write(_taken(frames))  # the events before the error go first
                         raise
-                    await write(frames)  # one write per turn, not one per event
+                    # One write per turn's worth of events, not one per event: the short
+                    # turns while a call starts keep theirs for the next (a write costs
+                    # the worker as much as a few events). Nothing waits for a read with
+                    # frames kept.
+                    now = loop.time()
+                    if read_all or opening or now - written >= turns.TURN:
+                        await write(_taken(frames))
+                        written = now
                     if opening:
                         opening = False
                         answer_started(request)  # the first event is out
@@ -102,8 +112,11 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         if not streams.draining:
             error = exc  # the client went away: logged and counted as CLIENT_CANCELLED
             raise
-        # The gateway is shutting down: end the stream properly, not by a reset.
+        # The gateway is shutting down: end the stream properly, not by a reset, the
+        # events already framed included.
         asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        if frames:
+            await response.write(b"".join(_taken(frames)))
     except TimeoutError as exc:
         error = exc  # the client stopped reading: drop the connection
         if request.transport is not None:
@@ -135,6 +148,14 @@ async def _opening(reads: AsyncIterator[Flagged]) -> Iterator[FlaggedEvent] | No
         for first in rest:
             return itertools.chain((first,), rest)
     return None
+
+
+def _taken(frames: list[bytes]) -> list[bytes]:
+    """The frames, leaving ``frames`` empty (before a write that may be cancelled: what
+    went to the transport is not written twice)."""
+    taken = frames[:]
+    frames.clear()
+    return taken
 
 
 def _frame_turn(events: Iterator[FlaggedEvent], frame_item: FrameItem, turn: Turn,

@@ -104,3 +104,59 @@ async def test_a_stream_stops_going_first_at_its_first_event(
             assert rest.count("data: ") == EVENTS
         finally:
             await server.stop()
+
+
+async def test_events_framed_in_short_turns_all_arrive_in_order(
+        http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a call starts, the open streams take short turns and keep their frames for
+    a turn's worth (one write, not one per short turn): none is lost or reordered."""
+    monkeypatch.setattr(turns, "PRIORITY", 60.0)
+    async with serving(_numbered_backend()) as base:
+        port = free_port()
+        server = Server(parse_config({
+            "listen": {"http": f"127.0.0.1:{port}"}, "state": {"path": ":memory:"},
+            "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
+                                          "precheck": False}}}}))
+        await server.start()
+        try:
+            openings = server.connections.openings
+            assert openings is not None
+            starting = openings.begin()  # a call that stays starting: short turns throughout
+            send = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {
+                "message": {"kind": "message", "messageId": "m", "role": "user",
+                            "parts": [{"kind": "text", "text": "x"}]}}}
+            async with http.post(f"http://127.0.0.1:{port}/", json=send) as resp:
+                text = await resp.text()
+            openings.end(starting)
+        finally:
+            await server.stop()
+    frames = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    texts = [f["result"]["artifact"]["parts"][0]["text"] for f in frames[:-1]]
+    assert texts == [f"chunk {n}" for n in range(EVENTS)]
+    assert frames[-1]["result"]["status"]["state"] == "completed"
+
+
+def _numbered_backend() -> web.Application:
+    """A v1.0 JSON-RPC stream of EVENTS numbered artifact chunks and a completed status,
+    in one write."""
+    def frame(event: dict[str, object]) -> str:
+        return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 'ID', 'result': event})}\n\n"
+
+    burst = "".join(frame({"artifactUpdate": {
+        "taskId": "t1", "contextId": "c1", "append": n > 0,
+        "artifact": {"artifactId": "a1", "parts": [{"text": f"chunk {n}"}]}}})
+        for n in range(EVENTS))
+    burst += frame({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+                                     "status": {"state": "TASK_STATE_COMPLETED"}}})
+
+    async def rpc(request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(burst.replace('"ID"', json.dumps(body["id"])).encode())
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/", rpc)
+    return app
