@@ -20,17 +20,14 @@ from gateway.config import parse_config
 EVENTS = 3000
 
 
-def _burst_backend() -> web.Application:
-    """A v1.0 JSON-RPC stream: EVENTS working statuses and a completed one, in one write
-    (made before the test: the backend shares the loop, and must not hold it itself)."""
-    def frame(state: str) -> str:
-        event = {"statusUpdate": {"taskId": "t1", "contextId": "c1",
-                                  "status": {"state": state}}}
-        return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 'ID', 'result': event})}\n\n"
+def _frame(event: dict[str, object]) -> str:
+    return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 'ID', 'result': event})}\n\n"
 
-    burst = ("".join(frame("TASK_STATE_WORKING") for _ in range(EVENTS))
-             + frame("TASK_STATE_COMPLETED"))
 
+def _stream_backend(burst: str) -> web.Application:
+    """A v1.0 JSON-RPC backend that answers every call with ``burst`` (SSE frames made
+    before the test, their id the call's) in one write: it shares the loop with the
+    gateway, and must not hold it itself."""
     async def rpc(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -42,6 +39,16 @@ def _burst_backend() -> web.Application:
     app = web.Application()
     app.router.add_post("/", rpc)
     return app
+
+
+def _burst_backend() -> web.Application:
+    """EVENTS working statuses and a completed one."""
+    def status(state: str) -> str:
+        return _frame({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+                                        "status": {"state": state}}})
+
+    return _stream_backend("".join(status("TASK_STATE_WORKING") for _ in range(EVENTS))
+                           + status("TASK_STATE_COMPLETED"))
 
 
 async def test_a_burst_of_events_does_not_hold_the_loop(
@@ -137,26 +144,9 @@ async def test_events_framed_in_short_turns_all_arrive_in_order(
 
 
 def _numbered_backend() -> web.Application:
-    """A v1.0 JSON-RPC stream of EVENTS numbered artifact chunks and a completed status,
-    in one write."""
-    def frame(event: dict[str, object]) -> str:
-        return f"data: {json.dumps({'jsonrpc': '2.0', 'id': 'ID', 'result': event})}\n\n"
-
-    burst = "".join(frame({"artifactUpdate": {
+    """EVENTS numbered artifact chunks and a completed status."""
+    return _stream_backend("".join(_frame({"artifactUpdate": {
         "taskId": "t1", "contextId": "c1", "append": n > 0,
         "artifact": {"artifactId": "a1", "parts": [{"text": f"chunk {n}"}]}}})
-        for n in range(EVENTS))
-    burst += frame({"statusUpdate": {"taskId": "t1", "contextId": "c1",
-                                     "status": {"state": "TASK_STATE_COMPLETED"}}})
-
-    async def rpc(request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        await response.write(burst.replace('"ID"', json.dumps(body["id"])).encode())
-        await response.write_eof()
-        return response
-
-    app = web.Application()
-    app.router.add_post("/", rpc)
-    return app
+        for n in range(EVENTS)) + _frame({"statusUpdate": {
+            "taskId": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}}))
