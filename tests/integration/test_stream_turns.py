@@ -6,7 +6,9 @@ wake while the stream is served."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
@@ -16,8 +18,12 @@ from helpers import MakeGateway, free_port, serving
 from gateway import turns
 from gateway.app import Server
 from gateway.config import parse_config
+from gateway.turns import Openings
 
 EVENTS = 3000
+SEND = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
+    "kind": "message", "messageId": "m", "role": "user",
+    "parts": [{"kind": "text", "text": "x"}]}}}
 
 
 def _frame(event: dict[str, object]) -> str:
@@ -53,9 +59,6 @@ def _burst_backend() -> web.Application:
 
 async def test_a_burst_of_events_does_not_hold_the_loop(
         http: aiohttp.ClientSession, make_gateway: MakeGateway) -> None:
-    send = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
-        "kind": "message", "messageId": "m", "role": "user",
-        "parts": [{"kind": "text", "text": "x"}]}}}
     loop = asyncio.get_running_loop()
     late: list[float] = []
     done = asyncio.Event()
@@ -70,7 +73,7 @@ async def test_a_burst_of_events_does_not_hold_the_loop(
         gw = await make_gateway({"q": {"backend": {"url": base + "/", "version": "1.0",
                                                    "precheck": False}}})
         ticking = asyncio.create_task(ticker())
-        async with http.post(gw + "/", json=send) as resp:
+        async with http.post(gw + "/", json=SEND) as resp:
             text = await resp.text()
         done.set()
         await ticking
@@ -84,16 +87,10 @@ async def test_a_burst_of_events_does_not_hold_the_loop(
     assert max(late) < 0.015, sorted(late)[-5:]
 
 
-async def test_a_stream_stops_going_first_at_its_first_event(
-        http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A call goes before the open streams from its first byte to its answer's first
-    byte: a stream's opening ends when its first event is written, not when it ends
-    (else every stream would slow all the others for its whole life)."""
-    monkeypatch.setattr(turns, "PRIORITY", 60.0)  # only the answer ends it here
-    send = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {
-        "kind": "message", "messageId": "m", "role": "user",
-        "parts": [{"kind": "text", "text": "x"}]}}}
-    async with serving(_burst_backend()) as base:
+@contextlib.asynccontextmanager
+async def _own_gateway(backend: web.Application) -> AsyncIterator[tuple[str, Openings]]:
+    """A gateway of its own in front of ``backend``: its URL and its worker's openings."""
+    async with serving(backend) as base:
         port = free_port()
         server = Server(parse_config({
             "listen": {"http": f"127.0.0.1:{port}"}, "state": {"path": ":memory:"},
@@ -103,14 +100,24 @@ async def test_a_stream_stops_going_first_at_its_first_event(
         try:
             openings = server.connections.openings
             assert openings is not None
-            async with http.post(f"http://127.0.0.1:{port}/", json=send) as resp:
-                first = await resp.content.readuntil(b"\n\n")
-                assert b'"state":"working"' in first.replace(b" ", b"")
-                assert openings.pending == 0  # answered, though the stream goes on
-                rest = await resp.text()
-            assert rest.count("data: ") == EVENTS
+            yield f"http://127.0.0.1:{port}/", openings
         finally:
             await server.stop()
+
+
+async def test_a_stream_stops_going_first_at_its_first_event(
+        http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call goes before the open streams from its first byte to its answer's first
+    byte: a stream's opening ends when its first event is written, not when it ends
+    (else every stream would slow all the others for its whole life)."""
+    monkeypatch.setattr(turns, "PRIORITY", 60.0)  # only the answer ends it here
+    async with _own_gateway(_burst_backend()) as (url, openings), \
+            http.post(url, json=SEND) as resp:
+        first = await resp.content.readuntil(b"\n\n")
+        assert b'"state":"working"' in first.replace(b" ", b"")
+        assert openings.pending == 0  # answered, though the stream goes on
+        rest = await resp.text()
+    assert rest.count("data: ") == EVENTS
 
 
 async def test_events_framed_in_short_turns_all_arrive_in_order(
@@ -118,25 +125,11 @@ async def test_events_framed_in_short_turns_all_arrive_in_order(
     """While a call starts, the open streams take short turns and keep their frames for
     a turn's worth (one write, not one per short turn): none is lost or reordered."""
     monkeypatch.setattr(turns, "PRIORITY", 60.0)
-    async with serving(_numbered_backend()) as base:
-        port = free_port()
-        server = Server(parse_config({
-            "listen": {"http": f"127.0.0.1:{port}"}, "state": {"path": ":memory:"},
-            "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
-                                          "precheck": False}}}}))
-        await server.start()
-        try:
-            openings = server.connections.openings
-            assert openings is not None
-            starting = openings.begin()  # a call that stays starting: short turns throughout
-            send = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {
-                "message": {"kind": "message", "messageId": "m", "role": "user",
-                            "parts": [{"kind": "text", "text": "x"}]}}}
-            async with http.post(f"http://127.0.0.1:{port}/", json=send) as resp:
-                text = await resp.text()
-            openings.end(starting)
-        finally:
-            await server.stop()
+    async with _own_gateway(_numbered_backend()) as (url, openings):
+        starting = openings.begin()  # a call that stays starting: short turns throughout
+        async with http.post(url, json=SEND) as resp:
+            text = await resp.text()
+        openings.end(starting)
     frames = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
     texts = [f["result"]["artifact"]["parts"][0]["text"] for f in frames[:-1]]
     assert texts == [f"chunk {n}" for n in range(EVENTS)]
