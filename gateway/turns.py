@@ -18,7 +18,7 @@ PRIORITY seconds) those turns are SHORT_TURN long.
 Measured (bench/README.md, "Streams take turns"): 16 streams of 200 events through one
 core, a new stream's first event ~230 → ~35-40 ms after the backend's with 0.5 ms turns
 (and each read's events decoded as they are served); a turn per event halved the events
-per second. Openings first: ~15 ms. One turn per pass: ~3.5 ms (the same section).
+per second. Openings first: ~15 ms. One turn per pass: ~3.75 ms (the same section).
 """
 
 from __future__ import annotations
