@@ -58,19 +58,19 @@ class Rotation:
         self._waiting.append(turn)
         if not self._passing:
             self._passing = True
-            loop.call_soon(self._release_next)
+            loop.call_soon(self._release_next, loop)
         return turn
 
-    def _release_next(self) -> None:
+    def _release_next(self, loop: asyncio.AbstractEventLoop) -> None:
         waiting = self._waiting
         while waiting:
             turn = waiting.popleft()
             if not turn.done():  # a cancelled stream has left the queue
                 turn.set_result(None)
                 break
-        if waiting and self._loop is not None:
+        if waiting:
             # The released loop runs on the next pass; the one after it, on the pass after.
-            self._loop.call_soon(self._release_next)
+            loop.call_soon(self._release_next, loop)
         else:
             self._passing = False
 

@@ -78,8 +78,11 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
 
                 async def write(frames: list[bytes]) -> None:
                     if frames:
+                        # Emptied before the wait: a cancelled write is not sent twice.
+                        data = b"".join(frames)
+                        frames.clear()
                         deadline.arm(write_timeout)
-                        await response.write(b"".join(frames))
+                        await response.write(data)
                         deadline.disarm()
 
                 # Others run too while a read's events are written; starting calls first.
@@ -90,7 +93,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
                     try:
                         read_all = _frame_turn(events, frame_item, turn, frames)
                     except Exception:
-                        await write(_taken(frames))  # the events before the error go first
+                        await write(frames)  # the events before the error go first
                         raise
                     # One write per turn's worth of events, not one per event: the short
                     # turns while a call starts keep theirs for the next (a write costs
@@ -98,7 +101,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
                     # frames kept.
                     now = loop.time()
                     if read_all or opening or now - written >= turns.TURN:
-                        await write(_taken(frames))
+                        await write(frames)
                         written = now
                     if opening:
                         opening = False
@@ -116,7 +119,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
         # events already framed included.
         asyncio.current_task().uncancel()  # type: ignore[union-attr]
         if frames:
-            await response.write(b"".join(_taken(frames)))
+            await response.write(b"".join(frames))
     except TimeoutError as exc:
         error = exc  # the client stopped reading: drop the connection
         if request.transport is not None:
@@ -148,14 +151,6 @@ async def _opening(reads: AsyncIterator[Flagged]) -> Iterator[FlaggedEvent] | No
         for first in rest:
             return itertools.chain((first,), rest)
     return None
-
-
-def _taken(frames: list[bytes]) -> list[bytes]:
-    """The frames, leaving ``frames`` empty (before a write that may be cancelled: what
-    went to the transport is not written twice)."""
-    taken = frames[:]
-    frames.clear()
-    return taken
 
 
 def _frame_turn(events: Iterator[FlaggedEvent], frame_item: FrameItem, turn: Turn,
