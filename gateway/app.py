@@ -29,6 +29,7 @@ from gateway.ingress.connections import (
     track_requests,
 )
 from gateway.ingress.errors import answer_in_dialect
+from gateway.ingress.fast_lane import lane_for
 from gateway.ingress.grpc import start_grpc_server
 from gateway.lifecycle import ConfigWatcher, Streams
 from gateway.observe import configure_logging
@@ -97,6 +98,7 @@ class Server:
         self._holder: GatewayHolder | None = None
         self._retiring: dict[asyncio.Task[None], Gateway] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self.connections: ConnectionGuard | None = None
         self._traced = False  # this server turned tracing on (gateway/tracing.py)
         self.store: Store | None = None
 
@@ -148,7 +150,9 @@ class Server:
             tls = ReloadingServerContext(server_tls)
             self._spawn(tls.watch())  # rotated certificate files, without a restart
         shared = self.worker is not None
-        await GuardedSite(runner, host, port, self.connections, reuse_port=shared,
+        await GuardedSite(runner, host, port, self.connections,
+                          lane_for(runner.app, config.limits) if config.fast_lane else None,
+                          reuse_port=shared,
                           ssl_context=tls.context if tls else None).start()
         self._runners.insert(0, runner)
         if config.listen.admin:
@@ -230,6 +234,8 @@ class Server:
                 await site.stop()
         if self._holder is not None:
             await self._holder.streams.drain(grace)
+        if self.connections is not None:
+            await self.connections.drain(grace)
         if self._grpc is not None:
             await self._grpc.stop(grace)
             self._grpc = None

@@ -297,6 +297,9 @@ class GatewayConfig(_Model):
     max_body_bytes: int = Field(8 * 1024 * 1024, gt=0, description="Largest request body "
                                 "(HTTP) or message (gRPC) a client may send")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
+    fast_lane: bool = Field(True, description="Small unary JSON-RPC calls skip aiohttp's web "
+                            "layer (README \"Performance\"); false: every HTTP request goes "
+                            "through aiohttp. Read when the listener opens")
     demo_agent: DemoAgentConfig | None = None
     shutdown_grace: float = Field(10.0, ge=0, description="Seconds unary calls get to finish "
                                   "after SIGTERM; open streams are ended at once, cleanly")

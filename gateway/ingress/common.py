@@ -23,8 +23,12 @@ _REQUEST_ID = re.compile(r"^[\w.:@-]{1,128}$")
 
 
 def gateway_of(request: web.Request) -> Gateway:
-    holder = request.app[GATEWAY_KEY]
-    gateway = holder.current  # type: ignore[attr-defined]
+    return app_gateway(request.app)
+
+
+def app_gateway(app: web.Application) -> Gateway:
+    """The gateway an HTTP app serves now (a reload swaps it)."""
+    gateway = app[GATEWAY_KEY].current  # type: ignore[attr-defined]
     assert isinstance(gateway, Gateway)
     return gateway
 

@@ -75,11 +75,24 @@ class ConnectionGuard:
         self.limits = limits
         self.openings = openings  # requests begin here; their answer's first byte ends them
         self.max_connections = limits.max_connections or default_max_connections()
+        self.closing = False  # the gateway is shutting down: no connection stays open
         self._by_state: dict[str, OrderedDict[GuardedProtocol, None]] = {
             _WAITING: OrderedDict(), _BUSY: OrderedDict(), _IDLE: OrderedDict()}
 
     def __len__(self) -> int:
         return sum(len(d) for d in self._by_state.values())
+
+    async def drain(self, grace: float) -> None:
+        """At shutdown, once the listener stopped accepting: close the connections that
+        wait for a request or idle, and give the busy ones up to ``grace`` seconds to
+        answer; each closes once answered (:attr:`GuardedProtocol.closing`)."""
+        self.closing = True
+        for state in (_WAITING, _IDLE):
+            for conn in list(self._by_state[state]):
+                conn.close("shutdown")
+        deadline = asyncio.get_running_loop().time() + grace
+        while self._by_state[_BUSY] and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
 
     def factory(self, inner: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
         return lambda: GuardedProtocol(self, inner)
@@ -153,6 +166,11 @@ class GuardedProtocol(asyncio.Protocol):
         opening, self._opening = self._opening, None
         if opening is not None and self._guard.openings is not None:
             self._guard.openings.end(opening)
+
+    @property
+    def closing(self) -> bool:
+        """Whether the connection is to close after its answer (shutdown)."""
+        return self._guard.closing
 
     def request_finished(self) -> None:
         self.answered()
@@ -244,10 +262,15 @@ async def track_requests(request: web.Request,
 class GuardedSite(web.TCPSite):
     """A TCP site whose connections go through a :class:`ConnectionGuard`."""
 
-    def __init__(self, runner: web.BaseRunner, host: str, port: int,
-                 guard: ConnectionGuard, **kwargs: Any) -> None:
+    def __init__(self, runner: web.BaseRunner, host: str, port: int, guard: ConnectionGuard,
+                 lane: Callable[[web.Server], Callable[[], asyncio.Protocol]] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(runner, host, port, **kwargs)
         self.guard = guard
+        self._lane = lane  # what serves a connection before (or instead of) aiohttp
+
+    def _inner(self, server: web.Server) -> Callable[[], asyncio.Protocol]:
+        return server if self._lane is None else self._lane(server)
 
     async def start(self) -> None:
         await web.BaseSite.start(self)
@@ -255,7 +278,7 @@ class GuardedSite(web.TCPSite):
         server = self._runner.server
         assert server is not None
         self._server = await loop.create_server(
-            self.guard.factory(server), self._host, self._port, ssl=self._ssl_context,
+            self.guard.factory(self._inner(server)), self._host, self._port, ssl=self._ssl_context,
             backlog=self._backlog, reuse_address=self._reuse_address,
             reuse_port=self._reuse_port)
         sockets = self._server.sockets

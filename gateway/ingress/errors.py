@@ -50,7 +50,12 @@ async def answer_in_dialect(request: web.Request, handler: Handler) -> web.Strea
             if header in exc.headers:
                 response.headers[header] = exc.headers[header]
         return response
-    except Exception as exc:  # a bug of ours: say so in the caller's dialect, keep serving
-        log.error("unhandled error", path=request.path[:200], method=request.method[:16],
-                  exc_info=exc)
-        return render_error(request, a2a_error("InternalError"))
+    except Exception as exc:
+        return unhandled(request, exc)
+
+
+def unhandled(request: web.Request, exc: Exception) -> web.Response:
+    """A bug of ours: logged, and said in the caller's dialect; the worker serves on."""
+    log.error("unhandled error", path=request.path[:200], method=request.method[:16],
+              exc_info=exc)
+    return render_error(request, a2a_error("InternalError"))

@@ -33,10 +33,16 @@ async def handle(request: web.Request) -> web.StreamResponse:
     return await handle_body(request, request.match_info.get("tenant"), None)
 
 
+class StreamNotServed(Exception):
+    """A streaming call came to a caller that serves unary calls only (the fast lane),
+    before anything of it was done."""
+
+
 async def handle_body(request: web.Request, path_tenant: str | None,
-                      body: bytes | None) -> web.StreamResponse:
+                      body: bytes | None, streams: bool = True) -> web.StreamResponse:
     """A JSON-RPC request, its body read already when the REST router passed it on
-    (`POST /{tenant}`)."""
+    (`POST /{tenant}`) or the fast lane read it (``streams`` False: a streaming call
+    raises :class:`StreamNotServed`)."""
     gateway = gateway_of(request)
     ctx = client_context(request, gateway, rpc.JSONRPC)
     try:
@@ -52,6 +58,8 @@ async def handle_body(request: web.Request, path_tenant: str | None,
     except A2AError as err:  # the body could not be read
         fallback = rpc.JSONRPC_V10 if declared_version(request) == "1.0" else rpc.JSONRPC_V03
         return refused(fallback.refusal(None, err), err, ctx)
+    if decoded.op.streaming and not streams:
+        raise StreamNotServed
     call = bind(ctx, decoded)
     if call.op.streaming:
         return await _stream(request, call)

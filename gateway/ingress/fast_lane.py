@@ -1,0 +1,354 @@
+"""The fast lane: small unary JSON-RPC calls answered without aiohttp's web layer.
+
+Most calls a gateway serves are one small JSON-RPC `POST` whose headers and body arrive
+in one read and whose answer is one small JSON body. aiohttp's server costs more per such
+call (request and response objects, router, middlewares, its writer) than the gateway's
+own work on a same-dialect call. So a connection starts in this lane: while its requests
+are plain ones, the lane parses them itself, strictly, and runs the same JSON-RPC codec
+and pipeline (gateway/ingress/jsonrpc.py) that aiohttp's route would. The first request
+that is anything else hands the connection, with every byte not yet answered, to aiohttp
+for good: streams, REST, cards, admin, a body that has not fully arrived, chunked bodies,
+`Expect`, `Upgrade`, query strings, HTTP/1.0, or a head the lane does not parse. The lane
+answers what aiohttp's route would answer; `fast_lane: false` turns it off.
+
+The connection's guard (ingress/connections.py) keeps its header deadline and its cap;
+the lane keeps aiohttp's other bounds: the idle keep-alive timeout, the body limit (a
+larger body goes to aiohttp, which refuses it), cancelling a call whose client left, and
+reading no further while an answer cannot be written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+import structlog
+from aiohttp import web
+from aiohttp.http import SERVER_SOFTWARE
+from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
+from prometheus_client import Counter
+
+from gateway.config import LimitsConfig
+from gateway.ingress import jsonrpc
+from gateway.ingress.common import app_gateway
+from gateway.ingress.errors import unhandled
+
+log = structlog.get_logger("a2a_gateway.http")
+
+HANDOVERS = Counter("a2a_gateway_fast_lane_handovers_total", "Connections the fast lane "
+                    "handed to aiohttp, by what their next request was", ["reason"])
+
+# What aiohttp's parser takes (web_protocol.RequestHandler's defaults): a head within
+# these bounds is one aiohttp would read too.
+MAX_HEAD = 8190
+MAX_FIELDS = 128
+
+# `POST /` or `POST /{tenant}[/]` over HTTP/1.1, the tenant in unreserved characters
+# (nothing to percent-decode); token field names, no obs-fold, no control characters.
+_REQUEST_LINE = re.compile(rb"POST (/(?:[A-Za-z0-9._~-]+/?)?) HTTP/1\.1")
+_FIELDS = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*\r\n)+")
+_NOT_HERE = frozenset({"transfer-encoding", "expect", "upgrade"})
+_NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
+# A streaming method's name is in its body (the decoded method is checked again).
+_STREAMING = (b"message/stream", b"tasks/resubscribe", b"SendStreamingMessage",
+              b"SubscribeToTask")
+
+
+class LaneRequest:
+    """What the JSON-RPC codec reads from a request, for one the lane parsed."""
+
+    __slots__ = ("app", "headers", "path", "transport")
+
+    method = "POST"
+    query = _NO_QUERY
+
+    def __init__(self, app: web.Application, headers: CIMultiDictProxy[str],
+                 transport: asyncio.Transport, path: str) -> None:
+        self.app = app
+        self.headers = headers
+        self.transport = transport
+        self.path = path
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.transport.get_extra_info("sslcontext") is not None else "http"
+
+    @property
+    def host(self) -> str:
+        host = self.headers.get("Host")
+        return host if host is not None else socket.getfqdn()  # as aiohttp's request
+
+    @property
+    def remote(self) -> str | None:
+        peer = self.transport.get_extra_info("peername")
+        return str(peer[0]) if isinstance(peer, tuple | list) and peer else None
+
+
+class _Date:
+    """The Date header, formatted once per second."""
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._value = ""
+
+    def __call__(self) -> str:
+        now = int(time.time())
+        if now != self._second:
+            self._second = now
+            self._value = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now))
+        return self._value
+
+
+_date = _Date()
+
+
+def parse_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
+    """(path, headers, content length) of a head (request line and fields, each ending
+    in CRLF) the lane serves; None for anything else."""
+    line_end = head.find(b"\r\n")
+    line = _REQUEST_LINE.fullmatch(head, 0, line_end)
+    if line is None or _FIELDS.fullmatch(head, line_end + 2) is None:
+        return None
+    raw_fields = head[line_end + 2:-2].split(b"\r\n")
+    if len(raw_fields) > MAX_FIELDS:
+        return None
+    fields: list[tuple[str, str]] = []
+    length: int | None = None
+    for raw in raw_fields:
+        name_b, _, value_b = raw.partition(b":")
+        name = name_b.decode("ascii")
+        value = value_b.strip(b" \t").decode("utf-8", "surrogateescape")
+        lower = name.lower()
+        if lower == "content-length":
+            if length is not None or not value.isdigit() or not value.isascii():
+                return None
+            length = int(value)
+        elif lower in _NOT_HERE or (lower == "connection" and "upgrade" in value.lower()):
+            return None
+        fields.append((name, value))
+    if length is None:
+        return None
+    return line.group(1).decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), length
+
+
+def response_bytes(response: web.Response, close: bool) -> bytes:
+    """``response`` as HTTP/1.1 bytes, with the headers aiohttp's writer adds."""
+    body = response.body
+    if not isinstance(body, bytes):
+        raise TypeError(f"the lane writes bytes bodies, not {type(body).__name__}")
+    lines = [f"HTTP/1.1 {response.status} {response.reason}\r\n"]
+    for name, value in response.headers.items():
+        if "\r" in value or "\n" in value:
+            raise ValueError(f"a newline in the response header {name}")
+        lines.append(f"{name}: {value}\r\n")
+    lines.append(f"Content-Length: {len(body)}\r\nDate: {_date()}\r\n"
+                 f"Server: {SERVER_SOFTWARE}\r\n")
+    if close:
+        lines.append("Connection: close\r\n")
+    lines.append("\r\n")
+    return "".join(lines).encode("utf-8") + body
+
+
+class FastLane(asyncio.Protocol):
+    """One client connection: plain JSON-RPC calls here, the rest handed to aiohttp."""
+
+    def __init__(self, app: web.Application, aiohttp_protocol: Callable[[], asyncio.Protocol],
+                 idle_timeout: float) -> None:
+        self._app = app
+        self._make_aiohttp = aiohttp_protocol
+        self._idle_timeout = idle_timeout
+        self._transport: asyncio.Transport | None = None
+        self._aiohttp: asyncio.Protocol | None = None
+        self._buffer = bytearray()
+        self._task: asyncio.Task[None] | None = None
+        self._write_paused = False
+        self._read_paused = False
+        self._eof = False
+        # The idle deadline: one timer, re-armed when it fires early (see connections.py).
+        self._idle_since = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    # ---------------------------------------------------------------- asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = cast(asyncio.Transport, transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self._aiohttp is not None:
+            self._aiohttp.data_received(data)
+            return
+        self._buffer += data
+        if self._task is None:
+            self._next()
+        elif len(self._buffer) > MAX_HEAD and not self._read_paused:
+            # Pipelined requests wait for the one being served: read no further meanwhile.
+            self._read_paused = True
+            self._transport.pause_reading()  # type: ignore[union-attr]
+
+    def eof_received(self) -> bool | None:
+        if self._aiohttp is not None:
+            return self._aiohttp.eof_received()
+        self._eof = True
+        if self._task is None:
+            self._close()
+        return True  # an answer under way is still written; then the connection closes
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._aiohttp is not None:
+            self._aiohttp.connection_lost(exc)
+            return
+        self._transport = None
+        self._stop_timer()
+        if self._task is not None:
+            self._task.cancel()  # the client left: as aiohttp's handler_cancellation
+
+    def pause_writing(self) -> None:
+        if self._aiohttp is not None:
+            self._aiohttp.pause_writing()
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        if self._aiohttp is not None:
+            self._aiohttp.resume_writing()
+            return
+        self._write_paused = False
+        if self._task is None:
+            self._next()
+
+    # ---------------------------------------------------------------- the lane
+
+    @property
+    def handed_over(self) -> bool:
+        return self._aiohttp is not None
+
+    def _hand_over(self, reason: str) -> None:
+        transport = self._transport
+        if transport is None:
+            return
+        HANDOVERS.labels(reason).inc()
+        self._stop_timer()
+        if self._read_paused:
+            self._read_paused = False
+            transport.resume_reading()
+        protocol = self._aiohttp = self._make_aiohttp()
+        protocol.connection_made(transport)
+        if self._write_paused:
+            protocol.pause_writing()
+        data, self._buffer = bytes(self._buffer), bytearray()
+        if data:
+            protocol.data_received(data)
+        if self._eof:
+            protocol.eof_received()
+
+    def _next(self) -> None:
+        buffer = self._buffer
+        if not buffer or self._write_paused or self._transport is None:
+            return
+        end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
+        if end < 0:
+            if len(buffer) > MAX_HEAD:
+                self._hand_over("long_head")
+            return
+        parsed = parse_head(bytes(buffer[:end + 2]))
+        if parsed is None:
+            self._hand_over("not_plain")
+            return
+        path, headers, length = parsed
+        start = end + 4
+        if length > app_gateway(self._app).config.max_body_bytes:
+            self._hand_over("large_body")  # aiohttp's route refuses it
+            return
+        if len(buffer) < start + length:
+            self._hand_over("body_pending")  # aiohttp waits for it, bounded
+            return
+        body = bytes(buffer[start:start + length])
+        if any(name in body for name in _STREAMING):
+            self._hand_over("stream")
+            return
+        raw = bytes(buffer[:start + length])
+        del buffer[:start + length]
+        request = LaneRequest(self._app, headers, self._transport, path)
+        self._task = asyncio.get_running_loop().create_task(self._serve(request, body, raw))
+
+    async def _serve(self, request: LaneRequest, body: bytes, raw: bytes) -> None:
+        conn: Any = request.transport.get_protocol()
+        tracked = hasattr(conn, "request_started")
+        if tracked:
+            conn.request_started()
+        written = False
+        as_aiohttp = cast(web.Request, request)
+        try:
+            try:
+                response = await jsonrpc.handle_body(
+                    as_aiohttp, request.path.strip("/") or None, body, streams=False)
+            except jsonrpc.StreamNotServed:
+                # A streaming method its body did not name plainly (JSON escapes): aiohttp
+                # serves it from its first byte.
+                self._buffer[:0] = raw
+                self._hand_over("stream")
+                return
+            except Exception as exc:  # as the answer_in_dialect middleware does
+                response = unhandled(as_aiohttp, exc)
+            close = (self._eof or response.keep_alive is False or getattr(conn, "closing", False)
+                     or request.headers.get("Connection", "").lower() == "close")
+            if self._transport is not None:
+                self._transport.write(response_bytes(cast(web.Response, response), close))
+                written = not close
+        except Exception as exc:  # a bug of ours: this connection ends, the worker serves on
+            log.error("unhandled error in the fast lane", path=request.path[:200],
+                      exc_info=exc)
+        finally:
+            self._task = None
+            if tracked:
+                conn.request_finished()
+        if not written:
+            self._close()
+            return
+        if self._read_paused and self._transport is not None:
+            self._read_paused = False
+            self._transport.resume_reading()
+        self._idle()
+        self._next()
+
+    # ---------------------------------------------------------------- idle and close
+
+    def _idle(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._idle_since = loop.time()
+        if self._timer is None:
+            self._timer = loop.call_at(self._idle_since + self._idle_timeout, self._idle_check)
+
+    def _idle_check(self) -> None:
+        self._timer = None
+        if self._aiohttp is not None or self._transport is None:
+            return
+        if self._task is not None or self._buffer:
+            return  # busy, or a request is coming: the guard bounds that
+        loop = asyncio.get_running_loop()
+        deadline = self._idle_since + self._idle_timeout
+        if loop.time() >= deadline:
+            self._close()
+        else:
+            self._timer = loop.call_at(deadline, self._idle_check)
+
+    def _stop_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _close(self) -> None:
+        self._stop_timer()
+        if self._transport is not None:
+            self._transport.close()
+
+
+def lane_for(app: web.Application, limits: LimitsConfig,
+             ) -> Callable[[web.Server], Callable[[], asyncio.Protocol]]:
+    """What GuardedSite wraps: a lane per connection over aiohttp's ``server``."""
+    def over(server: web.Server) -> Callable[[], asyncio.Protocol]:
+        return lambda: FastLane(app, server, limits.idle_timeout)
+    return over

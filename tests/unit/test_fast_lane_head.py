@@ -1,0 +1,64 @@
+"""What the fast lane parses itself, and what it leaves to aiohttp (gateway/ingress/
+fast_lane.py): anything but a plain, strictly formed JSON-RPC POST goes to aiohttp."""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp import web
+
+from gateway.ingress.fast_lane import MAX_FIELDS, parse_head, response_bytes
+
+PLAIN = b"POST /t1 HTTP/1.1\r\nHost: gw\r\nContent-Length: 12\r\nX-A:  spaced  \r\n"
+
+
+def test_a_plain_head_is_parsed() -> None:
+    parsed = parse_head(PLAIN)
+    assert parsed is not None
+    path, headers, length = parsed
+    assert (path, length) == ("/t1", 12)
+    assert headers["host"] == "gw" and headers["X-A"] == "spaced"
+
+
+@pytest.mark.parametrize("head", [
+    b"GET / HTTP/1.1\r\nContent-Length: 1\r\n",                 # not a POST
+    b"post / HTTP/1.1\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.0\r\nContent-Length: 1\r\n",                # HTTP/1.0
+    b"POST /?A2A-Version=1.0 HTTP/1.1\r\nContent-Length: 1\r\n",  # a query
+    b"POST /t%31 HTTP/1.1\r\nContent-Length: 1\r\n",            # percent-encoding
+    b"POST /a/b HTTP/1.1\r\nContent-Length: 1\r\n",             # not a JSON-RPC path
+    b"POST /v1/message:send HTTP/1.1\r\nContent-Length: 1\r\n",
+    b"POST  / HTTP/1.1\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: 1\r\n folded\r\n",    # obs-fold
+    b"POST / HTTP/1.1\r\nBad Name: x\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\nX: a\x00b\r\nContent-Length: 1\r\n",  # control character
+    b"POST / HTTP/1.1\r\nX: a\nb\r\nContent-Length: 1\r\n",    # bare LF
+    b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: +1\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: \xd9\xa1\r\n",        # a non-ASCII digit
+    b"POST / HTTP/1.1\r\nHost: gw\r\n",                         # no length
+    b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\n" + b"X: y\r\n" * MAX_FIELDS + b"Content-Length: 1\r\n",
+])
+def test_anything_else_goes_to_aiohttp(head: bytes) -> None:
+    assert parse_head(head) is None
+
+
+def test_an_answer_is_written_with_the_headers_aiohttp_adds() -> None:
+    response = web.Response(body=b'{"a":1}', status=200, content_type="application/json",
+                            headers={"X-Request-ID": "r1"})
+    head, _, body = response_bytes(response, close=True).partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    assert lines[0] == "HTTP/1.1 200 OK" and body == b'{"a":1}'
+    assert {"X-Request-ID: r1", "Content-Type: application/json", "Content-Length: 7",
+            "Connection: close"} <= set(lines)
+    assert any(line.startswith("Date: ") for line in lines)
+    assert any(line.startswith("Server: ") for line in lines)
+
+
+def test_a_newline_in_a_header_is_never_written() -> None:
+    response = web.Response(body=b"{}", content_type="application/json")
+    response.headers["X-Echo"] = "a\r\nSet-Cookie: x=1"
+    with pytest.raises(ValueError):
+        response_bytes(response, close=False)
