@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from aiohttp import web
 
@@ -144,18 +145,38 @@ def dialect_headers(ctx: CallContext) -> dict[str, str]:
     return headers
 
 
-def http_answer(answer: HttpAnswer, headers: dict[str, str] | None = None) -> web.Response:
-    """An answer a dialect rendered, with the dialect headers; one about the transport
-    itself (a body too large or too slow) closes the connection."""
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """An answer a dialect rendered, with the headers that go with it on HTTP: what
+    aiohttp's route turns into a response (:func:`as_response`) and the fast lane writes
+    itself (ingress/fast_lane.py)."""
+
+    answer: HttpAnswer
+    headers: dict[str, str]
+
+    @property
+    def closes(self) -> bool:
+        """An answer about the transport itself (a body too large or too slow) closes
+        the connection."""
+        return self.answer.status in (408, 413)
+
+
+def as_response(reply: Reply) -> web.Response:
+    answer = reply.answer
     response = web.Response(body=answer.body, status=answer.status,
-                            headers={**(headers or {}), **answer.headers},
+                            headers={**reply.headers, **answer.headers},
                             content_type=answer.content_type)
-    if answer.status in (408, 413):
+    if reply.closes:
         response.force_close()
     return response
 
 
-def refused(answer: HttpAnswer, err: A2AError, ctx: CallContext | None) -> web.Response:
+def http_answer(answer: HttpAnswer, headers: dict[str, str] | None = None) -> web.Response:
+    """An answer a dialect rendered, with the dialect headers."""
+    return as_response(Reply(answer, headers or {}))
+
+
+def refusal(answer: HttpAnswer, err: A2AError, ctx: CallContext | None) -> Reply:
     """The answer to a refused request: the dialect's rendering, the dialect headers and,
     when the error says when to retry, Retry-After."""
     headers = dialect_headers(ctx) if ctx is not None else {}
@@ -165,4 +186,8 @@ def refused(answer: HttpAnswer, err: A2AError, ctx: CallContext | None) -> web.R
     challenge = err.metadata.get(CHALLENGE_KEY)
     if challenge is not None:
         headers["WWW-Authenticate"] = challenge
-    return http_answer(answer, headers)
+    return Reply(answer, headers)
+
+
+def refused(answer: HttpAnswer, err: A2AError, ctx: CallContext | None) -> web.Response:
+    return as_response(refusal(answer, err, ctx))

@@ -23,7 +23,9 @@ import asyncio
 import re
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from email.utils import formatdate
+from http import HTTPStatus
 from typing import Any, cast
 
 import structlog
@@ -34,7 +36,7 @@ from prometheus_client import Counter
 
 from gateway.config import LimitsConfig
 from gateway.ingress import jsonrpc
-from gateway.ingress.common import app_gateway
+from gateway.ingress.common import Reply, app_gateway
 from gateway.ingress.errors import unhandled
 
 log = structlog.get_logger("a2a_gateway.http")
@@ -99,7 +101,7 @@ class _Date:
         now = int(time.time())
         if now != self._second:
             self._second = now
-            self._value = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(now))
+            self._value = formatdate(now, usegmt=True)
         return self._value
 
 
@@ -135,13 +137,41 @@ def parse_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
     return line.group(1).decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), length
 
 
+def _asks_to_close(connection: str | None) -> bool:
+    return connection is not None and "close" in (
+        token.strip() for token in connection.lower().split(","))
+
+
+def reply_bytes(reply: Reply, close: bool) -> bytes:
+    """A codec's reply as HTTP/1.1 bytes, as aiohttp writes its response (as_response);
+    ``close``: with `Connection: close`."""
+    answer = reply.answer
+    headers = {**reply.headers, **answer.headers, "Content-Type": answer.content_type}
+    return _http_bytes(answer.status, _reason(answer.status), headers.items(), answer.body,
+                       close)
+
+
 def response_bytes(response: web.Response, close: bool) -> bytes:
-    """``response`` as HTTP/1.1 bytes, with the headers aiohttp's writer adds."""
+    """An aiohttp response made by code shared with aiohttp's route, as HTTP/1.1 bytes."""
     body = response.body
     if not isinstance(body, bytes):
         raise TypeError(f"the lane writes bytes bodies, not {type(body).__name__}")
-    lines = [f"HTTP/1.1 {response.status} {response.reason}\r\n"]
-    for name, value in response.headers.items():
+    return _http_bytes(response.status, response.reason, response.headers.items(), body,
+                       close)
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _http_bytes(status: int, reason: str, headers: Iterable[tuple[str, str]], body: bytes,
+                close: bool) -> bytes:
+    """The status line, ``headers``, and the ones aiohttp's writer adds, then ``body``."""
+    lines = [f"HTTP/1.1 {status} {reason}\r\n"]
+    for name, value in headers:
         if "\r" in value or "\n" in value:
             raise ValueError(f"a newline in the response header {name}")
         lines.append(f"{name}: {value}\r\n")
@@ -283,8 +313,10 @@ class FastLane(asyncio.Protocol):
         as_aiohttp = cast(web.Request, request)
         try:
             try:
-                response = await jsonrpc.handle_body(
-                    as_aiohttp, request.path.strip("/") or None, body, streams=False)
+                reply = cast(Reply, await jsonrpc.serve(
+                    as_aiohttp, request.path.strip("/") or None, body, streams=False))
+                close = reply.closes or self._closes_after(request, conn)
+                data = reply_bytes(reply, close)
             except jsonrpc.StreamNotServed:
                 # A streaming method its body did not name plainly (JSON escapes): aiohttp
                 # serves it from its first byte.
@@ -293,10 +325,10 @@ class FastLane(asyncio.Protocol):
                 return
             except Exception as exc:  # as the answer_in_dialect middleware does
                 response = unhandled(as_aiohttp, exc)
-            close = (self._eof or response.keep_alive is False or getattr(conn, "closing", False)
-                     or request.headers.get("Connection", "").lower() == "close")
+                close = response.keep_alive is False or self._closes_after(request, conn)
+                data = response_bytes(response, close)
             if self._transport is not None:
-                self._transport.write(response_bytes(cast(web.Response, response), close))
+                self._transport.write(data)
                 written = not close
         except Exception as exc:  # a bug of ours: this connection ends, the worker serves on
             log.error("unhandled error in the fast lane", path=request.path[:200],
@@ -313,6 +345,12 @@ class FastLane(asyncio.Protocol):
             self._transport.resume_reading()
         self._idle()
         self._next()
+
+    def _closes_after(self, request: LaneRequest, conn: Any) -> bool:
+        """Whether the connection ends with this answer: the client asked, or sent its
+        end, or the gateway is shutting down."""
+        return (self._eof or getattr(conn, "closing", False)
+                or _asks_to_close(request.headers.get("Connection")))
 
     # ---------------------------------------------------------------- idle and close
 

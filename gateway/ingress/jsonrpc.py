@@ -11,14 +11,16 @@ from aiohttp import web
 
 from gateway.call import Call
 from gateway.ingress.common import (
+    Reply,
+    as_response,
     bind,
     client_context,
     declared_version,
     dialect_headers,
     gateway_of,
     header_version,
-    http_answer,
     read_body,
+    refusal,
     refused,
 )
 from gateway.ingress.sse_out import serve_sse
@@ -39,10 +41,18 @@ class StreamNotServed(Exception):
 
 
 async def handle_body(request: web.Request, path_tenant: str | None,
-                      body: bytes | None, streams: bool = True) -> web.StreamResponse:
+                      body: bytes | None) -> web.StreamResponse:
     """A JSON-RPC request, its body read already when the REST router passed it on
-    (`POST /{tenant}`) or the fast lane read it (``streams`` False: a streaming call
-    raises :class:`StreamNotServed`)."""
+    (`POST /{tenant}`)."""
+    answer = await serve(request, path_tenant, body)
+    return answer if isinstance(answer, web.StreamResponse) else as_response(answer)
+
+
+async def serve(request: web.Request, path_tenant: str | None, body: bytes | None,
+                streams: bool = True) -> Reply | web.StreamResponse:
+    """The answer to a JSON-RPC request: a stream's response, served already, or the
+    reply to write. ``streams`` False (the fast lane, which writes replies only): a
+    streaming call raises :class:`StreamNotServed` before anything of it is done."""
     gateway = gateway_of(request)
     ctx = client_context(request, gateway, rpc.JSONRPC)
     try:
@@ -54,10 +64,10 @@ async def handle_body(request: web.Request, path_tenant: str | None,
         if no.op is not None:
             ctx.client_version = no.dialect.version
             log_call(ctx, no.op.name, no.error)
-        return refused(no.dialect.refusal(no.request_id, no.error), no.error, ctx)
+        return refusal(no.dialect.refusal(no.request_id, no.error), no.error, ctx)
     except A2AError as err:  # the body could not be read
         fallback = rpc.JSONRPC_V10 if declared_version(request) == "1.0" else rpc.JSONRPC_V03
-        return refused(fallback.refusal(None, err), err, ctx)
+        return refusal(fallback.refusal(None, err), err, ctx)
     if decoded.op.streaming and not streams:
         raise StreamNotServed
     call = bind(ctx, decoded)
@@ -69,13 +79,13 @@ async def handle_body(request: web.Request, path_tenant: str | None,
                   else call.dialect.answer(call.request_id, call.op, result, ctx.loss))
     except A2AError as err:
         log_call(ctx, call.op.name, err)
-        return refused(call.dialect.refusal(call.request_id, err), err, ctx)
+        return refusal(call.dialect.refusal(call.request_id, err), err, ctx)
     except Exception as exc:  # a bug of ours: answer in the client's dialect, keep serving
         log_call(ctx, call.op.name, exc)
         internal = a2a_error("InternalError")
-        return refused(call.dialect.refusal(call.request_id, internal), internal, ctx)
+        return refusal(call.dialect.refusal(call.request_id, internal), internal, ctx)
     log_call(ctx, call.op.name, None)
-    return http_answer(HttpAnswer(200, answer), dialect_headers(ctx))
+    return Reply(HttpAnswer(200, answer), dialect_headers(ctx))
 
 
 async def _stream(request: web.Request, call: Call) -> web.StreamResponse:

@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from gateway.ingress.fast_lane import MAX_FIELDS, parse_head, response_bytes
+from gateway.ingress.common import Reply, as_response
+from gateway.ingress.fast_lane import MAX_FIELDS, parse_head, reply_bytes, response_bytes
+from translators.dialects.base import HttpAnswer
 
 PLAIN = b"POST /t1 HTTP/1.1\r\nHost: gw\r\nContent-Length: 12\r\nX-A:  spaced  \r\n"
 
@@ -62,3 +64,21 @@ def test_a_newline_in_a_header_is_never_written() -> None:
     response.headers["X-Echo"] = "a\r\nSet-Cookie: x=1"
     with pytest.raises(ValueError):
         response_bytes(response, close=False)
+
+
+@pytest.mark.parametrize("reply", [
+    Reply(HttpAnswer(200, b'{"ok":1}'), {"X-Request-ID": "r1"}),
+    Reply(HttpAnswer(429, b"{}", {"X-Extra": "1"}), {"Retry-After": "1"}),
+    Reply(HttpAnswer(413, b"{}"), {}),                          # closes the connection
+    Reply(HttpAnswer(200, b"x", content_type="text/plain"), {}),
+])
+def test_a_reply_is_written_as_its_aiohttp_response(reply: Reply) -> None:
+    """The lane's bytes for a reply and for the response aiohttp's route makes of it."""
+    def lines(data: bytes) -> tuple[str, set[str], bytes]:
+        head, _, body = data.partition(b"\r\n\r\n")
+        status, *rest = head.decode().split("\r\n")
+        return status, {line for line in rest if not line.startswith("Date: ")}, body
+
+    response = as_response(reply)
+    assert lines(reply_bytes(reply, reply.closes)) == \
+        lines(response_bytes(response, response.keep_alive is False))
