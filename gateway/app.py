@@ -14,7 +14,7 @@ import grpc
 import structlog
 from aiohttp import web
 
-from gateway import tracing
+from gateway import metrics, tracing
 from gateway.admin import add_admin_routes, build_admin_app
 from gateway.auth.tls import ReloadingServerContext, grpc_server_credentials
 from gateway.config import GatewayConfig
@@ -253,6 +253,7 @@ class Server:
         if self.store is not None:
             await self.store.close()
             self.store = None
+        metrics.flush()  # the last calls' counts, before this worker's loop ends
         if self._traced:
             self._traced = False
             await asyncio.to_thread(tracing.shutdown)  # flushes spans, maybe to ourselves

@@ -11,8 +11,11 @@ dialects and outcomes come from fixed tables; loss field paths lose their indice
 
 from __future__ import annotations
 
+import asyncio
+import atexit
 import os
 import re
+from bisect import bisect_left
 from typing import Any
 
 from prometheus_client import (
@@ -28,6 +31,12 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from gateway.call import CallContext
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+_BOUNDS = (*_LATENCY_BUCKETS, float("inf"))  # the histograms' buckets, +Inf last
+# How long a call's counts may wait before they are added to the metrics (a scrape adds
+# them first). Not with workers: each worker's values live in files the others read, and
+# a worker that is killed must leave every count it made there.
+FLUSH_DELAY = 0.05
+_AT_ONCE = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
 
 CALLS = Counter("a2a_gateway_calls_total", "Calls handled, by tenant, dialects and outcome "
                 "(tenant `none`: refused before a configured tenant was reached)",
@@ -91,23 +100,86 @@ class _Children:
         return child
 
 
+class _Batch:
+    """The counts and observations of the calls of the last FLUSH_DELAY seconds, added
+    to the metrics together. prometheus-client locks and checks on every increment (a
+    histogram observation is two increments): per call that cost more than the rest of
+    the bookkeeping. Histogram observations are kept as bucket counts and a sum, and
+    added to the child's buckets and sum (the values its own `observe` increments)."""
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[_Children, tuple[str, ...]], float] = {}
+        self._spreads: dict[tuple[_Children, tuple[str, ...]], list[float]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def count(self, metric: _Children, values: tuple[str, ...], amount: float = 1) -> None:
+        key = (metric, values)
+        self._counts[key] = self._counts.get(key, 0) + amount
+        if self._timer is None or self._loop is None or self._loop.is_closed():
+            self._arm()
+
+    def observe(self, metric: _Children, values: tuple[str, ...], seconds: float) -> None:
+        key = (metric, values)
+        spread = self._spreads.get(key)
+        if spread is None:
+            spread = self._spreads[key] = [0.0] * (len(_BOUNDS) + 1)
+        spread[bisect_left(_BOUNDS, seconds)] += 1  # the first bucket with seconds <= le
+        spread[-1] += seconds
+        if self._timer is None or self._loop is None or self._loop.is_closed():
+            self._arm()
+
+    def _arm(self) -> None:
+        if _AT_ONCE:
+            self.flush()
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop to wait on: now
+            self.flush()
+            return
+        self._loop = loop
+        self._timer = loop.call_later(FLUSH_DELAY, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        counts, self._counts = self._counts, {}
+        spreads, self._spreads = self._spreads, {}
+        for (metric, values), amount in counts.items():
+            metric(*values).inc(amount)
+        for (metric, values), spread in spreads.items():
+            child = metric(*values)
+            for i, hits in enumerate(spread[:-1]):
+                if hits:
+                    child._buckets[i].inc(hits)
+            child._sum.inc(spread[-1])
+
+
+_batch = _Batch()
+flush = _batch.flush
+atexit.register(flush)
+
 _calls, _call_seconds = _Children(CALLS), _Children(CALL_SECONDS)
 _backend_seconds, _gateway_seconds = _Children(BACKEND_SECONDS), _Children(GATEWAY_SECONDS)
-_stream_events = _Children(STREAM_EVENTS)
+_stream_events, _card_hits = _Children(STREAM_EVENTS), _Children(CARD_HITS)
 
 
 def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) -> None:
     out = ctx.outcome
     backend_binding = out.backend_binding or "none"
+    batch = _batch
     # Only a configured tenant names a series: what a client wrote is not a label value.
-    _calls(out.tenant or "none", operation, ctx.client_version, ctx.client_binding,
-           out.backend_version or "none", backend_binding, outcome).inc()
-    _call_seconds(operation, ctx.client_binding, backend_binding).observe(seconds)
+    batch.count(_calls, (out.tenant or "none", operation, ctx.client_version,
+                         ctx.client_binding, out.backend_version or "none", backend_binding,
+                         outcome))
+    batch.observe(_call_seconds, (operation, ctx.client_binding, backend_binding), seconds)
     if out.backend_seconds is not None:
-        _backend_seconds(backend_binding, operation).observe(out.backend_seconds)
-        _gateway_seconds(operation).observe(max(0.0, seconds - out.backend_seconds))
+        batch.observe(_backend_seconds, (backend_binding, operation), out.backend_seconds)
+        batch.observe(_gateway_seconds, (operation,), max(0.0, seconds - out.backend_seconds))
     if out.events:
-        _stream_events(operation, ctx.client_binding).inc(out.events)
+        batch.count(_stream_events, (operation, ctx.client_binding), out.events)
     loss = ctx.loss
     if loss.dropped:
         for path in loss.request:
@@ -116,6 +188,10 @@ def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) 
             LOSSES.labels(_INDEX.sub("[]", path), "response").inc()
     if out.backend_error is not None:
         BACKEND_ERRORS.labels(ctx.tenant or "none", out.backend_error).inc()
+
+
+def card_hit(tenant: str) -> None:
+    _batch.count(_card_hits, (tenant,))
 
 
 def _all_workers() -> CollectorRegistry | None:
@@ -132,6 +208,7 @@ _EXPORTED = _all_workers()
 
 
 def exposition() -> tuple[bytes, str]:
+    flush()
     if _EXPORTED is None:
         return generate_latest(), CONTENT_TYPE_LATEST
     return generate_latest(_EXPORTED), CONTENT_TYPE_LATEST

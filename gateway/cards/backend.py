@@ -16,7 +16,7 @@ import aiohttp
 import structlog
 
 from gateway.config import BackendConfig
-from gateway.metrics import CARD_HITS, CARD_REFRESHES
+from gateway.metrics import CARD_REFRESHES, card_hit
 from translators.card_serving import ParsedCard, parse_any_card
 from translators.json_text import parse_json
 
@@ -68,7 +68,7 @@ class BackendCard:
         if self.url is None:
             return None
         if self._parsed is not None and time.monotonic() - self._fetched_at < self.ttl:
-            CARD_HITS.labels(self.tenant).inc()
+            card_hit(self.tenant)
             return self._parsed
         async with self._lock:
             if self._parsed is None or time.monotonic() - self._fetched_at >= self.ttl:
