@@ -109,7 +109,7 @@ class Timing:
     connections: int
 
 
-TIMINGS = {"tput": Timing(1.0, 5.0, CONNECTIONS), "lat": Timing(0.5, 2.0, 1),
+TIMINGS = {"tput": Timing(1.0, 4.0, CONNECTIONS), "lat": Timing(0.5, 2.0, 1),
            "stream": Timing(1.0, 3.0, STREAM_CONNECTIONS)}
 MAX_REQUESTS = 2_000_000  # a bound on any one measured window
 

@@ -250,7 +250,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "comparison (A2A_GATEWAY_LOOP); the other one is measured too")
     parser.add_argument("--one-loop", action="store_true",
                         help="peers: measure only --loop, not the other loop as well")
-    parser.add_argument("--peer-rounds", type=int, default=3,
+    parser.add_argument("--peer-rounds", type=int, default=5,
                         help="peers: rounds of the primary loop's runs, interleaved; each "
                              "peer's best round is reported")
     parser.add_argument("--skip-peers", action="store_true",
