@@ -22,7 +22,7 @@ def new_request_id() -> str:
     return os.urandom(16).hex()
 
 
-@dataclass
+@dataclass(slots=True)
 class CallOutcome:
     tenant: str | None = None  # the configured tenant the call reached (metrics label)
     backend_version: str | None = None
@@ -38,7 +38,7 @@ class CallOutcome:
     forwarded: bool = False  # passed through as sent (same dialect on both sides)
 
 
-@dataclass
+@dataclass(slots=True)
 class CallContext:
     client_version: str
     client_binding: str
@@ -70,7 +70,7 @@ class CallContext:
         return max(0.001, min(default, self.deadline - time.monotonic()))
 
 
-@dataclass
+@dataclass(slots=True)
 class Call:
     op: Operation
     request: ProtoMessage

@@ -90,6 +90,11 @@ class _Connection(asyncio.Protocol):
         self._payload: Any = None
         self._limit = 0
         self._surplus = False
+        # The exchange's deadline: one timer per connection, re-armed only when it fires
+        # before the exchange then under way is due (a timer made and cancelled per call
+        # cost as much as the rest of the exchange's bookkeeping).
+        self._deadline: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
 
     def pause_reading(self) -> None:
         return None
@@ -149,11 +154,21 @@ class _Connection(asyncio.Protocol):
 
     def close(self) -> None:
         self.closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self.transport is not None:
             self.transport.close()
 
-    def _time_out(self) -> None:
-        self._fail(TimeoutError())
+    def _check_deadline(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None or self._waiter is None:
+            return  # between exchanges: the next one arms it again
+        if self._loop.time() >= deadline:
+            self._fail(TimeoutError())
+        else:  # a later exchange's deadline
+            self._timer = self._loop.call_at(deadline, self._check_deadline)
 
     async def exchange(self, request: bytes, limit: int, deadline: float | None) -> Answer:
         """Write ``request``, wait for the whole answer. The connection is closed unless
@@ -162,7 +177,13 @@ class _Connection(asyncio.Protocol):
         self._message = self._payload = None
         self._limit = limit
         self._waiter = waiter = self._loop.create_future()
-        timer = None if deadline is None else self._loop.call_at(deadline, self._time_out)
+        self._deadline = deadline
+        if deadline is not None:
+            if self._timer is None:
+                self._timer = self._loop.call_at(deadline, self._check_deadline)
+            elif self._timer.when() > deadline:  # sooner than the one armed
+                self._timer.cancel()
+                self._timer = self._loop.call_at(deadline, self._check_deadline)
         clean = False
         try:
             self.transport.write(request)
@@ -171,8 +192,7 @@ class _Connection(asyncio.Protocol):
             clean = not (message.should_close or self._surplus)
             return Answer(message.code, message.headers, body)
         finally:
-            if timer is not None:
-                timer.cancel()
+            self._deadline = None
             self._waiter = None
             if not clean:
                 self.close()  # cancelled, failed or `Connection: close`

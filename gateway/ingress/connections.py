@@ -85,7 +85,8 @@ class ConnectionGuard:
     async def drain(self, grace: float) -> None:
         """At shutdown, once the listener stopped accepting: close the connections that
         wait for a request or idle, and give the busy ones up to ``grace`` seconds to
-        answer; each closes once answered (:attr:`GuardedProtocol.closing`)."""
+        answer; each closes once answered (:attr:`GuardedProtocol.closing`). What is
+        still busy then is closed, which cancels its call."""
         self.closing = True
         for state in (_WAITING, _IDLE):
             for conn in list(self._by_state[state]):
@@ -93,6 +94,8 @@ class ConnectionGuard:
         deadline = asyncio.get_running_loop().time() + grace
         while self._by_state[_BUSY] and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)
+        for conn in list(self._by_state[_BUSY]):
+            conn.close("shutdown")
 
     def factory(self, inner: Callable[[], asyncio.Protocol]) -> Callable[[], asyncio.Protocol]:
         return lambda: GuardedProtocol(self, inner)

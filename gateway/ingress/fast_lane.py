@@ -56,8 +56,8 @@ _FIELDS = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*\r
 _NOT_HERE = frozenset({"transfer-encoding", "expect", "upgrade"})
 _NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 # A streaming method's name is in its body (the decoded method is checked again).
-_STREAMING = (b"message/stream", b"tasks/resubscribe", b"SendStreamingMessage",
-              b"SubscribeToTask")
+_STREAMING = re.compile(rb"message/stream|tasks/resubscribe|SendStreamingMessage|"
+                        rb"SubscribeToTask")
 
 
 class LaneRequest:
@@ -217,7 +217,8 @@ class FastLane(asyncio.Protocol):
         elif len(self._buffer) > MAX_HEAD and not self._read_paused:
             # Pipelined requests wait for the one being served: read no further meanwhile.
             self._read_paused = True
-            self._transport.pause_reading()  # type: ignore[union-attr]
+            if self._transport is not None:
+                self._transport.pause_reading()
 
     def eof_received(self) -> bool | None:
         if self._aiohttp is not None:
@@ -251,10 +252,6 @@ class FastLane(asyncio.Protocol):
 
     # ---------------------------------------------------------------- the lane
 
-    @property
-    def handed_over(self) -> bool:
-        return self._aiohttp is not None
-
     def _hand_over(self, reason: str) -> None:
         transport = self._transport
         if transport is None:
@@ -283,7 +280,8 @@ class FastLane(asyncio.Protocol):
             if len(buffer) > MAX_HEAD:
                 self._hand_over("long_head")
             return
-        parsed = parse_head(bytes(buffer[:end + 2]))
+        head = bytes(buffer[:end + 2])
+        parsed = parse_head(head)
         if parsed is None:
             self._hand_over("not_plain")
             return
@@ -296,15 +294,14 @@ class FastLane(asyncio.Protocol):
             self._hand_over("body_pending")  # aiohttp waits for it, bounded
             return
         body = bytes(buffer[start:start + length])
-        if any(name in body for name in _STREAMING):
+        if _STREAMING.search(body) is not None:
             self._hand_over("stream")
             return
-        raw = bytes(buffer[:start + length])
         del buffer[:start + length]
         request = LaneRequest(self._app, headers, self._transport, path)
-        self._task = asyncio.get_running_loop().create_task(self._serve(request, body, raw))
+        self._task = asyncio.get_running_loop().create_task(self._serve(request, head, body))
 
-    async def _serve(self, request: LaneRequest, body: bytes, raw: bytes) -> None:
+    async def _serve(self, request: LaneRequest, head: bytes, body: bytes) -> None:
         conn: Any = request.transport.get_protocol()
         tracked = hasattr(conn, "request_started")
         if tracked:
@@ -320,7 +317,7 @@ class FastLane(asyncio.Protocol):
             except jsonrpc.StreamNotServed:
                 # A streaming method its body did not name plainly (JSON escapes): aiohttp
                 # serves it from its first byte.
-                self._buffer[:0] = raw
+                self._buffer[:0] = head + b"\r\n" + body
                 self._hand_over("stream")
                 return
             except Exception as exc:  # as the answer_in_dialect middleware does

@@ -251,3 +251,29 @@ async def test_an_answer_with_another_after_it_leaves_its_connection_unused(
     assert (await post(pool)).body == b'{"ok":1}'  # not the unasked answer
     assert server.connections == 2
     pool.close()
+
+
+async def test_each_exchange_on_a_reused_connection_keeps_its_own_deadline(
+        server: Server) -> None:
+    """One timer per connection: a later exchange's sooner deadline still fires on time,
+    and an earlier exchange's timer firing during a later, slower-due exchange does not
+    end it."""
+    pool = pool_for(server)
+
+    def late(delay: float) -> Reply:
+        def reply(request: bytes) -> None:
+            writer = server.writers[-1]
+            asyncio.get_running_loop().call_later(delay, writer.write, ok(b'{"ok":2}')(request))
+        return reply
+
+    assert (await post(pool, total=30.0)).body == b'{"ok":1}'  # arms a timer 30 s out
+    server.replies.append(late(1.0))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    with pytest.raises(TimeoutError):
+        await post(pool, total=0.2)  # sooner than the armed one
+    assert loop.time() - started < 0.8
+    assert (await post(pool, total=0.2)).body == b'{"ok":1}'  # a new connection
+    server.replies.append(late(0.4))
+    assert (await post(pool, total=5.0)).body == b'{"ok":2}'  # outlives the 0.2 s timer
+    assert server.connections == 2
