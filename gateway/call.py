@@ -4,7 +4,7 @@ by the pipeline and the egress, read by the log line and the metrics)."""
 
 from __future__ import annotations
 
-import os
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -18,8 +18,10 @@ from translators.operations import Operation
 
 
 def new_request_id() -> str:
-    """128 random bits in hex, like a uuid4's hex form, at a sixth of uuid4's cost."""
-    return os.urandom(16).hex()
+    """128 random bits in hex, like a uuid4's hex form. An id to follow a call by, not a
+    secret: the process's Mersenne Twister (seeded from the OS, reseeded in a forked
+    child), without a system call per call as os.urandom makes."""
+    return f"{random.getrandbits(128):032x}"
 
 
 @dataclass(slots=True)

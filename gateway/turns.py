@@ -94,8 +94,10 @@ class Openings:
         self._queue: deque[Opening] = deque()  # by start, the answered ones too
         self.rotation = Rotation()  # the open streams' turns on this worker
 
-    def begin(self) -> Opening:
-        now = asyncio.get_running_loop().time()
+    def begin(self, now: float | None = None) -> Opening:
+        """A call starts (``now``: the loop's time, if the caller has it at hand)."""
+        if now is None:
+            now = asyncio.get_running_loop().time()
         self.expire(now)
         opening = Opening(now + PRIORITY)
         self._queue.append(opening)

@@ -123,6 +123,7 @@ class GuardedProtocol(asyncio.Protocol):
     def __init__(self, guard: ConnectionGuard, inner: Callable[[], asyncio.Protocol]) -> None:
         self._guard = guard
         self._make_inner = inner
+        self._loop = asyncio.get_running_loop()  # made by the loop's server, on its thread
         self._inner: asyncio.Protocol | None = None
         self._transport: asyncio.Transport | None = None
         self._state: str | None = None
@@ -144,7 +145,7 @@ class GuardedProtocol(asyncio.Protocol):
 
     def _wait_for_headers(self) -> None:
         self._enter(_WAITING)
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         self._deadline = loop.time() + self._guard.limits.header_timeout
         if self._timer is None:
             self._timer = loop.call_at(self._deadline, self._header_deadline)
@@ -153,7 +154,7 @@ class GuardedProtocol(asyncio.Protocol):
         self._timer = None
         if self._state != _WAITING:
             return  # the headers came; the next request arms it again
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         if loop.time() >= self._deadline:
             self.close(f"{_WAITING}_timeout")
         else:  # a later request's deadline
@@ -211,7 +212,8 @@ class GuardedProtocol(asyncio.Protocol):
         if self._state == _IDLE:  # a new request begins: its headers have a deadline
             self._wait_for_headers()
         if self._state == _WAITING and self._opening is None and self._guard.openings is not None:
-            self._opening = self._guard.openings.begin()  # the open streams let it go first
+            # The open streams let it go first.
+            self._opening = self._guard.openings.begin(self._loop.time())
         self._inner.data_received(data)
 
     def eof_received(self) -> bool | None:

@@ -191,6 +191,7 @@ class FastLane(asyncio.Protocol):
         self._app = app
         self._make_aiohttp = aiohttp_protocol
         self._idle_timeout = idle_timeout
+        self._loop = asyncio.get_running_loop()  # made by the loop's server, on its thread
         self._transport: asyncio.Transport | None = None
         self._aiohttp: asyncio.Protocol | None = None
         self._buffer = bytearray()
@@ -299,7 +300,7 @@ class FastLane(asyncio.Protocol):
             return
         del buffer[:start + length]
         request = LaneRequest(self._app, headers, self._transport, path)
-        self._task = asyncio.get_running_loop().create_task(self._serve(request, head, body))
+        self._task = self._loop.create_task(self._serve(request, head, body))
 
     async def _serve(self, request: LaneRequest, head: bytes, body: bytes) -> None:
         conn: Any = request.transport.get_protocol()
@@ -352,7 +353,7 @@ class FastLane(asyncio.Protocol):
     # ---------------------------------------------------------------- idle and close
 
     def _idle(self) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         self._idle_since = loop.time()
         if self._timer is None:
             self._timer = loop.call_at(self._idle_since + self._idle_timeout, self._idle_check)
@@ -363,7 +364,7 @@ class FastLane(asyncio.Protocol):
             return
         if self._task is not None or self._buffer:
             return  # busy, or a request is coming: the guard bounds that
-        loop = asyncio.get_running_loop()
+        loop = self._loop
         deadline = self._idle_since + self._idle_timeout
         if loop.time() >= deadline:
             self._close()
