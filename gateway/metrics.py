@@ -32,11 +32,6 @@ from gateway.call import CallContext
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _BOUNDS = (*_LATENCY_BUCKETS, float("inf"))  # the histograms' buckets, +Inf last
-# How long a call's counts may wait before they are added to the metrics (a scrape adds
-# them first). Not with workers: each worker's values live in files the others read, and
-# a worker that is killed must leave every count it made there.
-FLUSH_DELAY = 0.05
-_AT_ONCE = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
 
 CALLS = Counter("a2a_gateway_calls_total", "Calls handled, by tenant, dialects and outcome "
                 "(tenant `none`: refused before a configured tenant was reached)",
@@ -101,8 +96,10 @@ class _Children:
 
 
 class _Batch:
-    """The counts and observations of the calls of the last FLUSH_DELAY seconds, added
-    to the metrics together. prometheus-client locks and checks on every increment (a
+    """The counts and observations of the calls of one pass of the event loop, added to
+    the metrics together when the pass ends (as the log lines are written), so nothing
+    waits while the worker waits for I/O: with workers, the values are in the files the
+    other workers read, and a worker that is killed leaves every count it made there. prometheus-client locks and checks on every increment (a
     histogram observation is two increments): per call that cost more than the rest of
     the bookkeeping. Histogram observations are kept as bucket counts and a sum, and
     added to the child's buckets and sum (the values its own `observe` increments)."""
@@ -110,7 +107,7 @@ class _Batch:
     def __init__(self) -> None:
         self._counts: dict[tuple[_Children, tuple[str, ...]], float] = {}
         self._spreads: dict[tuple[_Children, tuple[str, ...]], list[float]] = {}
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def count(self, metric: _Children, values: tuple[str, ...], amount: float = 1) -> None:
@@ -130,16 +127,13 @@ class _Batch:
             self._arm()
 
     def _arm(self) -> None:
-        if _AT_ONCE:
-            self.flush()
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no loop to wait on: now
             self.flush()
             return
         self._loop = loop
-        self._timer = loop.call_later(FLUSH_DELAY, self.flush)
+        self._timer = loop.call_soon(self.flush)
 
     def flush(self) -> None:
         if self._timer is not None:
