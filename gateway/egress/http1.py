@@ -32,9 +32,12 @@ from yarl import URL
 if TYPE_CHECKING:
     from aiohttp.base_protocol import BaseProtocol
 
-# An idle connection is closed after this long (aiohttp's session: 15 s too); at most
-# MAX_IDLE wait per backend, the rest are closed when their exchange ends.
-KEEPALIVE = 15.0
+# An idle connection is closed after this long, under the keep-alive of the servers
+# agents run on (uvicorn, the a2a-sdk's: 5 s): a POST is never sent twice, so one written
+# on a connection the backend closes at that moment fails (aiohttp's 15 s met that race
+# once in 8,000 calls of `make bench` against an SDK agent). At most MAX_IDLE wait per
+# backend, the rest are closed when their exchange ends.
+KEEPALIVE = 4.0
 MAX_IDLE = 256
 _LINE = 8190  # the longest status or header line an answer may have (aiohttp's default)
 # Names the exchange writes itself: a configured or forwarded one never replaces them.
