@@ -38,6 +38,7 @@ from gateway.config import LimitsConfig
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import Reply, app_gateway
 from gateway.ingress.errors import unhandled
+from translators import operations as ops
 
 log = structlog.get_logger("a2a_gateway.http")
 
@@ -55,9 +56,11 @@ _REQUEST_LINE = re.compile(rb"POST (/(?:[A-Za-z0-9._~-]+/?)?) HTTP/1\.1")
 _FIELDS = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*\r\n)+")
 _NOT_HERE = frozenset({"transfer-encoding", "expect", "upgrade"})
 _NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
-# A streaming method's name is in its body (the decoded method is checked again).
-_STREAMING = re.compile(rb"message/stream|tasks/resubscribe|SendStreamingMessage|"
-                        rb"SubscribeToTask")
+# A streaming method's name, in either version, is in its body (the decoded method is
+# checked again: JSON escapes can spell it otherwise).
+_STREAMING = re.compile(b"|".join(re.escape(name.encode()) for op in ops.OPERATIONS
+                                  if op.streaming for name in (op.name, op.jsonrpc_v03)
+                                  if name))
 
 
 class LaneRequest:
