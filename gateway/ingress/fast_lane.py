@@ -22,14 +22,13 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
-import time
 from collections.abc import Callable, Iterable
-from email.utils import formatdate
 from http import HTTPStatus
 from typing import Any, cast
 
 import structlog
 from aiohttp import web
+from aiohttp.helpers import rfc822_formatted_time
 from aiohttp.http import SERVER_SOFTWARE
 from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 from prometheus_client import Counter
@@ -56,6 +55,7 @@ _REQUEST_LINE = re.compile(rb"POST (/(?:[A-Za-z0-9._~-]+/?)?) HTTP/1\.1")
 _FIELDS = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*\r\n)+")
 _NOT_HERE = frozenset({"transfer-encoding", "expect", "upgrade"})
 _NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
+_REASONS = {status.value: status.phrase for status in HTTPStatus}
 # A streaming method's name, in either version, is in its body (the decoded method is
 # checked again: JSON escapes can spell it otherwise).
 _STREAMING = re.compile(b"|".join(re.escape(name.encode()) for op in ops.OPERATIONS
@@ -93,22 +93,6 @@ class LaneRequest:
         return str(peer[0]) if isinstance(peer, tuple | list) and peer else None
 
 
-class _Date:
-    """The Date header, formatted once per second."""
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._value = ""
-
-    def __call__(self) -> str:
-        now = int(time.time())
-        if now != self._second:
-            self._second = now
-            self._value = formatdate(now, usegmt=True)
-        return self._value
-
-
-_date = _Date()
 
 
 def parse_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
@@ -150,7 +134,7 @@ def reply_bytes(reply: Reply, close: bool) -> bytes:
     ``close``: with `Connection: close`."""
     answer = reply.answer
     headers = {**reply.headers, **answer.headers, "Content-Type": answer.content_type}
-    return _http_bytes(answer.status, _reason(answer.status), headers.items(), answer.body,
+    return _http_bytes(answer.status, _REASONS.get(answer.status, ""), headers.items(), answer.body,
                        close)
 
 
@@ -163,13 +147,6 @@ def response_bytes(response: web.Response, close: bool) -> bytes:
                        close)
 
 
-def _reason(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return ""
-
-
 def _http_bytes(status: int, reason: str, headers: Iterable[tuple[str, str]], body: bytes,
                 close: bool) -> bytes:
     """The status line, ``headers``, and the ones aiohttp's writer adds, then ``body``."""
@@ -178,7 +155,7 @@ def _http_bytes(status: int, reason: str, headers: Iterable[tuple[str, str]], bo
         if "\r" in value or "\n" in value:
             raise ValueError(f"a newline in the response header {name}")
         lines.append(f"{name}: {value}\r\n")
-    lines.append(f"Content-Length: {len(body)}\r\nDate: {_date()}\r\n"
+    lines.append(f"Content-Length: {len(body)}\r\nDate: {rfc822_formatted_time()}\r\n"
                  f"Server: {SERVER_SOFTWARE}\r\n")
     if close:
         lines.append("Connection: close\r\n")
