@@ -33,7 +33,7 @@ from bench import peers
 from bench.procs import BenchError, Proc, Processes, free_port, gateway_cmd
 
 WORKERS = (1, 2)
-ROUNDS = 2  # 1 worker, 2 workers, 1 worker, 2 workers
+ROUNDS = 3  # 1 worker, 2 workers, alternating: a slow window falls on both alike
 PEER = "gw-03-10"  # the translated path: what costs the gateway most
 
 
