@@ -77,20 +77,26 @@ class TaskRecorder:
         return len(self._pending) + len(self._wire)
 
     def add(self, record: TaskRecord) -> None:
-        key = (record.tenant, record.task_id)
-        old = self._pending.get(key)
-        if old is not None:
-            self._pending[key] = merged(old, record)
-        elif len(self) < self.capacity:
-            self._pending[key] = record
-        else:
-            TASK_DROPS.labels("queue_full").inc()
-            return
-        self._wake(len(self))
+        self.add_all((record,))
 
     def add_all(self, records: Iterable[TaskRecord]) -> None:
+        # One loop for all of a call's records (most calls have one): this runs for every
+        # answer and stateful event, so nothing in it is a call it need not be.
+        pending = self._pending
+        added = False
         for record in records:
-            self.add(record)
+            key = (record.tenant, record.task_id)
+            old = pending.get(key)
+            if old is not None:
+                pending[key] = merged(old, record)
+            elif len(pending) + len(self._wire) < self.capacity:
+                pending[key] = record
+            else:
+                TASK_DROPS.labels("queue_full").inc()
+                continue
+            added = True
+        if added:
+            self._wake(len(pending) + len(self._wire))
 
     def add_wire(self, item: WireItem) -> None:
         size = len(self._pending) + len(self._wire)

@@ -9,6 +9,7 @@ and never fails: what it cannot read says nothing about tasks.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -77,29 +78,43 @@ def _task_facts(task: Any) -> TaskFacts | None:
 STATEFUL_EVENTS = frozenset({"task", "status_update"})
 
 
+def _one_task(task: Any) -> list[TaskFacts]:
+    facts = _task_facts(task)
+    return [] if facts is None else [facts]
+
+
+def _send_answer(answer: Any) -> list[TaskFacts]:
+    return _one_task(answer.task) if answer.HasField("task") else []
+
+
+def _stream_event(event: Any) -> list[TaskFacts]:
+    kind = event.WhichOneof("payload")
+    if kind == "task":
+        return _one_task(event.task)
+    if kind == "status_update":
+        update = event.status_update
+        facts = _proto_facts(update.task_id, update.context_id, update.status)
+        return [] if facts is None else [facts]
+    return []
+
+
+def _task_list(answer: Any) -> list[TaskFacts]:
+    return [facts for facts in map(_task_facts, answer.tasks) if facts is not None]
+
+
+# By the message's class: one dict lookup per answer or event instead of a chain of
+# isinstance checks (~70 ns for each that fails; a call's whole reading is ~0.8 µs).
+_READERS: dict[type, Callable[[Any], list[TaskFacts]]] = {
+    pb.Task: _one_task, pb.SendMessageResponse: _send_answer,
+    pb.StreamResponse: _stream_event, pb.ListTasksResponse: _task_list}
+
+
 def facts_of(message: ProtoMessage | None) -> list[TaskFacts]:
     """The tasks a canonical answer or stream event names with their state: a Task, the
     Task of a SendMessageResponse or StreamResponse, a status update, ListTasks' tasks.
     A list, not a generator: it is read whole, once per answer or stateful event."""
-    if isinstance(message, pb.Task):
-        tasks: list[Any] = [message]
-    elif isinstance(message, pb.SendMessageResponse):
-        tasks = [message.task] if message.HasField("task") else []
-    elif isinstance(message, pb.StreamResponse):
-        kind = message.WhichOneof("payload")
-        if kind == "task":
-            tasks = [message.task]
-        elif kind == "status_update":
-            update = message.status_update
-            facts = _proto_facts(update.task_id, update.context_id, update.status)
-            return [] if facts is None else [facts]
-        else:
-            return []
-    elif isinstance(message, pb.ListTasksResponse):
-        tasks = list(message.tasks)
-    else:
-        return []
-    return [facts for facts in map(_task_facts, tasks) if facts is not None]
+    reader = _READERS.get(type(message))
+    return [] if reader is None else reader(message)
 
 
 def _timestamp(value: object) -> float | None:
