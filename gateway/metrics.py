@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextvars
 import os
 import re
 from bisect import bisect_left
@@ -106,9 +107,14 @@ class _Batch:
 
     def __init__(self) -> None:
         self._counts: dict[tuple[_Children, tuple[str, ...]], float] = {}
-        self._spreads: dict[tuple[_Children, tuple[str, ...]], list[float]] = {}
+        # Per histogram child: the hits of the buckets observed (by index; a pass touches
+        # one or two of the 15) and, under the key -1, the sum of the seconds.
+        self._spreads: dict[tuple[_Children, tuple[str, ...]], dict[int, float]] = {}
         self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The flush reads no context variable: one empty context for every pass, instead
+        # of a copy of the caller's made by call_soon each time.
+        self._context = contextvars.Context()
 
     def count(self, metric: _Children, values: tuple[str, ...], amount: float = 1) -> None:
         key = (metric, values)
@@ -120,8 +126,9 @@ class _Batch:
         key = (metric, values)
         spread = self._spreads.get(key)
         if spread is None:
-            spread = self._spreads[key] = [0.0] * (len(_BOUNDS) + 1)
-        spread[bisect_left(_BOUNDS, seconds)] += 1  # the first bucket with seconds <= le
+            spread = self._spreads[key] = {-1: 0.0}
+        bucket = bisect_left(_BOUNDS, seconds)  # the first bucket with seconds <= le
+        spread[bucket] = spread.get(bucket, 0) + 1
         spread[-1] += seconds
         if self._timer is None or self._loop is None or self._loop.is_closed():
             self._arm()
@@ -133,7 +140,7 @@ class _Batch:
             self.flush()
             return
         self._loop = loop
-        self._timer = loop.call_soon(self.flush)
+        self._timer = loop.call_soon(self.flush, context=self._context)
 
     def flush(self) -> None:
         if self._timer is not None:
@@ -145,9 +152,10 @@ class _Batch:
             metric(*values).inc(amount)
         for (metric, values), spread in spreads.items():
             child = metric(*values)
-            for i, hits in enumerate(spread[:-1]):
-                if hits:
-                    child._buckets[i].inc(hits)
+            buckets = child._buckets
+            for i, hits in spread.items():
+                if i >= 0:
+                    buckets[i].inc(hits)
             child._sum.inc(spread[-1])
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import random
 import time
 from collections.abc import Callable
 
@@ -79,6 +81,33 @@ async def test_record_tasks_in_one_batch(store: Store) -> None:
     assert await store.get_task("t1", "b007") == rec("b007", T0 + 7, owner="al")
     assert await store.get_task("t1", "b004") == rec("b004", T0 + 4)
     assert [r.task_id for r in (await store.list_tasks(TaskQuery("t2"))).records] == ["b001"]
+
+
+async def test_a_batch_of_long_runs_reads_as_records_written_one_by_one(
+        store: Store) -> None:
+    """Runs of tens of records with and without an owner (SQLite writes them many rows to
+    a statement), tasks repeated inside a run, ties: the same as one by one."""
+    rnd = random.Random(7)
+    batch: list[TaskRecord] = []
+    while len(batch) < 400:
+        owner = rnd.choice([None, "al", "bo"])
+        for _ in range(rnd.choice([1, 31, 32, 33, 64, 80])):
+            at = T0 + rnd.randrange(30)
+            batch.append(rec(f"k{rnd.randrange(120):03d}", at, tenant="batch", owner=owner,
+                             ctx=rnd.choice(["c1", "c2"]),
+                             state=rnd.choice(["TASK_STATE_WORKING", "TASK_STATE_FAILED"]),
+                             backend=f"b{len(batch)}"))
+    await store.record_tasks(batch)
+    for r in batch:
+        await store.record_task(TaskRecord("single", r.task_id, r.context_id, r.state,
+                                           r.created_at, r.updated_at, r.owner, r.backend))
+    ids = sorted({r.task_id for r in batch})
+    for task_id in ids:
+        got, want = await store.get_task("batch", task_id), await store.get_task(
+            "single", task_id)
+        assert want is not None and got is not None
+        assert dataclasses.replace(got, tenant="single") == want, task_id
+    assert (await store.list_tasks(TaskQuery("batch"))).total_size == len(ids)
 
 
 async def test_owner_filled_later(store: Store) -> None:
