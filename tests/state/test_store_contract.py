@@ -12,6 +12,7 @@ import pytest
 
 from gateway.state import BadPageToken, RetentionConfig, Store, TaskQuery, TaskRecord
 from gateway.state.retention import prune_forever
+from gateway.state.sqlite_store import _CHUNK as CHUNK  # rows SQLite writes to a statement
 
 T0 = 1_700_000_000.0
 
@@ -91,7 +92,7 @@ async def test_a_batch_of_long_runs_reads_as_records_written_one_by_one(
     batch: list[TaskRecord] = []
     while len(batch) < 400:
         owner = rnd.choice([None, "al", "bo"])
-        for _ in range(rnd.choice([1, 31, 32, 33, 64, 80])):
+        for _ in range(rnd.choice([1, CHUNK - 1, CHUNK, CHUNK + 1, 2 * CHUNK, 2 * CHUNK + 16])):
             at = T0 + rnd.randrange(30)
             batch.append(rec(f"k{rnd.randrange(120):03d}", at, tenant="batch", owner=owner,
                              ctx=rnd.choice(["c1", "c2"]),
