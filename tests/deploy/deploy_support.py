@@ -157,3 +157,27 @@ def rendered_docs(manifests: dict[str, str]) -> list[dict[str, Any]]:
         if path.endswith(".yaml"):
             docs.extend(load_docs(text))
     return docs
+
+
+# --- the Dockerfile ---------------------------------------------------------------------------
+
+def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        instruction, _, args = (pending + line).partition(" ")
+        out.append((instruction.upper(), args.strip()))
+        pending = ""
+    return out
+
+
+def final_stage(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    starts = [i for i, (ins, _) in enumerate(instructions) if ins == "FROM"]
+    return instructions[starts[-1]:]

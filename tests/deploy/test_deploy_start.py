@@ -38,6 +38,8 @@ from deploy_support import (
     DEPLOY,
     MANIFESTS,
     RELAY_ENV,
+    dockerfile_instructions,
+    final_stage,
     gateway_deployment,
     helm_render,
     load_docs,
@@ -63,6 +65,7 @@ class Recipe:
     config: dict[str, Any]  # what the container reads at CONFIG_PATH
     env: dict[str, str]  # what the container's environment holds
     probe_port: int  # the container port of its readiness probe
+    args: list[str]  # the container's arguments to a2a-gateway (its ENTRYPOINT)
     relay_from_env: bool = True  # the recipe gives the relay key (else: made per process)
     notes: list[str] = field(default_factory=list)
 
@@ -106,7 +109,8 @@ def from_workload(docs: list[dict[str, Any]],
     probe = gateway["readinessProbe"]["httpGet"]
     assert probe["path"] == "/readyz"
     return Recipe(yaml.safe_load(mounted_config(docs, pod, gateway)),
-                  container_env(docs, gateway, made or {}), resolve_port(gateway, probe["port"]))
+                  container_env(docs, gateway, made or {}), resolve_port(gateway, probe["port"]),
+                  gateway["args"])
 
 
 def kubernetes(name: str) -> Recipe:
@@ -137,13 +141,16 @@ def compose() -> Recipe:
     (source,) = [v.split(":")[0] for v in service["volumes"] if f":{CONFIG_PATH}" in v]
     health = service["healthcheck"]["test"][-1]
     admin = int(re.search(r"127\.0\.0\.1:(\d+)/healthz", health)[1])  # type: ignore[index]
-    return Recipe(load_file((DEPLOY / source).resolve()), env, admin)
+    return Recipe(load_file((DEPLOY / source).resolve()), env, admin, service["command"])
 
 
 def docker_default() -> Recipe:
-    """`docker run` of the image as built: config/docker.yaml, no environment."""
+    """`docker run IMAGE` as built: config/docker.yaml, the image's ENV and CMD."""
     config = load_file(ROOT / "config" / "docker.yaml")
-    return Recipe(config, {}, int(config["listen"]["http"].rpartition(":")[2]),
+    final = final_stage(dockerfile_instructions((ROOT / "Dockerfile").read_text()))
+    env = dict(a.split("=", 1) for i, a in final if i == "ENV")
+    cmd = [json.loads(a) for i, a in final if i == "CMD"][-1]
+    return Recipe(config, env, int(config["listen"]["http"].rpartition(":")[2]), cmd,
                   relay_from_env=False)
 
 
@@ -223,7 +230,8 @@ async def test_recipe_starts_and_gets_ready(name: str, tmp_path: Path, demo_agen
     if name.startswith("helm"):
         request.getfixturevalue("helm")  # skips (outside CI) without Helm's SDK
     made = recipe(name)
-    made.config = localize(made.config, tmp_path)
+    made.config, made.args, made.env = (localize(x, tmp_path)
+                                        for x in (made.config, made.args, made.env))
     with contextlib.ExitStack() as stack:
         redis = stack.enter_context(redis_server()) \
             if made.config.get("state", {}).get("backend") == "redis" else None
@@ -235,7 +243,8 @@ async def test_recipe_starts_and_gets_ready(name: str, tmp_path: Path, demo_agen
         env = {"PATH": os.environ["PATH"], **made.env}
         log = tmp_path / "serve.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen([CLI, "serve", "--config", str(config)], stdout=out,
+            assert made.args[0] == "serve" and str(config) in {*made.args, *made.env.values()}
+            proc = subprocess.Popen([CLI, *made.args], stdout=out,
                                     stderr=subprocess.STDOUT, env=env, cwd=tmp_path)
         try:
             report = await wait_ready(f"http://127.0.0.1:{ports[made.probe_port]}/readyz",
