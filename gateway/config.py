@@ -194,8 +194,7 @@ def _relay_key(value: str) -> str:
         raw = b""
     if len(raw) not in (16, 24, 32):
         raise ValueError("a relay key is 32 random bytes in base64 (16 or 24 also work); "
-                         "make one with: python -c \"import base64,os; "
-                         "print(base64.urlsafe_b64encode(os.urandom(32)).decode())\"")
+                         "make one with: a2a-gateway keygen relay")
     return value.strip()
 
 

@@ -75,3 +75,14 @@ async def test_api_key_and_its_hash_authenticate(capsys: pytest.CaptureFixture[s
         {"required": True, "api_keys": {"keys": [{"principal": "ops", "sha256": digest}]}}))
     principal = await auth.authenticate({"x-api-key": key})
     assert principal is not None and principal.name == "ops"
+
+
+def test_a_bad_relay_key_says_how_to_make_one(monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """What the old sidecar manifest's placeholder did: now one line naming the command."""
+    monkeypatch.setenv("A2A_GATEWAY_RELAY_KEYS", "replace-me")
+    assert cli(["check-config", str(Path(__file__).parents[2] / "config/gateway.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("a2a-gateway: ") and err.count("\n") == 1, err
+    assert err.endswith("env A2A_GATEWAY_RELAY_KEYS: every relay key must be 16, 24 or 32 bytes "
+                        "in base64 (make one with: a2a-gateway keygen relay)\n"), err
