@@ -4,6 +4,7 @@ environment overrides of any option (README "Command line"), help on every optio
 from __future__ import annotations
 
 import argparse
+import shutil
 import subprocess
 import sys
 from importlib.metadata import version
@@ -155,3 +156,24 @@ def test_every_option_has_help() -> None:
     assert len(options) >= 20
     missing = [name for name, action in options if not action.help]
     assert missing == []
+
+
+def test_make_run_installs_the_runtime_and_starts_one_worker(tmp_path: Path) -> None:
+    """`make run` (dry run, into a venv that does not exist yet): the runtime dependencies
+    only, one worker, WORKERS=N for more (the config's own `workers` stays for `serve`)."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+
+    def dry(*extra: str) -> list[str]:
+        res = subprocess.run(["make", "-n", "run", f"VENV={tmp_path}/venv", *extra],
+                             capture_output=True, text=True, cwd=ROOT, timeout=60)
+        assert res.returncode == 0, res.stderr
+        return res.stdout.splitlines()
+
+    lines = dry()
+    installs = [line for line in lines if " install " in line]
+    assert installs == [f"{tmp_path}/venv/bin/pip install --disable-pip-version-check -q -e ."]
+    assert lines[-1].startswith("A2A_GATEWAY__WORKERS=1 ")
+    assert lines[-1].endswith(f"{tmp_path}/venv/bin/a2a-gateway serve --config "
+                              f"config/gateway.yaml")
+    assert dry("WORKERS=3")[-1].startswith("A2A_GATEWAY__WORKERS=3 ")
