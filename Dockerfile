@@ -16,6 +16,8 @@ COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
 # The container's config listens on 0.0.0.0 and has no in-process demo agent.
 COPY config/docker.yaml /etc/a2a-gateway/gateway.yaml
+# serve and check-config read it when given no --config (README "Command line").
+ENV A2A_GATEWAY_CONFIG=/etc/a2a-gateway/gateway.yaml
 USER 10001
 EXPOSE 8080 50051
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s \

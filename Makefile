@@ -5,13 +5,23 @@ SDK03  := .venvs/sdk03
 SDK13  := .venvs/sdk13
 BIN    := $(VENV)/bin
 CONFIG ?= config/gateway.yaml
+WORKERS ?= 1
+LOG_FORMAT ?= console
 PIP_FLAGS := --disable-pip-version-check -q
 
 .PHONY: run test setup venvs lint unit bench clean matrix redis
 
+# Two markers in one .venv: `.runtime` (the gateway's own dependencies, all `make run`
+# needs) and `.installed` (those plus the dev toolchain, for `make test`). The dev install
+# is a superset, so it sets both.
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev]'
+	touch $@ $(VENV)/.runtime
+
+$(VENV)/.runtime: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install $(PIP_FLAGS) -e .
 	touch $@
 
 $(SDK03)/.installed: tests/interop/requirements-sdk03.txt
@@ -27,8 +37,13 @@ $(SDK13)/.installed: tests/interop/requirements-sdk13.txt
 setup: $(VENV)/.installed
 venvs: $(SDK03)/.installed $(SDK13)/.installed
 
-run: setup
-	$(BIN)/a2a-gateway serve --config $(CONFIG)
+# One worker with console logs (README "Quick start"); `make run WORKERS=N` for more. Both
+# go through the config's environment overrides (README "Command line"), not the file.
+# The console log format needs the config's `log` section (issue 27, item 7): it is set
+# only once the schema has it.
+LOG_ENV = $(if $(shell grep -s '"log":' config/gateway.schema.json),A2A_GATEWAY__LOG__FORMAT=$(LOG_FORMAT))
+run: $(VENV)/.runtime
+	A2A_GATEWAY__WORKERS=$(WORKERS) $(LOG_ENV) $(BIN)/a2a-gateway serve --config $(CONFIG)
 
 lint: setup
 	$(BIN)/ruff check gateway translators tests bench

@@ -1,5 +1,6 @@
-"""`a2a-gateway`: serve, check a config, print the config schema, run the demo agent,
-probe an agent (doctor), read who still calls a gateway (usage), hash an API key."""
+"""`a2a-gateway`: serve, check a config, print the config schema, make keys (keygen), run
+the demo agent, probe an agent (doctor), read who still calls a gateway (usage), hash an
+API key."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gateway.config import ConfigError, json_schema, load_config
+from gateway.config_env import CONFIG_PATH_ENV
 from gateway.preflight import preflight
 from gateway.state.config import redact_url
 from gateway.workers.count import worker_count
@@ -127,33 +129,99 @@ def _usage(args: argparse.Namespace) -> int:
     return run_usage(args)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="a2a-gateway", description=__doc__)
+def _keygen(args: argparse.Namespace) -> int:
+    from gateway import keygen
+
+    if args.kind == "relay":
+        print(keygen.relay_key())
+    elif args.kind == "api-key":
+        key, digest = keygen.api_key()
+        print(f"{key}\n{digest}")
+    else:
+        pem, jwks = keygen.card_signing_key(args.kid)
+        text = json.dumps(jwks, indent=2) + "\n"
+        if args.jwk:
+            Path(args.jwk).write_text(text, encoding="utf-8")
+        else:
+            sys.stderr.write(text)
+        sys.stdout.write(pem)
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"a2a-gateway {version('a2a-gateway')}"
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "a2a-gateway (version unknown: not installed)"
+
+
+DEFAULT_CONFIG = "config/gateway.yaml"
+
+
+def config_path(given: str | None) -> str:
+    """The config file of serve/check-config: --config (or check-config's argument), else
+    A2A_GATEWAY_CONFIG, else config/gateway.yaml when the current folder has one."""
+    if given:
+        return given
+    from_env = os.environ.get(CONFIG_PATH_ENV)
+    if from_env:
+        return from_env
+    if Path(DEFAULT_CONFIG).is_file():
+        return DEFAULT_CONFIG
+    raise ConfigError(f"no config: {DEFAULT_CONFIG} is not in {Path.cwd()}; pass --config "
+                      f"FILE or set {CONFIG_PATH_ENV} (`a2a-gateway schema` describes the file)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="a2a-gateway", description=__doc__, epilog="Any config option can be set from "
+        "the environment: A2A_GATEWAY__<YAML path, parts joined by __>=<YAML value>, e.g. "
+        "A2A_GATEWAY__WORKERS=1 (README \"Command line\").")
+    parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
+    config_help = (f"the config file (default: ${CONFIG_PATH_ENV}, else {DEFAULT_CONFIG} "
+                   f"in the current folder)")
     p = sub.add_parser("serve", help="run the gateway")
-    p.add_argument("--config", default="config/gateway.yaml")
+    p.add_argument("--config", help=config_help)
     # Set by the supervisor of `workers: N` for each worker it starts (gateway/workers).
     p.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     p.add_argument("--ready-fd", type=int, default=-1, help=argparse.SUPPRESS)
     p.add_argument("--supervisor", type=int, default=0, help=argparse.SUPPRESS)
-    p.set_defaults(func=_serve)
-    p = sub.add_parser("check-config", help="validate a config file and exit")
-    p.add_argument("file")
-    p.set_defaults(func=_check)
+    p.set_defaults(func=_serve, config_arg="config")
+    p = sub.add_parser("check-config", help="validate a config file and exit "
+                       "(exit 2 and one line per problem when it cannot serve)")
+    p.add_argument("file", nargs="?", help=config_help)
+    p.set_defaults(func=_check, config_arg="file")
     p = sub.add_parser("schema", help="print the config's JSON Schema")
     p.set_defaults(func=_schema)
+    p = sub.add_parser("keygen", help="print a new secret in the format the gateway loads")
+    kinds = p.add_subparsers(dest="kind", required=True)
+    kinds.add_parser("relay", help="a push-relay key (32 random bytes, base64) for "
+                     "A2A_GATEWAY_RELAY_KEYS or push_relay.keys")
+    k = kinds.add_parser("card-signing", help="an EC P-256 private key (PEM, on stdout) for "
+                         "card_signing.key_file, and its public JWK set (on stderr, or --jwk)")
+    k.add_argument("--kid", help="key id to put in the JWK (use the same as card_signing.kid)")
+    k.add_argument("--jwk", metavar="FILE", help="write the public JWK set to FILE "
+                   "instead of stderr (serve it at card_signing.jku)")
+    kinds.add_parser("api-key", help="a random API key (line 1, for the caller) and its "
+                     "SHA-256 (line 2, for auth.api_keys.keys[].sha256)")
+    p.set_defaults(func=_keygen)
     p = sub.add_parser("hash-key", help="print the SHA-256 of an API key read from stdin "
                        "(for auth.api_keys.keys[].sha256)")
     p.set_defaults(func=_hash_key)
     p = sub.add_parser("dev-cert", help="write a private CA and a server certificate "
                        "(ca.crt, tls.crt, tls.key) for trying TLS; kept if already there")
-    p.add_argument("--dir", required=True)
+    p.add_argument("--dir", required=True, help="the folder to write the files into")
     p.add_argument("--host", action="append", help="a DNS name or IP the certificate names "
                    "(repeatable; default localhost and 127.0.0.1)")
     p.set_defaults(func=_dev_cert)
     p = sub.add_parser("demo-agent", help="run only the built-in v0.3 demo agent")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9009)
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on "
+                   "(default: %(default)s)")
+    p.add_argument("--port", type=int, default=9009, help="port to listen on "
+                   "(default: %(default)s)")
     p.set_defaults(func=_demo)
     p = sub.add_parser("doctor", help="probe an agent: what it speaks, and what the gateway "
                        "would do in front of it (exit 1 when a target cannot be served)")
@@ -171,8 +239,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("url", help="the gateway's base URL (or its /metrics URL)")
     p.add_argument("--json", action="store_true", help="print the usage as JSON")
     p.set_defaults(func=_usage)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "config_arg", None):  # serve, check-config: find the file
+            setattr(args, args.config_arg, config_path(getattr(args, args.config_arg)))
         return int(args.func(args))
     except ConfigError as exc:
         print(f"a2a-gateway: {exc}", file=sys.stderr)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import binascii
 import ipaddress
+import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.auth.config import AuthConfig, effective
+from gateway.config_env import EnvOverrideError, apply_env_overrides, name_the_variable
 from gateway.state.config import StateConfig
 from gateway.tracing_config import TracingConfig
 from translators.loss import LossPolicy
@@ -191,8 +194,7 @@ def _relay_key(value: str) -> str:
         raw = b""
     if len(raw) not in (16, 24, 32):
         raise ValueError("a relay key is 32 random bytes in base64 (16 or 24 also work); "
-                         "make one with: python -c \"import base64,os; "
-                         "print(base64.urlsafe_b64encode(os.urandom(32)).decode())\"")
+                         "make one with: a2a-gateway keygen relay")
     return value.strip()
 
 
@@ -371,24 +373,30 @@ class GatewayConfig(_Model):
         return self
 
 
-def _format(exc: ValidationError) -> str:
+def _format(exc: ValidationError, origins: Mapping[str, str]) -> str:
     lines = []
     for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"  {path}: {err['msg']}")
+        path = ".".join(str(p) for p in err["loc"])
+        lines.append(f"  {path or '(top level)'}: {err['msg']}"
+                     f"{name_the_variable(path, origins)}")
     return "\n".join(lines)
 
 
-def parse_config(data: Any, source: str = "<config>") -> GatewayConfig:
+def parse_config(data: Any, source: str = "<config>",
+                 origins: Mapping[str, str] | None = None) -> GatewayConfig:
+    """``origins``: YAML paths set by environment variables, to name them in errors."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping")
     try:
         return GatewayConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source} is not a valid gateway config:\n{_format(exc)}") from None
+        raise ConfigError(f"{source} is not a valid gateway config:\n"
+                          f"{_format(exc, origins or {})}") from None
 
 
-def load_config(path: str | Path) -> GatewayConfig:
+def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:
+    """The config file at ``path`` with the environment's overrides applied
+    (``A2A_GATEWAY__...``, gateway/config_env.py; ``environ`` defaults to os.environ)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -398,7 +406,12 @@ def load_config(path: str | Path) -> GatewayConfig:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
-    return parse_config(data, str(path))
+    try:  # a non-mapping is refused by parse_config
+        origins = apply_env_overrides(data, os.environ if environ is None else environ) \
+            if isinstance(data, dict) else {}
+    except EnvOverrideError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return parse_config(data, str(path), origins)
 
 
 def json_schema() -> dict[str, Any]:

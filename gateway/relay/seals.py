@@ -66,7 +66,7 @@ def load_keys(settings: PushRelayConfig,
             return [decode_key(k) for k in texts], source
         except (binascii.Error, ValueError):
             raise ConfigError(f"{source}: every relay key must be 16, 24 or 32 bytes in "
-                              f"base64") from None
+                              f"base64 (make one with: a2a-gateway keygen relay)") from None
     return [generated_key(environ)], "generated"
 
 

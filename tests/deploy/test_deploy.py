@@ -29,33 +29,26 @@ from deploy_support import (
     K8S_VERSIONS,
     MANIFESTS,
     RELAY_ENV,
+    by_kind,
+    gateway_deployment,
+    helm_render,
     k8s_schema_errors,
     load_docs,
     load_file,
+    mounted_config,
+    named,
+    one,
+    rendered_docs,
+    resolve_port,
     run_tool,
+    secret_text,
 )
 
-from gateway.config import GatewayConfig, parse_config
+from gateway.config import GatewayConfig, PushRelayConfig, parse_config
+from gateway.keygen import relay_key
+from gateway.relay.seals import load_keys
 
 # --- what every gateway workload must look like -----------------------------------------------
-
-def by_kind(docs: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [d for d in docs if d.get("kind") == kind]
-
-
-def one(docs: list[dict[str, Any]], kind: str) -> dict[str, Any]:
-    found = by_kind(docs, kind)
-    assert len(found) == 1, f"expected one {kind}, found {len(found)}"
-    return found[0]
-
-
-def gateway_deployment(docs: list[dict[str, Any]]) -> dict[str, Any]:
-    """The Deployment running the gateway (beside it there may be a Redis)."""
-    found = [d for d in by_kind(docs, "Deployment")
-             if any(c["name"] == "a2a-gateway" for c in d["spec"]["template"]["spec"]["containers"])]
-    assert len(found) == 1, f"expected one gateway Deployment, found {len(found)}"
-    return found[0]
-
 
 def gateway_service(docs: list[dict[str, Any]], pod_labels: dict[str, str]) -> dict[str, Any]:
     found = [d for d in by_kind(docs, "Service")
@@ -77,41 +70,6 @@ def check_redis(docs: list[dict[str, Any]], config: GatewayConfig) -> None:
     assert not gateway["spec"]["selector"]["matchLabels"].items() <= labels.items()
 
 
-def named(docs: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
-    found = [d for d in by_kind(docs, kind) if d["metadata"]["name"] == name]
-    assert found, f"no {kind} named {name!r} among the manifests"
-    return found[0]
-
-
-def resolve_port(container: dict[str, Any], port: int | str) -> int:
-    if isinstance(port, int):
-        return port
-    ports = {p["name"]: p["containerPort"] for p in container.get("ports", []) if "name" in p}
-    assert port in ports, f"port name {port!r} is not a port of container {container['name']}"
-    return int(ports[port])
-
-
-def mounted_config(docs: list[dict[str, Any]], pod: dict[str, Any],
-                   container: dict[str, Any]) -> str:
-    """The text the container sees at CONFIG_PATH, followed through mount, volume and ConfigMap."""
-    for mount in container.get("volumeMounts", []):
-        path, sub = mount["mountPath"].rstrip("/"), mount.get("subPath")
-        if sub and path == CONFIG_PATH:
-            file_in_volume = sub
-        elif not sub and CONFIG_PATH.startswith(path + "/"):
-            file_in_volume = CONFIG_PATH[len(path) + 1:]
-        else:
-            continue
-        volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
-        assert "configMap" in volume, f"{CONFIG_PATH} should come from a ConfigMap"
-        items = {i["path"]: i["key"] for i in volume["configMap"].get("items", [])}
-        key = items.get(file_in_volume, file_in_volume) if items else file_in_volume
-        configmap = named(docs, "ConfigMap", volume["configMap"]["name"])
-        assert key in configmap["data"], f"ConfigMap {configmap['metadata']['name']} has no {key!r}"
-        return str(configmap["data"][key])
-    raise AssertionError(f"container {container['name']} mounts nothing at {CONFIG_PATH}")
-
-
 def assert_non_root(pod_sc: dict[str, Any], sc: dict[str, Any], who: str) -> None:
     effective = {**pod_sc, **sc}
     assert effective.get("runAsNonRoot") is True, f"{who}: runAsNonRoot must be true"
@@ -122,7 +80,8 @@ def assert_non_root(pod_sc: dict[str, Any], sc: dict[str, Any], who: str) -> Non
 
 
 def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> GatewayConfig:
-    """mode: sidecar | shared; relay: None, "rendered" (Secret among docs) or "external"."""
+    """mode: sidecar | shared; relay: None, "rendered" (Secret among docs) or "external"
+    (a Secret made out of band: `a2a-gateway keygen relay`, the manifests' first step)."""
     deployment = gateway_deployment(docs)
     template = deployment["spec"]["template"]
     pod = template["spec"]
@@ -175,7 +134,9 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
         assert not ref.get("optional"), "the relay key is required once configured"
         if relay == "rendered":
             secret = named(docs, "Secret", ref["name"])
-            assert ref["key"] in {**secret.get("data", {}), **secret.get("stringData", {})}
+            # A key the relay loads (a placeholder would crash-loop the pod).
+            keys, _ = load_keys(PushRelayConfig(), {RELAY_ENV: secret_text(secret, ref["key"])})
+            assert keys and all(len(k) == 32 for k in keys)
         else:
             assert not by_kind(docs, "Secret"), "an existing Secret is referenced, not rendered"
 
@@ -213,9 +174,11 @@ def check_workload(docs: list[dict[str, Any]], mode: str, relay: str | None) -> 
 
 # --- deploy/kubernetes ------------------------------------------------------------------------
 
+# The relay key's Secret is made by the documented first step (`a2a-gateway keygen relay`),
+# never shipped with a placeholder; tests/deploy/test_deploy_start.py runs that step.
 PLAIN = {
-    "sidecar.yaml": ("sidecar", "rendered", {"ConfigMap", "Secret", "Deployment", "Service"}),
-    "shared-gateway.yaml": ("shared", None, {"ConfigMap", "Deployment", "Service"}),
+    "sidecar.yaml": ("sidecar", "external", {"ConfigMap", "Deployment", "Service"}),
+    "shared-gateway.yaml": ("shared", "external", {"ConfigMap", "Deployment", "Service"}),
 }
 
 
@@ -269,27 +232,15 @@ def merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
 
 
 SHARED_VALUES = load_file(CHART / "ci" / "shared-values.yaml")
+# Without relayKey the chart makes the key itself (test_deploy_start.py: kept on upgrades).
 HELM_CASES: dict[str, tuple[dict[str, Any] | None, str, str | None]] = {
-    "sidecar-defaults": (None, "sidecar", None),
-    "sidecar-relay-key": ({"relayKey": {"value": "test-relay-key"}}, "sidecar", "rendered"),
-    "shared-ci-values": (SHARED_VALUES, "shared", None),
+    "sidecar-defaults": (None, "sidecar", "rendered"),
+    "sidecar-relay-key": ({"relayKey": {"value": relay_key()}}, "sidecar", "rendered"),
+    "shared-ci-values": (SHARED_VALUES, "shared", "rendered"),
     "shared-existing-secret": (merge(SHARED_VALUES, {"relayKey": {"existingSecret": "relay"}}),
                                "shared", "external"),
-    "sidecar-no-admin": ({"gateway": {"ports": {"admin": 0}}}, "sidecar", None),
+    "sidecar-no-admin": ({"gateway": {"ports": {"admin": 0}}}, "sidecar", "rendered"),
 }
-
-
-def helm_render(values: dict[str, Any] | None) -> dict[str, Any]:
-    return dict(run_tool("helm-render", chart=str(CHART), values=values, name="agent",
-                         namespace="agents"))
-
-
-def rendered_docs(manifests: dict[str, str]) -> list[dict[str, Any]]:
-    docs: list[dict[str, Any]] = []
-    for path, text in sorted(manifests.items()):
-        if path.endswith(".yaml"):
-            docs.extend(load_docs(text))
-    return docs
 
 
 def test_chart_layout() -> None:
@@ -376,14 +327,14 @@ def test_helm_rejects_values_that_cannot_work(values: dict[str, Any], needle: st
 
 def test_helm_sidecar_matches_the_plain_manifest(helm: str) -> None:
     """The chart's sidecar defaults and deploy/kubernetes/sidecar.yaml serve the same agent."""
-    chart = rendered_docs(helm_render({"relayKey": {"value": "k"}})["manifests"])
+    chart = rendered_docs(helm_render(None)["manifests"])
     plain = load_docs((MANIFESTS / "sidecar.yaml").read_text(encoding="utf-8"))
     for docs in (chart, plain):
         pod = gateway_deployment(docs)["spec"]["template"]["spec"]
         assert sorted(c["name"] for c in pod["containers"]) == ["a2a-gateway", "legacy-agent"]
 
-    def backend(docs: list[dict[str, Any]]) -> Any:
-        config = check_workload(docs, "sidecar", "rendered")
+    def backend(docs: list[dict[str, Any]], relay: str) -> Any:
+        config = check_workload(docs, "sidecar", relay)
         return config.tenants[config.default_tenant].backend
 
-    assert backend(chart) == backend(plain)
+    assert backend(chart, "rendered") == backend(plain, "external")

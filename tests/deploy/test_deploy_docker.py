@@ -20,34 +20,14 @@ from deploy_support import (
     ROOT,
     TOOLS,
     _skip_or_fail,
+    dockerfile_instructions,
+    final_stage,
     load_file,
 )
 
 from gateway.config import parse_config
 
 # --- Dockerfile, config/docker.yaml -----------------------------------------------------------
-
-def dockerfile_instructions(text: str) -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) with line continuations joined and comments dropped."""
-    out: list[tuple[str, str]] = []
-    pending = ""
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        instruction, _, args = (pending + line).partition(" ")
-        out.append((instruction.upper(), args.strip()))
-        pending = ""
-    return out
-
-
-def final_stage(instructions: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    starts = [i for i, (ins, _) in enumerate(instructions) if ins == "FROM"]
-    return instructions[starts[-1]:]
-
 
 def test_dockerfile_essentials() -> None:
     instructions = dockerfile_instructions((ROOT / "Dockerfile").read_text(encoding="utf-8"))
@@ -76,6 +56,8 @@ def test_dockerfile_essentials() -> None:
     assert set(args_of["EXPOSE"][-1].split()) >= {str(HTTP_PORT), str(GRPC_PORT)}
     assert json.loads(args_of["ENTRYPOINT"][-1]) == ["a2a-gateway"]
     assert json.loads(args_of["CMD"][-1]) == ["serve", "--config", CONFIG_PATH]
+    # `docker run IMAGE check-config` (or serve) finds the same file without --config.
+    assert f"A2A_GATEWAY_CONFIG={CONFIG_PATH}" in args_of["ENV"]
 
     ignored = (ROOT / ".dockerignore").read_text(encoding="utf-8").split()
     assert {".venv", ".venvs", ".git"} <= set(ignored), "keep the virtualenvs out of the context"

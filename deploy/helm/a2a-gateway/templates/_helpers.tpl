@@ -38,12 +38,31 @@ app.kubernetes.io/component: {{ ternary "sidecar" "gateway" (eq .Values.mode "si
 {{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
 {{- end }}
 
-{{/* The Secret holding the relay key(s), or "" when there is none. */}}
+{{/* The Secret holding the relay key(s): relayKey.existingSecret, else the chart's own. */}}
 {{- define "a2a-gateway.relaySecretName" -}}
 {{- if .Values.relayKey.existingSecret }}
 {{- .Values.relayKey.existingSecret }}
-{{- else if .Values.relayKey.value }}
+{{- else }}
 {{- printf "%s-relay" (include "a2a-gateway.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+
+{{/*
+The `data` value (base64 of the key text) of the chart's relay-key Secret. Input: dict with
+"root" (the chart's context) and "existing" (the Secret found by `lookup`; empty in `helm
+template` and on first install). relayKey.value wins; else the existing Secret's key is kept,
+so that upgrades do not invalidate the relay URLs handed out; else a new key: randBytes gives
+32 random bytes already in base64, the format the relay reads (`a2a-gateway keygen relay`).
+*/}}
+{{- define "a2a-gateway.relayKeyData" -}}
+{{- $values := .root.Values.relayKey }}
+{{- $old := (.existing | default dict).data | default dict }}
+{{- if $values.value }}
+{{- $values.value | b64enc }}
+{{- else if index $old $values.secretKey }}
+{{- index $old $values.secretKey }}
+{{- else }}
+{{- randBytes 32 | b64enc }}
 {{- end }}
 {{- end }}
 
