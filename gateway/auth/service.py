@@ -16,7 +16,13 @@ from gateway.auth.jwks import JwksSource
 from gateway.auth.jwt_bearer import JwtVerifier
 from gateway.auth.mtls import PeerCert
 from gateway.auth.principal import Headers, Principal, permission_denied, unauthenticated
-from gateway.auth.ratelimit import BucketStore, Concurrency, LocalBuckets, TrafficLimits
+from gateway.auth.ratelimit import (
+    BucketStore,
+    Concurrency,
+    LocalBuckets,
+    StoreOutage,
+    TrafficLimits,
+)
 
 
 @dataclass
@@ -51,6 +57,7 @@ class GatewayAuth:
         self.buckets: BucketStore = buckets or (previous.buckets if previous
                                                 else LocalBuckets())
         self.concurrency: Concurrency = previous.concurrency if previous else Concurrency()
+        self.outage: StoreOutage = previous.outage if previous else StoreOutage()
         self._jwks: dict[str, JwksSource] = {}
         self.tenants = {name: self._build(name, override)
                         for name, override in tenants.items()}
@@ -121,5 +128,6 @@ class GatewayAuth:
                                       bound_tenant=bound("mtls"))
         return TenantAuth(
             tenant, config, authenticator, Authorizer(tenant, config.allow),
-            TrafficLimits(tenant, config.rate_limits, self.buckets, self.concurrency),
+            TrafficLimits(tenant, config.rate_limits, self.buckets, self.concurrency,
+                          self.outage),
             BackendCredentials(config.backend_auth, authenticator.credential_headers, tenant))
