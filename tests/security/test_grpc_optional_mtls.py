@@ -16,8 +16,11 @@ import grpc
 import pytest
 from auth_pki import issue, make_ca
 from helpers import MakeGateway, free_port
+from pydantic import ValidationError
 from security_support import RecordingAgent, grpc_send, keys, rpc_send
 from structlog.testing import capture_logs
+
+from gateway.auth.tls_config import ServerTlsConfig
 
 CA, OTHER_CA = make_ca("gateway test CA"), make_ca("another CA")
 SERVER = issue(CA, "gateway", server=True)
@@ -120,3 +123,20 @@ async def test_grpc_client_auth_none_serves_clients_without_a_certificate(
             assert await _grpc_call(target, _grpc(pki, "client")) \
                 == grpc.StatusCode.UNAUTHENTICATED
     assert _principals(logs) == [("alice", "api_key", "ok"), (None, None, "UNAUTHENTICATED")]
+
+
+@pytest.mark.parametrize(("client_auth", "grpc_client_auth", "ca", "required"), [
+    ("required", None, True, True), ("optional", None, True, True),
+    ("optional", "none", True, False), ("none", None, True, False),
+    ("none", "required", True, True), ("optional", None, False, False)])
+def test_the_grpc_listeners_rule(client_auth: str, grpc_client_auth: str | None, ca: bool,
+                                 required: bool) -> None:
+    config = ServerTlsConfig(cert_file="c", key_file="k", client_auth=client_auth,
+                             grpc_client_auth=grpc_client_auth,
+                             client_ca_file="ca.pem" if ca else None)
+    assert config.grpc_requires_client_cert is required
+
+
+def test_grpc_client_auth_required_needs_the_client_ca() -> None:
+    with pytest.raises(ValidationError, match="grpc_client_auth: required needs client_ca"):
+        ServerTlsConfig(cert_file="c", key_file="k", grpc_client_auth="required")
