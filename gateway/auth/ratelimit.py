@@ -81,22 +81,43 @@ class StoreOutage:
     """What the rate limits do while the shared store cannot be reached: this process's
     own buckets for `local`, a StoreUnavailableError for `refuse`, nothing for `allow`.
     The outage is logged with its cause when it starts (again every ``log_every``
-    seconds while it lasts) and when it ends, not on every call."""
+    seconds while it lasts) and when it ends, not on every call.
+
+    Under `local` and `allow` the store is asked again only ``probe_every`` seconds
+    after it failed, the calls in between go straight to the fallback: a store that does
+    not answer (a host gone, not a refused connection) would otherwise hold each call for
+    the connect timeout. `refuse` asks it every time: a call is refused only on a
+    failure seen, and the first call after the store is back succeeds."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 log_every: float = 30.0) -> None:
+                 log_every: float = 30.0, probe_every: float = 1.0) -> None:
         self.local = LocalBuckets(clock)
         self._clock = clock
         self._log_every = log_every
+        self._probe_every = probe_every
         self._logged_at: float | None = None
+        self._failed_at: float | None = None
 
-    def take(self, exc: StoreError, policy: OutagePolicy, tenant: str, key: str,
-             rate: float, burst: int) -> float | None:
-        now = self._clock()
+    def skip_store(self, policy: OutagePolicy) -> bool:
+        return (policy != "refuse" and self._failed_at is not None
+                and self._clock() - self._failed_at < self._probe_every)
+
+    def failed(self, exc: StoreError, policy: OutagePolicy, tenant: str) -> None:
+        now = self._failed_at = self._clock()
         if self._logged_at is None or now - self._logged_at >= self._log_every:
             self._logged_at = now
             log.warning("rate limits: state store unavailable", tenant=tenant,
                         on_store_outage=policy, cause=str(exc))
+
+    def answered(self) -> None:
+        self._failed_at = None
+        if self._logged_at is not None:
+            self._logged_at = None
+            log.info("rate limits: state store available again")
+
+    def take(self, policy: OutagePolicy, tenant: str, key: str, rate: float,
+             burst: int) -> float | None:
+        """The fallback's answer to one take (TrafficLimits' BucketStore contract)."""
         if policy == "refuse":
             raise a2a_error("StoreUnavailableError", "the gateway cannot check the rate "
                             f"limits of tenant {tenant} now (its state store is "
@@ -105,11 +126,6 @@ class StoreOutage:
         if policy == "allow":
             return None
         return self.local.take_now(key, rate, burst)
-
-    def store_answered(self) -> None:
-        if self._logged_at is not None:
-            self._logged_at = None
-            log.info("rate limits: state store available again")
 
 
 class Concurrency:
@@ -160,12 +176,15 @@ class TrafficLimits:
         self.outage = outage or StoreOutage()
 
     async def _take(self, key: str, rate: float, burst: int) -> float | None:
+        outage, policy = self.outage, self.config.on_store_outage
+        if outage.skip_store(policy):
+            return outage.take(policy, self.tenant, key, rate, burst)
         try:
             wait = await self.buckets.take(key, rate, burst)
         except StoreError as exc:
-            return self.outage.take(exc, self.config.on_store_outage, self.tenant, key,
-                                    rate, burst)
-        self.outage.store_answered()
+            outage.failed(exc, policy, self.tenant)
+            return outage.take(policy, self.tenant, key, rate, burst)
+        outage.answered()
         return wait
 
     async def admit(self, principal: Principal | None) -> None:

@@ -4,6 +4,7 @@ connection, so the kernel spreads them over the workers; the replicas take turns
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -104,6 +105,10 @@ def _tracebacks(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             or "exc_info" in line]
 
 
+def _recovered(logs: list[dict[str, Any]]) -> list[str]:
+    return [line["event"] for line in logs if line["event"].startswith("rate limits: state")]
+
+
 @pytest.fixture
 def redis() -> Iterator[RedisProcess]:
     server = RedisProcess(free_port()).start()
@@ -163,9 +168,15 @@ async def test_local_and_allow_keep_serving_during_an_outage(
         with capture_logs() as logs:
             got = [(await _send(http, gw + "/t"))[0] for _ in range(BURST + 2)]
         redis.start()
-        # The store is back (empty: it keeps nothing on disk), and rules again.
-        assert (await _send(http, gw + "/t"))[0] == 200
+        # The store is back (empty: it keeps nothing on disk) and rules again once it is
+        # asked again, a second after it failed: a full bucket there.
+        with capture_logs() as back:
+            deadline = asyncio.get_running_loop().time() + 10
+            while (await _send(http, gw + "/t"))[0] != 200 or not _recovered(back):
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.05)
     assert got == expected
+    assert _recovered(back) == ["rate limits: state store available again"]
     assert _tracebacks(logs) == []
     assert [line["on_store_outage"] for line in logs
             if line["event"] == "rate limits: state store unavailable"] == [policy]
