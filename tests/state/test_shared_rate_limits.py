@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
+from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
 from helpers import MakeGateway, free_port
 from redis_process import RedisProcess
@@ -92,11 +93,16 @@ async def _send(http: aiohttp.ClientSession, url: str, v10: bool = False,
         return resp.status, dict(resp.headers), await resp.json(content_type=None)
 
 
-async def _grpc_send(target: str) -> None:
-    request = pb.SendMessageRequest(message=pb.Message(
-        message_id="m", role=pb.ROLE_USER, parts=[pb.Part(text="hi")]))
+async def _grpc_send(target: str, version: str) -> None:
+    if version == "1.0":
+        method, request = "/lf.a2a.v1.A2AService/SendMessage", pb.SendMessageRequest(
+            message=pb.Message(message_id="m", role=pb.ROLE_USER, parts=[pb.Part(text="hi")]))
+    else:
+        method, request = "/a2a.v1.A2AService/SendMessage", v03pb.SendMessageRequest(
+            request=v03pb.Message(message_id="m", role=v03pb.ROLE_USER,
+                                  content=[v03pb.Part(text="hi")]))
     async with grpc.aio.insecure_channel(target) as channel:
-        await channel.unary_unary("/lf.a2a.v1.A2AService/SendMessage")(
+        await channel.unary_unary(method)(
             request.SerializeToString(), metadata=(("x-api-key", OUTAGE_KEY),), timeout=10)
 
 
@@ -138,16 +144,22 @@ async def test_refuse_during_an_outage_answers_unavailable_in_every_dialect(
                 rest = await resp.json()
                 assert (resp.status, resp.headers.get("Retry-After")) == (503, "1")
             assert rest["error"]["status"] == "UNAVAILABLE"
-            with pytest.raises(grpc.aio.AioRpcError) as refused:
-                await _grpc_send(f"127.0.0.1:{grpc_port}")
-            assert refused.value.code() == grpc.StatusCode.UNAVAILABLE
-            assert dict(refused.value.trailing_metadata() or ())["retry-after"] == "1"
+            async with http.post(gw + "/t/v1/message:send", headers={
+                    "X-API-Key": OUTAGE_KEY}, json={"message": {
+                    "messageId": "m", "role": "ROLE_USER", "content": [{"text": "hi"}]}}) \
+                    as resp:
+                assert (resp.status, resp.headers.get("Retry-After")) == (503, "1")
+            for version in ("1.0", "0.3"):
+                with pytest.raises(grpc.aio.AioRpcError) as refused:
+                    await _grpc_send(f"127.0.0.1:{grpc_port}", version)
+                assert refused.value.code() == grpc.StatusCode.UNAVAILABLE, version
+                assert dict(refused.value.trailing_metadata() or ())["retry-after"] == "1"
         redis.start()  # back, on the same port: the very next call is served
         with capture_logs() as back:
             assert (await _send(http, gw + "/t"))[0] == 200
     assert _tracebacks(logs) == []
     outcomes = [line["outcome"] for line in logs if line["event"] == "call"]
-    assert outcomes == ["STORE_UNAVAILABLE"] * 4
+    assert outcomes == ["STORE_UNAVAILABLE"] * 6
     warned = [line for line in logs if line["event"] == "rate limits: state store unavailable"]
     assert len(warned) == 1, warned
     assert warned[0]["cause"].startswith(f"Redis store {redis.url}: "), warned
