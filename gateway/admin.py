@@ -2,8 +2,8 @@
 
 They are served on the main listener unless `listen.admin` names a listener of their own
 (plain HTTP, for the cluster's network only); there, nothing else is served. On the main
-listener, when the gateway-wide `auth` authenticates callers, /readyz and /metrics need
-a credential it accepts: they say which tenants exist and how busy they are.
+listener, once anyone is authenticated, /readyz and /metrics need a gateway-wide
+credential bound to no tenant: they say which tenants exist and how busy they are.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from aiohttp import web
 
 from gateway.auth.peer import http_peer_cert
-from gateway.auth.principal import unauthenticated
 from gateway.ingress.common import GATEWAY_KEY, gateway_of, refused
 from gateway.lifecycle import readiness
 from gateway.metrics import exposition
@@ -27,19 +26,15 @@ async def healthz(_: web.Request) -> web.Response:
 
 
 async def _refusal(request: web.Request) -> web.Response | None:
-    """None when the caller may read an admin endpoint here, else the 401 answer."""
+    """None when the caller may read an admin endpoint here, else the 401 / 403 answer
+    (the rule: GatewayAuth.admit_admin)."""
     if request.app.get(ADMIN_LISTENER):
         return None
     policy = gateway_of(request).auth
-    if policy is None or policy.admin is None:
+    if policy is None:
         return None
-    authenticator = policy.admin.authenticator
     try:
-        principal = await authenticator.authenticate(request.headers,
-                                                      http_peer_cert(request.transport))
-        if principal is None:
-            raise unauthenticated("missing", "the admin endpoints need a credential",
-                                  authenticator.schemes, policy.admin.config.realm)
+        await policy.admit_admin(request.headers, http_peer_cert(request.transport))
     except A2AError as err:
         # Answered as the v1.0 HTTP+JSON binding answers (google.rpc.Status), with the
         # challenge: the one error shape, from its table.

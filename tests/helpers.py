@@ -6,11 +6,9 @@ import asyncio
 import contextlib
 import os
 import random
-import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -159,44 +157,14 @@ async def receiving_webhooks() -> AsyncIterator[tuple[str, asyncio.Queue[Any]]]:
         yield f"{base}/hook", received
 
 
-def _redis_binary() -> str:
-    import pytest
-
-    path = os.environ.get("A2A_TEST_REDIS_SERVER") or shutil.which("redis-server")
-    if not path:
-        pytest.fail("redis-server not found: run `make redis` (root), or set "
-                    "A2A_TEST_REDIS_SERVER to a redis-server binary")
-    return path
-
-
-def _redis_ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
 @contextlib.contextmanager
 def redis_server() -> Iterator[str]:
     """A real redis-server on a free loopback port for the block (in memory only); yields
     its URL. `make redis` installs it; A2A_TEST_REDIS_SERVER names another binary."""
-    import pytest
+    from redis_process import RedisProcess
 
-    port = free_port()
-    workdir = tempfile.mkdtemp(prefix="a2a-redis-")
-    proc = subprocess.Popen(
-        [_redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", workdir, "--protected-mode", "yes"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    redis = RedisProcess(free_port()).start()
     try:
-        deadline = time.monotonic() + 10
-        while not _redis_ping(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not answer PING on port {port}")
-            time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+        yield redis.url
     finally:
-        stop_process(proc, 5)
-        shutil.rmtree(workdir, ignore_errors=True)
+        redis.close()

@@ -179,6 +179,12 @@ class RateLimitsConfig(_Model):
                                          "(anonymous callers share one)")
     max_calls_per_principal: int | None = Field(None, gt=0)
     max_streams_per_principal: int | None = Field(None, gt=0)
+    on_store_outage: Literal["local", "refuse", "allow"] = Field(
+        "local", description="While the shared state store (holding the rate buckets) "
+        "cannot be reached: `local` limits with this process's own buckets (each worker "
+        "and replica allows the full rate, so the sum may exceed it); `refuse` answers "
+        "StoreUnavailable (HTTP 503 + Retry-After, gRPC UNAVAILABLE); `allow` does not "
+        "limit the rate")
 
 
 class OAuthClientConfig(_Model):

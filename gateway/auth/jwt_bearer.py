@@ -54,7 +54,10 @@ class JwtVerifier:
         cfg = self.config
         try:
             header = jwt.get_unverified_header(token)
-        except jwt.DecodeError:
+        except jwt.PyJWTError:
+            # Not only DecodeError: PyJWT also refuses a non-string `kid` and an unknown
+            # `crit` extension here, with the base InvalidTokenError. Any token PyJWT will
+            # not read is the caller's mistake (401), never ours.
             raise TokenRefused("malformed", "the bearer token is not a well-formed JWT") from None
         alg = header.get("alg")
         if not isinstance(alg, str) or alg not in cfg.algorithms:
@@ -102,7 +105,7 @@ class JwtVerifier:
         except jwt.DecodeError:
             raise TokenRefused("malformed", "the bearer token is not a well-formed JWT") \
                 from None
-        except jwt.InvalidTokenError:
+        except jwt.PyJWTError:  # every other refusal PyJWT has (and may add)
             raise TokenRefused("invalid", "the token is not valid") from None
         return claims
 

@@ -1,8 +1,10 @@
 """Traffic limits per tenant and per principal: request rate (token buckets with a
 burst) and calls / streams open at once. Process-local here, behind ``BucketStore`` so
-the state store replaces it when several processes serve (workers, replicas). Refusals are ResourceExhaustedError with `limit` and
-`retry_after` (whole seconds) in the metadata: HTTP 429 + Retry-After, gRPC
-RESOURCE_EXHAUSTED, JSON-RPC -32603 with reason RESOURCE_EXHAUSTED."""
+the state store replaces it when several processes serve (workers, replicas). Refusals
+are ResourceExhaustedError with `limit` and `retry_after` (whole seconds) in the
+metadata: HTTP 429 + Retry-After, gRPC RESOURCE_EXHAUSTED, JSON-RPC -32603 with reason
+RESOURCE_EXHAUSTED. While the shared store is down, each tenant's `on_store_outage`
+says what happens (:class:`StoreOutage`)."""
 
 from __future__ import annotations
 
@@ -11,19 +13,23 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Protocol
+from typing import Literal, Protocol
+
+import structlog
 
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
-from gateway.limits import REFUSED
-from gateway.state import Store
+from gateway.limits import REFUSED, RETRY_AFTER_SECONDS
+from gateway.state import Store, StoreError
 from translators.errors import A2AError, a2a_error
+
+log = structlog.get_logger("a2a_gateway.auth")
 
 
 class BucketStore(Protocol):
     async def take(self, key: str, rate: float, burst: int) -> float | None:
         """Take one token from ``key``'s bucket: None when taken, else the seconds until
-        one is there."""
+        one is there. StoreError when the buckets cannot be reached."""
 
 
 class LocalBuckets:
@@ -68,6 +74,60 @@ class StoreBuckets:
         return None if taken else wait
 
 
+OutagePolicy = Literal["local", "refuse", "allow"]
+
+
+class StoreOutage:
+    """What the rate limits do while the shared store cannot be reached: this process's
+    own buckets for `local`, a StoreUnavailableError for `refuse`, nothing for `allow`.
+    The outage is logged with its cause when it starts (again every ``log_every``
+    seconds while it lasts) and when it ends, not on every call.
+
+    Under `local` and `allow` the store is asked again only ``probe_every`` seconds
+    after it failed, the calls in between go straight to the fallback: a store that does
+    not answer (a host gone, not a refused connection) would otherwise hold each call for
+    the connect timeout. `refuse` asks it every time: a call is refused only on a
+    failure seen, and the first call after the store is back succeeds."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 log_every: float = 30.0, probe_every: float = 1.0) -> None:
+        self.local = LocalBuckets(clock)
+        self._clock = clock
+        self._log_every = log_every
+        self._probe_every = probe_every
+        self._logged_at: float | None = None
+        self._failed_at: float | None = None
+
+    def skip_store(self, policy: OutagePolicy) -> bool:
+        return (policy != "refuse" and self._failed_at is not None
+                and self._clock() - self._failed_at < self._probe_every)
+
+    def failed(self, exc: StoreError, policy: OutagePolicy, tenant: str) -> None:
+        now = self._failed_at = self._clock()
+        if self._logged_at is None or now - self._logged_at >= self._log_every:
+            self._logged_at = now
+            log.warning("rate limits: state store unavailable", tenant=tenant,
+                        on_store_outage=policy, cause=str(exc))
+
+    def answered(self) -> None:
+        self._failed_at = None
+        if self._logged_at is not None:
+            self._logged_at = None
+            log.info("rate limits: state store available again")
+
+    def take(self, policy: OutagePolicy, tenant: str, key: str, rate: float,
+             burst: int) -> float | None:
+        """The fallback's answer to one take (TrafficLimits' BucketStore contract)."""
+        if policy == "refuse":
+            raise a2a_error("StoreUnavailableError", "the gateway cannot check the rate "
+                            f"limits of tenant {tenant} now (its state store is "
+                            f"unavailable); retry in {RETRY_AFTER_SECONDS} s",
+                            retry_after=RETRY_AFTER_SECONDS)
+        if policy == "allow":
+            return None
+        return self.local.take_now(key, rate, burst)
+
+
 class Concurrency:
     """How many calls each key holds open now."""
 
@@ -108,23 +168,36 @@ class TrafficLimits:
     """One tenant's limits. ``admit`` before a call, ``hold`` around it."""
 
     def __init__(self, tenant: str, config: RateLimitsConfig | None, buckets: BucketStore,
-                 concurrency: Concurrency) -> None:
+                 concurrency: Concurrency, outage: StoreOutage | None = None) -> None:
         self.tenant = tenant
         self.config = config or RateLimitsConfig()
         self.buckets = buckets
         self.concurrency = concurrency
+        self.outage = outage or StoreOutage()
+
+    async def _take(self, key: str, rate: float, burst: int) -> float | None:
+        outage, policy = self.outage, self.config.on_store_outage
+        if outage.skip_store(policy):
+            return outage.take(policy, self.tenant, key, rate, burst)
+        try:
+            wait = await self.buckets.take(key, rate, burst)
+        except StoreError as exc:
+            outage.failed(exc, policy, self.tenant)
+            return outage.take(policy, self.tenant, key, rate, burst)
+        outage.answered()
+        return wait
 
     async def admit(self, principal: Principal | None) -> None:
         """Take a token from the tenant's bucket and from the principal's."""
         cfg, tenant = self.config, self.tenant
         if cfg.tenant is not None:
-            wait = await self.buckets.take(f"rate:tenant:{tenant}", cfg.tenant.rate, cfg.tenant.burst)
+            wait = await self._take(f"rate:tenant:{tenant}", cfg.tenant.rate, cfg.tenant.burst)
             if wait is not None:
                 raise exhausted("rate_per_tenant", tenant, wait, "the tenant's request rate "
                                 f"({cfg.tenant.rate:g}/s, burst {cfg.tenant.burst}) is reached")
         if cfg.principal is not None:
             key = f"rate:principal:{tenant}:{principal_key(principal)}"
-            wait = await self.buckets.take(key, cfg.principal.rate, cfg.principal.burst)
+            wait = await self._take(key, cfg.principal.rate, cfg.principal.burst)
             if wait is not None:
                 raise exhausted("rate_per_principal", tenant, wait, "the caller's request "
                                 f"rate ({cfg.principal.rate:g}/s, burst "

@@ -15,8 +15,14 @@ from gateway.auth.config import AuthConfig, JwtConfig, effective
 from gateway.auth.jwks import JwksSource
 from gateway.auth.jwt_bearer import JwtVerifier
 from gateway.auth.mtls import PeerCert
-from gateway.auth.principal import Headers, Principal
-from gateway.auth.ratelimit import BucketStore, Concurrency, LocalBuckets, TrafficLimits
+from gateway.auth.principal import Headers, Principal, permission_denied, unauthenticated
+from gateway.auth.ratelimit import (
+    BucketStore,
+    Concurrency,
+    LocalBuckets,
+    StoreOutage,
+    TrafficLimits,
+)
 
 
 @dataclass
@@ -51,12 +57,40 @@ class GatewayAuth:
         self.buckets: BucketStore = buckets or (previous.buckets if previous
                                                 else LocalBuckets())
         self.concurrency: Concurrency = previous.concurrency if previous else Concurrency()
+        self.outage: StoreOutage = previous.outage if previous else StoreOutage()
         self._jwks: dict[str, JwksSource] = {}
         self.tenants = {name: self._build(name, override)
                         for name, override in tenants.items()}
-        # Who may read /readyz and /metrics on the main listener: whoever the
-        # gateway-wide settings authenticate (None: they authenticate nobody).
+        # Who may read /readyz and /metrics on the main listener (see admit_admin).
         self.admin = self._build("(admin)", None) if self.default.authenticates else None
+
+    @property
+    def authenticates(self) -> bool:
+        """Whether any tenant (or the gateway) tells who calls."""
+        return any(t.config.authenticates for t in self.tenants.values())
+
+    async def admit_admin(self, headers: Headers, peer_cert: PeerCert) -> None:
+        """Whether the caller may read /readyz and /metrics on the main listener: they say
+        which tenants exist and how busy each is, so where anyone authenticates, only a
+        credential the gateway-wide `auth` accepts whose principal is bound to no tenant
+        (it may call every tenant the gateway-wide settings serve). A tenant's own
+        credential, or one bound to some tenants, is refused (403); with no gateway-wide
+        credentials at all, everyone is (the admin listener is the way). Raises
+        UnauthenticatedError or PermissionDeniedError (README "Who may read /metrics and
+        /readyz")."""
+        if not self.authenticates:
+            return  # nobody is told apart: the endpoints are as open as the calls
+        if self.admin is None:
+            raise permission_denied("the admin endpoints are served on listen.admin, or "
+                                    "to a gateway-wide credential", None)
+        authenticator = self.admin.authenticator
+        principal = await authenticator.authenticate(headers, peer_cert)
+        if principal is None:
+            raise unauthenticated("missing", "the admin endpoints need a credential",
+                                  authenticator.schemes, self.admin.config.realm)
+        if principal.tenants is not None:
+            raise permission_denied(f"principal {principal.name!r} is bound to tenants: "
+                                    "the admin endpoints are not for it", None)
 
     @property
     def enabled(self) -> bool:
@@ -94,5 +128,6 @@ class GatewayAuth:
                                       bound_tenant=bound("mtls"))
         return TenantAuth(
             tenant, config, authenticator, Authorizer(tenant, config.allow),
-            TrafficLimits(tenant, config.rate_limits, self.buckets, self.concurrency),
+            TrafficLimits(tenant, config.rate_limits, self.buckets, self.concurrency,
+                          self.outage),
             BackendCredentials(config.backend_auth, authenticator.credential_headers, tenant))

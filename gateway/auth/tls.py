@@ -115,10 +115,18 @@ def _read(path: str | None) -> bytes | None:
 
 def grpc_server_credentials(config: ServerTlsConfig) -> grpc.ServerCredentials:
     """The gRPC listener's credentials; the files are re-read when they change (gRPC asks
-    before each new connection's handshake)."""
+    before each new connection's handshake).
+
+    grpcio's server has two client-certificate modes only: not asked for (its Python API
+    passes GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE whenever require_client_auth is false,
+    root certificates or not), or required and verified. HTTPS's CERT_OPTIONAL cannot be
+    had; `client_auth: optional` therefore requires one on gRPC unless
+    `grpc_client_auth: none` says otherwise (README "mTLS on the gRPC listener")."""
+    require = config.grpc_requires_client_cert
+
     def current() -> grpc.ServerCertificateConfiguration:
         pair = [(_read(config.key_file) or b"", _read(config.cert_file) or b"")]
-        ca = _read(config.client_ca_file) if config.client_auth != "none" else None
+        ca = _read(config.client_ca_file) if require else None
         return grpc.ssl_server_certificate_configuration(pair, ca)
 
     stamps = [_mtime(config.cert_file), _mtime(config.key_file), _mtime(config.client_ca_file)]
@@ -136,7 +144,10 @@ def grpc_server_credentials(config: ServerTlsConfig) -> grpc.ServerCredentials:
         stamps[:] = now
         return fresh
 
-    require = config.client_ca_file is not None and config.client_auth == "required"
+    if require and config.client_auth == "optional":
+        log.info("grpc listener requires a client certificate", client_auth="optional",
+                 reason="grpc cannot ask for one without requiring it; "
+                        "server_tls.grpc_client_auth: none turns it off")
     fetcher: Callable[[], grpc.ServerCertificateConfiguration | None] = fetch
     return grpc.dynamic_ssl_server_credentials(current(), fetcher, require)
 

@@ -20,9 +20,31 @@ class ServerTlsConfig(BaseModel):
     client_auth: Literal["none", "optional", "required"] = Field(
         "required", description="With client_ca_file: whether a client certificate is "
         "required (refused at the handshake without one) or only checked when sent")
+    grpc_client_auth: Literal["none", "required"] | None = Field(
+        None, description="The gRPC listener's client certificates. null: as client_auth, "
+        "except that `optional` means `required` on gRPC (its server cannot ask for a "
+        "certificate without requiring one: a client without one is refused at the "
+        "handshake). `none`: gRPC clients are not asked for one (they authenticate by "
+        "API key or JWT)")
     min_version: Literal["1.2", "1.3"] = "1.2"
     reload_interval: float = Field(10.0, ge=0, description="Seconds between checks of the "
                                    "files for changes (0: never)")
+
+
+    @model_validator(mode="after")
+    def _grpc_ca(self) -> ServerTlsConfig:
+        if self.grpc_client_auth == "required" and self.client_ca_file is None:
+            raise ValueError("grpc_client_auth: required needs client_ca_file")
+        return self
+
+    @property
+    def grpc_requires_client_cert(self) -> bool:
+        """Whether the gRPC listener asks for (and so requires) a client certificate."""
+        if self.client_ca_file is None:
+            return False
+        if self.grpc_client_auth is not None:
+            return self.grpc_client_auth == "required"
+        return self.client_auth != "none"
 
 
 class ClientTlsConfig(BaseModel):

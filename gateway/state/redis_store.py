@@ -11,6 +11,10 @@ from collections.abc import Awaitable, Sequence
 from typing import Any, cast
 
 import redis.asyncio as aioredis
+import structlog
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from gateway.state.base import (
@@ -35,6 +39,11 @@ from gateway.state.redis_lua import (
 from translators.json_text import dump_bytes
 
 _BATCH = 500
+# Retries of a step that met a closed connection (each on a fresh one): one replaces a
+# dead pooled connection; more would only lengthen the wait while Redis is down.
+RETRIES = 1
+
+log = structlog.get_logger("a2a_gateway.state")
 
 
 def _ms(seconds: float) -> int:
@@ -50,10 +59,20 @@ class RedisStore:
         self.prefix = key_prefix
         self.retention = retention or RetentionConfig()
         extra: dict[str, Any] = {} if password is None else {"password": password}
+        # A pooled connection to a Redis that restarted is dead, and only its next use
+        # finds out ("Connection closed by server"): a connection error is retried once
+        # on a fresh connection, so the first call after a restart succeeds. Only
+        # connection errors: a timeout retried would double the bounded wait, and could
+        # run a script that already ran (a token taken twice). The health check
+        # (a PING before a command on a connection idle 30 s) retries the same way.
+        retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), RETRIES,
+                      supported_errors=(RedisConnectionError,))
         self._redis = aioredis.Redis.from_url(
             url, decode_responses=True, socket_timeout=timeout,
-            socket_connect_timeout=timeout, health_check_interval=30, **extra)
+            socket_connect_timeout=timeout, health_check_interval=30, retry=retry,
+            retry_on_error=[RedisConnectionError], **extra)
         self._url = redact_url(url)
+        self._errors = _ErrorLog(self._url)
         self._upsert = self._redis.register_script(UPSERT)
         self._upsert_many = self._redis.register_script(UPSERT_MANY)
         self._list_scan = self._redis.register_script(LIST_SCAN)
@@ -68,6 +87,7 @@ class RedisStore:
         try:
             return await cast(Awaitable[Any], step)
         except RedisError as exc:
+            self._errors.note(exc)
             raise StoreError(f"Redis store {self._url}: {exc}") from exc
 
     # The task index.
@@ -173,6 +193,26 @@ class RedisStore:
 
     async def close(self) -> None:
         await self._redis.aclose()
+
+
+class _ErrorLog:
+    """Every failed Redis step logs its cause (callers may answer with a short message of
+    their own), at most once a second; the lines left out are counted in the next."""
+
+    def __init__(self, url: str, every: float = 1.0) -> None:
+        self._url = url
+        self._every = every
+        self._last = -math.inf
+        self._left_out = 0
+
+    def note(self, exc: RedisError) -> None:
+        now = time.monotonic()
+        if now - self._last < self._every:
+            self._left_out += 1
+            return
+        log.warning("state store error", store=self._url, error=type(exc).__name__,
+                    cause=str(exc), left_out=self._left_out)
+        self._last, self._left_out = now, 0
 
 
 def _record(f: list[Any]) -> TaskRecord:

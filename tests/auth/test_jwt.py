@@ -155,6 +155,18 @@ async def test_signature_and_algorithm_attacks_are_refused(jwks_server: JwksServ
     assert (await refused(verifier, "not.a.jwt")).failure == "malformed"
 
 
+@pytest.mark.parametrize("header", [{"alg": "RS256", "kid": 7}, {"alg": "RS256", "kid": ["rsa1"]},
+                                    {"alg": "RS256", "kid": "rsa1", "crit": ["exp"]},
+                                    {"alg": "RS256", "kid": "rsa1", "crit": "b64"}])
+async def test_headers_pyjwt_will_not_read_are_malformed(jwks_server: JwksServer,
+                                                         header: dict[str, Any]) -> None:
+    # PyJWT refuses these with InvalidTokenError, not its DecodeError subclass.
+    cfg = config(jwks_server.url)
+    signed = handmade(header, claims(), lambda data: RSAAlgorithm(RSAAlgorithm.SHA256).sign(
+        data, RSA_KEY))
+    assert (await refused(JwtVerifier(cfg, JwksSource(cfg)), signed)).failure == "malformed"
+
+
 def test_hmac_never_fits_a_public_key_even_past_the_allow_list() -> None:
     keys = parse_jwks({"keys": [jwk(RSA_KEY, "r"), jwk(EC_KEY, "e")]})
     assert not algorithm_fits_key("HS256", keys["r"])

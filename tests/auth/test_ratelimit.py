@@ -8,8 +8,9 @@ from helpers import ManualClock
 
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
-from gateway.auth.ratelimit import Concurrency, LocalBuckets, TrafficLimits
+from gateway.auth.ratelimit import Concurrency, LocalBuckets, StoreOutage, TrafficLimits
 from gateway.limits import REFUSED
+from gateway.state import StoreError
 from translators.errors import A2AError
 
 ALICE = Principal("alice", "jwt")
@@ -105,3 +106,54 @@ async def test_a_rebuilt_policy_keeps_buckets_and_open_calls() -> None:
             await new.for_tenant("t").limits.admit(ALICE)
         with pytest.raises(A2AError), new.for_tenant("t").limits.hold(ALICE, streaming=False):
             pass
+
+
+class _DownStore:
+    """A bucket store that cannot be reached (the limiter's dependency, not under test)."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+        self.down = True
+
+    async def take(self, key: str, rate: float, burst: int) -> float | None:
+        self.asked += 1
+        if self.down:
+            raise StoreError("Redis store redis://127.0.0.1:1/0: Error 111 connecting")
+        return None
+
+
+@pytest.mark.parametrize("policy", ["local", "allow"])
+async def test_an_unreachable_store_is_asked_again_a_second_later(policy: str) -> None:
+    clock = ManualClock(50.0)
+    store = _DownStore()
+    lim = TrafficLimits("t", RateLimitsConfig.model_validate(
+        {"principal": {"rate": 0.01, "burst": 2}, "on_store_outage": policy}), store,
+        Concurrency(), StoreOutage(clock))
+    await lim.admit(ALICE)
+    await lim.admit(ALICE)
+    assert store.asked == 1  # the second call went straight to the fallback
+    if policy == "local":
+        with pytest.raises(A2AError) as caught:  # this process's bucket: burst 2
+            await lim.admit(ALICE)
+        assert caught.value.kind.name == "ResourceExhaustedError"
+    clock.now += 1.0
+    store.down = False
+    await lim.admit(ALICE)
+    assert store.asked == 2
+    await lim.admit(ALICE)
+    assert store.asked == 3  # answered: asked every time again
+
+
+async def test_refuse_asks_the_store_every_time() -> None:
+    store = _DownStore()
+    lim = TrafficLimits("t", RateLimitsConfig.model_validate(
+        {"tenant": {"rate": 1, "burst": 1}, "on_store_outage": "refuse"}), store,
+        Concurrency(), StoreOutage(ManualClock(50.0)))
+    for asked in (1, 2):
+        with pytest.raises(A2AError) as caught:
+            await lim.admit(ALICE)
+        assert store.asked == asked
+        assert caught.value.kind.name == "StoreUnavailableError"
+        assert caught.value.metadata == {"retry_after": "1"}
+    store.down = False
+    await lim.admit(ALICE)  # the first call once it answers

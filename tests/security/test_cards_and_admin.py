@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import aiohttp
 from helpers import MakeGateway, free_port
-from security_support import V10, keys, post
+from security_support import V10, keys, post, sha
 
 KEY = "card-key-0123456789"
 
@@ -89,3 +89,52 @@ async def test_admin_endpoints_on_the_main_listener_need_a_credential(
                 assert resp.status == 401
             async with http.get(gw + path, headers={"X-API-Key": KEY}) as resp:
                 assert resp.status == 200
+
+
+async def test_admin_endpoints_refuse_a_credential_bound_to_a_tenant(
+        make_gateway: MakeGateway, demo_agent: str) -> None:
+    # ops: a gateway-wide key bound to no tenant; billing-app: a gateway-wide key bound to
+    # tenant a; bob: tenant b's own key (good for b only).
+    admin = free_port()
+    gateway_keys = {"keys": [{"principal": "ops", "sha256": sha(KEY)},
+                             {"principal": "billing-app", "sha256": sha("bound-0123456789"),
+                              "tenants": ["a"]}]}
+    tenants = {"a": {"backend": {"url": demo_agent, "version": "0.3"}},
+               "b": {"backend": {"url": demo_agent, "version": "0.3"},
+                     "auth": {"api_keys": keys(bob="bob-key-0123456789")}}}
+    gw = await make_gateway(tenants, auth={"api_keys": gateway_keys})
+    behind = await make_gateway(tenants, auth={"api_keys": gateway_keys},
+                                listen_admin=f"127.0.0.1:{admin}")
+    async with aiohttp.ClientSession() as http:
+        for path in ("/metrics", "/readyz"):
+            for key in ("bound-0123456789", "bob-key-0123456789"):
+                async with http.get(gw + path, headers={"X-API-Key": key}) as resp:
+                    body = await resp.json()
+                    assert resp.status == (403 if key.startswith("bound") else 401), key
+                    assert "a2a_gateway_calls_total" not in str(body)
+            async with http.get(gw + path, headers={"X-API-Key": KEY}) as resp:
+                assert resp.status == 200, path
+            # The admin listener: for the cluster's network, open; the main one has none.
+            async with http.get(behind + path, headers={"X-API-Key": KEY}) as resp:
+                assert resp.status == 404, path
+            async with http.get(f"http://127.0.0.1:{admin}{path}") as resp:
+                assert resp.status == 200, path
+        async with http.get(gw + "/metrics", headers={"X-API-Key": "bound-0123456789"}) \
+                as resp:
+            refusal = await resp.json()
+    assert refusal["error"]["status"] == "PERMISSION_DENIED"
+    assert "bound to tenants" in refusal["error"]["message"]
+
+
+async def test_admin_endpoints_with_only_tenant_credentials_are_on_the_admin_listener(
+        make_gateway: MakeGateway, demo_agent: str) -> None:
+    gw = await make_gateway({"b": {"backend": {"url": demo_agent, "version": "0.3"},
+                                   "auth": {"api_keys": keys(bob=KEY)}}})
+    async with aiohttp.ClientSession() as http:
+        for path in ("/metrics", "/readyz"):
+            for headers in ({}, {"X-API-Key": KEY}):
+                async with http.get(gw + path, headers=headers) as resp:
+                    assert resp.status == 403, (path, headers)
+                    assert "listen.admin" in (await resp.json())["error"]["message"]
+        async with http.get(gw + "/healthz") as resp:
+            assert resp.status == 200

@@ -41,6 +41,7 @@ EXPECTED = {
     "BackendUnavailableError": (-32603, "UNAVAILABLE", 502, "BACKEND_UNAVAILABLE"),
     "BackendTimeoutError": (-32603, "DEADLINE_EXCEEDED", 504, "BACKEND_TIMEOUT"),
     "ResourceExhaustedError": (-32603, "RESOURCE_EXHAUSTED", 429, "RESOURCE_EXHAUSTED"),
+    "StoreUnavailableError": (-32603, "UNAVAILABLE", 503, "STORE_UNAVAILABLE"),
     "PayloadTooLargeError": (-32600, "RESOURCE_EXHAUSTED", 413, "PAYLOAD_TOO_LARGE"),
     "RequestTimeoutError": (-32600, "DEADLINE_EXCEEDED", 408, "REQUEST_TIMEOUT"),
     "TenantNotFoundError": (-32602, "NOT_FOUND", 404, "TENANT_NOT_FOUND"),
@@ -51,7 +52,8 @@ EXPECTED = {
 A2A_ERRORS = list(EXPECTED)[:9]
 GATEWAY_ERRORS = ["BackendUnavailableError", "BackendTimeoutError", "ResourceExhaustedError",
                   "PayloadTooLargeError", "RequestTimeoutError", "TenantNotFoundError",
-                  "UnauthenticatedError", "PermissionDeniedError", "MethodNotAllowedError"]
+                  "UnauthenticatedError", "PermissionDeniedError", "MethodNotAllowedError",
+                  "StoreUnavailableError"]
 
 # §7.3: what real v0.3 peers used outside JSON-RPC (py@v0.3.26), plus §7.2's last column.
 EXPECTED_V03 = {

@@ -53,11 +53,11 @@ from translators.versions import V03, V10, VersionRules, negotiate, normalize_ve
 JSONRPC = "JSONRPC"
 # Errors about the request's transport or its caller, not its content: the HTTP status
 # says them (a body too large or too slow, 401/403 as the spec asks of auth on every
-# binding, 429 so that retry logic and load balancers see a limit), the body is the
-# JSON-RPC error.
+# binding, 429 and 503 so that retry logic and load balancers see a limit or an outage
+# with its Retry-After), the body is the JSON-RPC error.
 TRANSPORT_ERRORS = frozenset({"PayloadTooLargeError", "RequestTimeoutError",
                               "UnauthenticatedError", "PermissionDeniedError",
-                              "ResourceExhaustedError"})
+                              "ResourceExhaustedError", "StoreUnavailableError"})
 
 
 # ---------------------------------------------------------------- envelopes

@@ -1,0 +1,68 @@
+"""A real redis-server on a loopback port that a test may stop and start again on the
+same port (an outage and the recovery), keeping nothing on disk."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+
+def redis_binary() -> str:
+    path = os.environ.get("A2A_TEST_REDIS_SERVER") or shutil.which("redis-server")
+    if not path:
+        pytest.fail("redis-server not found: run `make redis` (root), or set "
+                    "A2A_TEST_REDIS_SERVER to a redis-server binary")
+    return path
+
+
+def answers_ping(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
+            s.sendall(b"PING\r\n")
+            return s.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+class RedisProcess:
+    """``start()`` returns once it answers PING; ``stop()`` once the process is gone and
+    its port refuses connections."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self._dir = tempfile.mkdtemp(prefix="a2a-redis-")
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 10.0) -> RedisProcess:
+        self._proc = subprocess.Popen(
+            [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+             "--appendonly", "no", "--dir", self._dir, "--protected-mode", "yes"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while not answers_ping(self.port):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"redis-server did not answer PING on port {self.port}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        if self._proc is None:
+            return
+        self._proc.terminate()
+        try:
+            self._proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+        self._proc = None
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self._dir, ignore_errors=True)
