@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -72,17 +76,17 @@ def test_kept_lines_are_written_by_flush() -> None:
 
 def test_a_calls_line_is_the_one_structlog_would_write(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The call line skips structlog's layers (gateway/observe.py) but not its output:
+    """The access line skips structlog's layers (gateway/access.py) but not its output:
     the same fields in the same order, a worker's index included."""
-    import json
-
     import structlog
 
-    from gateway import observe
-    from gateway.log_lines import render_line
+    from gateway import access
+    from gateway.call import CallContext
+    from gateway.log_config import AccessLogConfig
+    from gateway.log_lines import render_line, stamp
 
-    fields = {"request_id": "r1", "tenant": "t", "operation": "SendMessage",
-              "outcome": "ok", "duration_ms": 0.25, "forwarded": True}
+    ctx = CallContext(client_version="0.3", client_binding="JSONRPC", request_id="r1",
+                      tenant="t", operation="SendMessage")
     for worker in (None, 3):
         def tag(_: object, __: str, event: dict[str, object],
                 index: int | None = worker) -> dict[str, object]:
@@ -93,9 +97,106 @@ def test_a_calls_line_is_the_one_structlog_would_write(
         reference = structlog.wrap_logger(
             LineWriter(theirs), processors=[*([] if worker is None else [tag]), render_line],
             wrapper_class=structlog.make_filtering_bound_logger(20))
-        reference.info("call", **fields)  # off the loop: written at once
-        monkeypatch.setattr(observe, "_worker", worker)
-        observe._call_line(LineWriter(ours), dict(fields))  # type: ignore[arg-type]
+        monkeypatch.setattr(access, "log", reference)
+        access.configure(AccessLogConfig(), None, worker)
+        access.write(ctx, "127.0.0.1", 200, 10, 20, 0.001, "POST", "/")  # off the loop
+        access.configure(AccessLogConfig(), LineWriter(ours, stamp), worker)
+        access.write(ctx, "127.0.0.1", 200, 10, 20, 0.001, "POST", "/")
         mine, ref = json.loads(ours.getvalue()), json.loads(theirs.getvalue())
         assert mine.pop("timestamp") and ref.pop("timestamp")
         assert list(mine.items()) == list(ref.items())
+        assert mine["status"] == 200 and mine["operation"] == "SendMessage"
+    access.configure(AccessLogConfig(), None, None)
+
+
+async def test_lines_are_written_in_timestamp_order_whoever_writes_them() -> None:
+    """A line kept for the end of the turn, then an error and a line from another thread
+    (both written at once): they leave in the order written, and their timestamps (put in
+    by the writer, under its lock) in the same order."""
+    from gateway.log_lines import render_unstamped, stamp
+
+    out = Stream()
+    writer = LineWriter(out, stamp)  # type: ignore[arg-type]
+
+    def line(name: str) -> str:
+        return render_unstamped(None, "info", {"event": name})
+
+    writer.info(line("kept"))
+    thread = threading.Thread(target=writer.warning, args=(line("thread"),))
+    thread.start()
+    thread.join()
+    writer.error(line("error"))
+    writer.info(line("later"))
+    await asyncio.sleep(0)
+    lines = [json.loads(text) for text in out.getvalue().splitlines()]
+    assert [x["event"] for x in lines] == ["kept", "thread", "error", "later"]
+    stamps = [x["timestamp"] for x in lines]
+    assert stamps == sorted(stamps)
+
+
+def run_logging(script: str, level: str = "info") -> list[dict[str, object]]:
+    """``script`` in a fresh interpreter after configure_logging(level): its stderr lines,
+    each of which must be a JSON object."""
+    prelude = ("import asyncio, logging, warnings, structlog\n"
+               "from gateway.observe import configure_logging\n"
+               f"configure_logging({level!r})\nlog = structlog.get_logger('t')\n")
+    done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout == ""
+    lines = []
+    for raw in done.stderr.splitlines():
+        try:
+            lines.append(json.loads(raw))
+        except ValueError:
+            raise AssertionError(f"not a JSON line: {raw!r}") from None
+    return lines
+
+
+def test_library_records_come_through_the_bridge_in_order_and_at_their_levels() -> None:
+    lines = run_logging("""
+        async def main():
+            log.info("first")  # kept for the end of the turn
+            logging.getLogger("asyncio").warning(
+                "returning true from eof_received() has no effect when using ssl")
+            logging.getLogger("redis").warning("pool said %s", "hi")
+            from aiohttp.http_exceptions import BadHttpMessage
+            try:
+                raise BadHttpMessage("Invalid header value char: Authorization: Bearer S3")
+            except BadHttpMessage:
+                logging.getLogger("aiohttp.server").exception("Error handling request")
+            logging.getLogger("grpc._server").error("peer said X-Api-Key=S3 oops")
+            warnings.warn("an old thing", UserWarning)
+            log.info("last")
+        asyncio.run(main())
+        raise RuntimeError("uncaught")
+        """)
+    events = [(x["event"][:20], x.get("logger"), x["level"]) for x in lines]
+    assert events == [
+        ("first", None, "info"),  # the stdlib record after it, not before
+        ("pool said hi", "redis", "warning"),
+        ("peer said X-Api-Key=", "grpc._server", "error"),
+        (lines[3]["event"][:20], "py.warnings", "warning"),
+        ("last", None, "info"),
+        ("uncaught exception", "a2a_gateway.uncaught", "error")]
+    assert "UserWarning: an old thing" in lines[3]["event"]
+    assert lines[2]["event"] == "peer said X-Api-Key=[redacted]"
+    assert "S3" not in json.dumps(lines) and "RuntimeError: uncaught" in lines[5]["exception"]
+    stamps = [x["timestamp"] for x in lines]
+    assert stamps == sorted(stamps)
+
+
+def test_a_malformed_heads_record_is_one_short_debug_line() -> None:
+    lines = run_logging("""
+        from aiohttp.http_exceptions import BadHttpMessage
+        try:
+            raise BadHttpMessage("Invalid header value char: b'Authorization: Bearer S3'")
+        except BadHttpMessage:
+            logging.getLogger("aiohttp.server").exception("Error handling request")
+        logging.getLogger("asyncio").warning(
+            "returning true from eof_received() has no effect when using ssl")
+        """, level="debug")
+    mine = [x for x in lines if x.get("logger") != "asyncio" or "eof" in x["event"]]
+    assert [(x["event"], x["level"]) for x in mine] == [
+        ("malformed request: BadHttpMessage", "debug"),
+        ("returning true from eof_received() has no effect when using ssl", "debug")]
+    assert "exception" not in mine[0]
