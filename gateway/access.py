@@ -33,7 +33,7 @@ from gateway.log_writer import LineWriter
 from translators.errors import A2AError
 
 # Where the ingress leaves a request's CallContext for its access line.
-CALL_KEY = "a2a_gateway.call"
+CALL_KEY = web.RequestKey("a2a_gateway.call", CallContext)
 CLIENT_CLOSED = 499  # the client went away before its answer (nginx's number)
 
 log = structlog.get_logger("a2a_gateway.call")

@@ -82,7 +82,7 @@ class LaneRequest:
         self.path = path
         self.ctx: CallContext | None = None  # the call it made, for its access line
 
-    def __setitem__(self, key: str, value: CallContext) -> None:
+    def __setitem__(self, key: object, value: CallContext) -> None:
         self.ctx = value  # what ingress/common.client_context leaves (CALL_KEY)
 
     @property
