@@ -143,7 +143,7 @@ def configure(config: LogConfig, worker: int | None) -> LineWriter:
     else:
         render = [structlog.processors.add_log_level,
                   structlog.processors.TimeStamper(fmt="iso", utc=True),
-                  structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
+                  structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), sort_keys=False)]
     structlog.configure(
         # No structlog.contextvars: nothing binds any, and merging them walks the whole
         # context of every line.
