@@ -317,10 +317,7 @@ class FastLane(asyncio.Protocol):
             if self._transport is not None:
                 self._transport.write(data)
                 written = not close
-            ctx = request.ctx
-            access.write(ctx, request.remote, status if self._transport else access.CLIENT_CLOSED,
-                         len(body), len(data), time.monotonic() - ctx.started if ctx else 0.0,
-                         "POST", request.path)
+            self._access_line(request, status, len(body), len(data))
         except Exception as exc:  # a bug of ours: this connection ends, the worker serves on
             log.error("unhandled error in the fast lane", path=request.path[:200],
                       exc_info=exc)
@@ -336,6 +333,15 @@ class FastLane(asyncio.Protocol):
             self._transport.resume_reading()
         self._idle()
         self._next()
+
+    def _access_line(self, request: LaneRequest, status: int, size_in: int, size_out: int,
+                     ) -> None:
+        """The request's access line (gateway/access.py), as aiohttp's hook writes it."""
+        ctx = request.ctx
+        if self._transport is None:  # the client left before its answer
+            status, size_out = access.CLIENT_CLOSED, 0
+        access.write(ctx, request.remote, status, size_in, size_out,
+                     time.monotonic() - ctx.started if ctx else 0.0, "POST", request.path)
 
     def _closes_after(self, request: LaneRequest, conn: Any) -> bool:
         """Whether the connection ends with this answer: the client asked, or sent its

@@ -114,6 +114,9 @@ async def exercise(gw: Gateway) -> dict[str, bytes]:
                              headers={**auth, "X-Request-ID": "sse-1"}) as resp:
             bodies["sse"] = await resp.read()
             assert resp.status == 200 and bodies["sse"].count(b"data:") >= 2
+        async with http.get(gw.base + "/tasks/no-such-task", headers={
+                **auth, "A2A-Version": "1.0", "X-Request-ID": "rest-1"}) as resp:
+            assert resp.status == 404
     for name, line in (("auth", f"Authorization: Bearer {SECRET}\x01"),
                        ("key", f"X-Api-Key : {SECRET}")):
         answer = await raw_request(gw, (f"POST / HTTP/1.1\r\nHost: gw\r\n{line}\r\n"
@@ -126,6 +129,13 @@ async def exercise(gw: Gateway) -> dict[str, bytes]:
             await get(pb.GetTaskRequest(id="no-such-task").SerializeToString(),
                       metadata=(("x-api-key", KEY), ("x-request-id", "grpc-1")), timeout=10)
         assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        stream = channel.unary_stream("/lf.a2a.v1.A2AService/SendStreamingMessage")
+        request = pb.SendMessageRequest(message=pb.Message(
+            message_id="m2", role=pb.Role.ROLE_USER, parts=[pb.Part(text="stream: 2")]))
+        events = [e async for e in stream(request.SerializeToString(), metadata=(
+            ("x-api-key", KEY), ("x-request-id", "grpc-stream-1")), timeout=10)]
+        assert len(events) >= 2
+        bodies["grpc-stream"] = b"".join(events)
     return bodies
 
 
@@ -180,6 +190,14 @@ async def test_every_line_is_json_with_access_fields_and_no_credential(
             rpc["outcome"], rpc["client"]) == ("GetTask", "GRPC", "1.0", "NOT_FOUND",
                                                "TASK_NOT_FOUND", "127.0.0.1")
     assert rpc["bytes_in"] == len(pb.GetTaskRequest(id="no-such-task").SerializeToString())
+    rest = by_id["rest-1"]
+    assert (rest["operation"], rest["client_binding"], rest["client_version"], rest["status"],
+            rest["outcome"], rest["method"], rest["path"]) == (
+        "GetTask", "HTTP+JSON", "1.0", 404, "TASK_NOT_FOUND", "GET", "/tasks/no-such-task")
+    streamed = by_id["grpc-stream-1"]
+    assert (streamed["operation"], streamed["grpc_code"], streamed["outcome"],
+            streamed["bytes_out"]) == ("SendStreamingMessage", "OK", "ok",
+                                       len(bodies["grpc-stream"]))
     # One short line per malformed head: its access line, no traceback, nothing quoted.
     heads = [line for line in calls if line.get("status") == 400 and line.get("path") == "/"]
     assert len(heads) == 2 and all(line["client"] == "127.0.0.1" for line in heads)

@@ -200,3 +200,48 @@ def test_a_malformed_heads_record_is_one_short_debug_line() -> None:
         ("malformed request: BadHttpMessage", "debug"),
         ("returning true from eof_received() has no effect when using ssl", "debug")]
     assert "exception" not in mine[0]
+
+
+def test_access_sampling_fields_and_skipped_paths_keep_every_failure() -> None:
+    from gateway import access
+    from gateway.call import CallContext
+    from gateway.log_config import AccessLogConfig
+    from gateway.log_lines import stamp
+    from translators.errors import a2a_error
+
+    out = io.StringIO()
+    config = AccessLogConfig(sample=0.0, fields=["status", "outcome", "error_code"])
+    access.configure(config, LineWriter(out, stamp), None)
+    try:
+        ok = CallContext(client_version="1.0", client_binding="GRPC", operation="GetTask")
+        failed = CallContext(client_version="1.0", client_binding="GRPC", operation="GetTask")
+        access.note_error(failed, a2a_error("TaskNotFoundError"))
+        access.write(ok, "::1", 200, 1, 1, 0.001, "POST", "/")  # sampled out
+        access.write(failed, "::1", 200, 1, 1, 0.001, "POST", "/")  # an A2A error in a 200
+        access.write(None, "::1", 503, 0, 1, 0.001, "GET", "/readyz")  # a failed probe
+        access.configure(AccessLogConfig(), LineWriter(out, stamp), None)
+        access.write(None, "::1", 200, 0, 1, 0.001, "GET", "/healthz")  # skipped path
+        access.write(ok, None, None, 1, 1, 0.001, grpc_code="CANCELLED")  # not OK: kept
+        lines = [json.loads(text) for text in out.getvalue().splitlines()]
+        assert [{k: v for k, v in x.items() if k not in ("level", "timestamp")}
+                for x in lines[:2]] == [
+            {"status": 200, "outcome": "TASK_NOT_FOUND", "error_code": -32001, "event": "call"},
+            {"status": 503, "event": "call"}]
+        assert (len(lines), lines[2]["grpc_code"], lines[2]["operation"]) == \
+            (3, "CANCELLED", "GetTask")
+    finally:
+        access.configure(AccessLogConfig(), None, None)
+
+
+def test_the_older_log_level_key_still_sets_the_level() -> None:
+    from gateway.config import GatewayConfig
+
+    tenants = {"t": {"backend": {"url": "http://127.0.0.1:1/", "version": "0.3"}}}
+    old = GatewayConfig.model_validate({"tenants": tenants, "log_level": "warning"})
+    assert (old.log.level, old.log.format) == ("warning", "json")
+    both = GatewayConfig.model_validate({"tenants": tenants, "log_level": "warning",
+                                         "log": {"level": "debug", "format": "console"}})
+    assert (both.log.level, both.log.format) == ("debug", "console")
+    with pytest.raises(ValueError, match="unknown access field"):
+        GatewayConfig.model_validate({"tenants": tenants, "log": {"access": {
+            "fields": ["status", "password"]}}})
