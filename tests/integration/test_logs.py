@@ -63,6 +63,12 @@ class Gateway:
     def tls(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=self.ca)
 
+    async def wait_for_line(self, part: bytes, timeout: float = 10.0) -> None:
+        """Until a line holding ``part`` is on stderr (bounded by ``timeout``)."""
+        async with asyncio.timeout(timeout):
+            while part not in self.err.read_bytes():
+                await asyncio.sleep(0.02)
+
     def stop(self) -> tuple[bytes, bytes]:
         stop_process(self.proc)
         return self.out.read_bytes(), self.err.read_bytes()
@@ -114,6 +120,10 @@ async def exercise(gw: Gateway) -> dict[str, bytes]:
                              headers={**auth, "X-Request-ID": "sse-1"}) as resp:
             bodies["sse"] = await resp.read()
             assert resp.status == 200 and bodies["sse"].count(b"data:") >= 2
+        async with http.post(gw.base + "/", json=send("stream: 50", "message/stream"),
+                             headers={**auth, "X-Request-ID": "gone-1"}) as resp:
+            await resp.content.readuntil(b"\n\n")  # the first event, then away
+        await gw.wait_for_line(b'"request_id":"gone-1"')
         async with http.get(gw.base + "/tasks/no-such-task", headers={
                 **auth, "A2A-Version": "1.0", "X-Request-ID": "rest-1"}) as resp:
             assert resp.status == 404
@@ -190,6 +200,9 @@ async def test_every_line_is_json_with_access_fields_and_no_credential(
             rpc["outcome"], rpc["client"]) == ("GetTask", "GRPC", "1.0", "NOT_FOUND",
                                                "TASK_NOT_FOUND", "127.0.0.1")
     assert rpc["bytes_in"] == len(pb.GetTaskRequest(id="no-such-task").SerializeToString())
+    gone = by_id["gone-1"]
+    assert (gone["operation"], gone["status"], gone["outcome"]) == (
+        "SendStreamingMessage", 499, "CLIENT_CANCELLED")
     rest = by_id["rest-1"]
     assert (rest["operation"], rest["client_binding"], rest["client_version"], rest["status"],
             rest["outcome"], rest["method"], rest["path"]) == (
