@@ -18,7 +18,7 @@ import grpc
 import pytest
 from a2a.types import a2a_pb2 as pb
 from auth_pki import issue, make_ca
-from helpers import free_port, gateway_cmd, stop_process, wait_for_port, write_config
+from helpers import VENV_BIN, free_port, gateway_cmd, stop_process, wait_for_port, write_config
 
 KEY = "k-logs-test-0123456789abcdef"
 SECRET = "SECRET-never-in-the-log-4242"  # in the malformed heads' credential lines
@@ -201,8 +201,9 @@ async def test_every_line_is_json_with_access_fields_and_no_credential(
                                                "TASK_NOT_FOUND", "127.0.0.1")
     assert rpc["bytes_in"] == len(pb.GetTaskRequest(id="no-such-task").SerializeToString())
     gone = by_id["gone-1"]
-    assert (gone["operation"], gone["status"], gone["outcome"]) == (
-        "SendStreamingMessage", 499, "CLIENT_CANCELLED")
+    # 499: the handler was cancelled; 200 (sent already): a write found the client gone.
+    assert (gone["operation"], gone["outcome"]) == ("SendStreamingMessage", "CLIENT_CANCELLED")
+    assert gone["status"] in (200, 499)
     rest = by_id["rest-1"]
     assert (rest["operation"], rest["client_binding"], rest["client_version"], rest["status"],
             rest["outcome"], rest["method"], rest["path"]) == (
@@ -216,3 +217,22 @@ async def test_every_line_is_json_with_access_fields_and_no_credential(
     assert len(heads) == 2 and all(line["client"] == "127.0.0.1" for line in heads)
     assert not [line for line in lines if "exception" in line], "a traceback was logged"
     assert not [line for line in lines if line.get("level") == "error"]
+
+
+async def test_the_demo_agent_writes_json_lines_with_access_lines(tmp_path: Path) -> None:
+    port = free_port()
+    with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+        proc = subprocess.Popen([str(VENV_BIN / "python"), "-m", "gateway.demo_agent",
+                                 "--port", str(port)], stdout=out, stderr=err)
+    try:
+        wait_for_port(port, 30, proc)
+        async with aiohttp.ClientSession() as http, \
+                http.post(f"http://127.0.0.1:{port}/", json=send("hi")) as resp:
+            assert (await resp.json())["result"]["parts"][0]["text"] == "echo: hi"
+    finally:
+        stop_process(proc)
+    assert (tmp_path / "out").read_bytes() == b""  # no banner on stdout
+    lines = parse_all("stderr", (tmp_path / "err").read_bytes())
+    assert lines[0]["event"] == "demo agent listening"
+    access = [line for line in lines if line.get("event") == "call"]
+    assert [(x["method"], x["path"], x["status"]) for x in access] == [("POST", "/", 200)]
