@@ -6,7 +6,7 @@ status and the bytes: aiohttp's access-logger hook (:class:`AccessLogger`), the 
 call itself adds (tenant, operation, dialects, outcome, trace id) comes from its
 CallContext, which `observe.log_call` completes; a request that never became a call (a
 card, a probe, a malformed head) has a line too, without those fields. The fields, their
-order and meaning: `gateway.log_config.ACCESS_FIELDS`, README "Logging".
+order and meaning: `gateway.log_config.ACCESS_FIELDS`, README "Logs".
 
 Every call writes one, so its cost counts: the fields go in one dict, rendered by
 gateway/log_lines.py and written by the process's LineWriter straight (no structlog

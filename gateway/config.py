@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gateway.auth.config import AuthConfig, effective
-from gateway.log_config import LogConfig, LogLevel
+from gateway.log_config import OLDER_LEVEL, LogConfig, LogLevel
 from gateway.state.config import StateConfig
 from gateway.tracing_config import TracingConfig
 from translators.loss import LossPolicy
@@ -308,10 +308,8 @@ class GatewayConfig(_Model):
                                    "config file for changes (0: reload on SIGHUP only)")
     readiness_timeout: float = Field(2.0, gt=0, description="Seconds /readyz waits per backend")
     push_relay: PushRelayConfig = Field(default_factory=PushRelayConfig)
-    log: LogConfig = Field(default_factory=LogConfig, description="What the gateway "
-                           "writes on stderr and how (README \"Logging\")")
-    log_level: LogLevel | None = Field(None, description="Older name of log.level, still "
-                                       "read; log.level wins when both are set")
+    log: LogConfig = Field(default_factory=LogConfig, description=LogConfig.__doc__)
+    log_level: LogLevel | None = Field(None, description=OLDER_LEVEL)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     auth: AuthConfig | None = Field(None, description="Who may call, what, how often, over "
                                     "what channel (README \"Security\"); tenants override")
@@ -353,8 +351,7 @@ class GatewayConfig(_Model):
             if not name or "/" in name or ":" in name:
                 raise ValueError(f"tenant name {name!r} may not be empty or contain '/' or ':'")
         self.forward_headers = [h.lower() for h in self.forward_headers]
-        if self.log_level is not None and "level" not in self.log.model_fields_set:
-            self.log.level = self.log_level  # the older key, for configs written before log:
+        self.log.take_older_level(self.log_level)
         for name, tenant in self.tenants.items():
             if tenant.auth is not None and tenant.auth.server_tls is not None:
                 raise ValueError(f"tenants.{name}.auth.server_tls: TLS on the listeners is "

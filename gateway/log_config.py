@@ -1,5 +1,5 @@
 """The `log:` section of the config: level, format and the access line (README
-"Logging")."""
+"Logs")."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 
-# Every field an access line can carry, in the order it carries them (README "Logging").
+# Every field an access line can carry, in the order it carries them (README "Logs").
 ACCESS_FIELDS = (
     "request_id", "client", "method", "path", "tenant", "operation", "client_version",
     "client_binding", "backend_version", "backend_binding", "status", "grpc_code",
@@ -28,7 +28,7 @@ class AccessLogConfig(BaseModel):
                           "always logged")
     fields: list[str] | None = Field(None, description="The fields an access line carries "
                                      "(besides event, level, timestamp, worker); null: all "
-                                     "of them (README \"Logging\")")
+                                     "of them (README \"Logs\")")
     skip_paths: list[str] = Field(
         default_factory=lambda: ["/healthz", "/readyz", "/metrics"],
         description="HTTP paths whose successful requests are not logged (probes and "
@@ -44,7 +44,12 @@ class AccessLogConfig(BaseModel):
         return value
 
 
+OLDER_LEVEL = "Older name of log.level, still read; log.level wins when both are set"
+
+
 class LogConfig(BaseModel):
+    """What the gateway writes on stderr and how (README "Logs")."""
+
     model_config = ConfigDict(extra="forbid")
 
     level: LogLevel = Field("info", description="Lines below this level are not written "
@@ -53,3 +58,9 @@ class LogConfig(BaseModel):
         "json", description="json: one JSON object per line on stderr (what a log shipper "
         "reads); console: aligned text for a person at a terminal (colors on a TTY only)")
     access: AccessLogConfig = Field(default_factory=AccessLogConfig)
+
+    def take_older_level(self, level: LogLevel | None) -> None:
+        """The top-level `log_level` of configs written before `log:`, unless `log.level`
+        is set."""
+        if level is not None and "level" not in self.model_fields_set:
+            self.level = level

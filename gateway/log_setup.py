@@ -2,7 +2,7 @@
 through structlog's stdlib bridge (`ProcessorFormatter`) every library's log record
 (asyncio, aiohttp, grpc, redis, opentelemetry), `warnings.warn` (py.warnings), and an
 exception nobody caught (sys/threading/unraisable hooks): a log shipper reads one JSON
-object per line (README "Logging").
+object per line (README "Logs").
 
 Libraries log what is noise to an operator at levels meant for their own authors (a
 malformed request head is an aiohttp `exception` with a traceback; a TLS client hanging up
