@@ -25,6 +25,7 @@ SECRET = "SECRET-never-in-the-log-4242"  # in the malformed heads' credential li
 CA = make_ca("log test CA")
 SERVER = issue(CA, "gateway", server=True)
 JSON = dict[str, Any]
+TRACE = "0af7651916cd43dd8448eb211c80319c"
 
 
 def send(text: str, method: str = "message/send") -> JSON:
@@ -100,8 +101,9 @@ async def exercise(gw: Gateway) -> dict[str, bytes]:
     bodies: dict[str, bytes] = {}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=gw.tls())) as http:
         bodies["ok"] = json.dumps(send("hi")).encode()
-        async with http.post(gw.base + "/", data=bodies["ok"],
-                             headers={**auth, "X-Request-ID": "ok-1"}) as resp:
+        async with http.post(gw.base + "/", data=bodies["ok"], headers={
+                **auth, "X-Request-ID": "ok-1", "traceparent": f"00-{TRACE}-b7ad6b7169203331-01"},
+                             ) as resp:
             assert (await resp.json())["result"]["parts"][0]["text"] == "echo: hi"
         bodies["bad-json"] = b'{"jsonrpc": "2.0", "id": 1, "method": '
         async with http.post(gw.base + "/", data=bodies["bad-json"],
@@ -180,7 +182,7 @@ async def test_every_line_is_json_with_access_fields_and_no_credential(
         "client": "127.0.0.1", "tenant": "demo", "operation": "SendMessage",
         "client_version": "0.3", "client_binding": "JSONRPC", "status": 200,
         "outcome": "ok", "bytes_in": len(bodies["ok"]), "principal": "svc"}
-    assert ok["bytes_out"] > 100 and ok["duration_ms"] > 0
+    assert ok["bytes_out"] > 100 and ok["duration_ms"] > 0 and ok["trace_id"] == TRACE
 
     bad = by_id["bad-json-1"]
     assert (bad["status"], bad["error_code"], bad["bytes_in"], bad["client_binding"]) == \
