@@ -101,9 +101,9 @@ async def exercise(gw: Gateway) -> dict[str, bytes]:
     bodies: dict[str, bytes] = {}
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=gw.tls())) as http:
         bodies["ok"] = json.dumps(send("hi")).encode()
-        async with http.post(gw.base + "/", data=bodies["ok"], headers={
-                **auth, "X-Request-ID": "ok-1", "traceparent": f"00-{TRACE}-b7ad6b7169203331-01"},
-                             ) as resp:
+        traced = {**auth, "X-Request-ID": "ok-1",
+                  "traceparent": f"00-{TRACE}-b7ad6b7169203331-01"}
+        async with http.post(gw.base + "/", data=bodies["ok"], headers=traced) as resp:
             assert (await resp.json())["result"]["parts"][0]["text"] == "echo: hi"
         bodies["bad-json"] = b'{"jsonrpc": "2.0", "id": 1, "method": '
         async with http.post(gw.base + "/", data=bodies["bad-json"],
