@@ -103,8 +103,8 @@ def write(ctx: CallContext | None, client: str | None, status: int | None,
     if not failed and (path in settings.skip or (
             settings.sample < 1.0 and random.random() >= settings.sample)):
         return
-    fields: dict[str, Any] = {
-        "request_id": ctx.request_id if ctx is not None else None, "client": client}
+    fields: dict[str, Any] = ({"client": client} if ctx is None
+                              else {"request_id": ctx.request_id, "client": client})
     if method is not None:
         fields["method"] = method
         fields["path"] = path
@@ -202,4 +202,5 @@ def grpc_peer(peer: str | None) -> str | None:
     return peer
 
 
-ACCESS_LOGGER = logging.getLogger("a2a_gateway.access")  # aiohttp wants one; unused
+# aiohttp's runner wants a logger to enable its hook; AccessLogger writes lines itself.
+ACCESS_LOGGER = logging.getLogger("a2a_gateway.access")
