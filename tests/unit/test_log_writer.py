@@ -1,4 +1,6 @@
-"""Log lines: one write per turn of the event loop; errors and lines off the loop at once."""
+"""Log lines: one write per turn of the event loop; errors and lines off the loop at once;
+every line in timestamp order, library records through the stdlib bridge (JSON, mapped
+levels, no quoted credentials); the access line's sampling, fields and config."""
 
 from __future__ import annotations
 
