@@ -247,3 +247,18 @@ def test_the_older_log_level_key_still_sets_the_level() -> None:
     with pytest.raises(ValueError, match="unknown access field"):
         GatewayConfig.model_validate({"tenants": tenants, "log": {"access": {
             "fields": ["status", "password"]}}})
+
+
+def test_the_console_format_is_text_for_a_person_without_colors_off_a_tty() -> None:
+    script = ("import logging, structlog\n"
+              "from gateway.log_config import LogConfig\n"
+              "from gateway.observe import configure_logging\n"
+              "configure_logging(LogConfig.model_validate({'format': 'console'}), 2)\n"
+              "structlog.get_logger('t').info('hello', tenant='demo')\n"
+              "logging.getLogger('redis').warning('Authorization: Bearer S3')\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    first, second = done.stderr.splitlines()
+    assert "[info     ] hello" in first and first.endswith("tenant=demo worker=2")
+    assert "[warning  ] Authorization: [redacted]" in second and "[redis]" in second
+    assert "\x1b[" not in done.stderr  # stderr is a pipe here: no color codes
