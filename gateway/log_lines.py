@@ -15,6 +15,7 @@ of the loop's turn made lines of one process leave out of timestamp order.
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -46,6 +47,18 @@ def _encode(event_dict: EventDict) -> str:
         return _encode_json(event_dict)
 
 
+# A header (or key=value) whose name says it carries a credential, and its value up to
+# the end of the line or of a quoted/escaped string.
+_CREDENTIAL = re.compile(
+    r"(?i)\b((?:proxy-)?authorization|[\w-]*api[-_]?key|(?:set-)?cookie|[\w-]*token"
+    r"|[\w-]*secret|password)(\s*[:=]\s*)([^\r\n'\"\\]+)")
+
+
+def redact(text: str) -> str:
+    """``text`` with the values of credential headers replaced: `[redacted]`."""
+    return _CREDENTIAL.sub(r"\1\2[redacted]", text) if ":" in text or "=" in text else text
+
+
 _second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
 
 
@@ -66,6 +79,8 @@ def _leveled(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> 
     event_dict["level"] = _LEVELS.get(method_name, method_name)
     if "exc_info" in event_dict:
         event_dict = format_exc_info(logger, method_name, event_dict)
+        if "exception" in event_dict:  # a traceback may quote what a client sent
+            event_dict["exception"] = redact(event_dict["exception"])
     return event_dict
 
 

@@ -8,14 +8,14 @@ Libraries log what is noise to an operator at levels meant for their own authors
 malformed request head is an aiohttp `exception` with a traceback; a TLS client hanging up
 is an asyncio warning): :func:`library_level` maps those to the level they mean here, and
 the traceback of a client's bad bytes is dropped — it quotes the bytes, credentials
-included. Any library message or traceback has the values of credential-looking headers
-(`Authorization: ...`, `X-Api-Key=...`) replaced by `[redacted]` (:func:`redact`).
+included. Any library message, and any traceback, has the values of credential-looking
+headers (`Authorization: ...`, `X-Api-Key=...`) replaced by `[redacted]`
+(gateway/log_lines.redact).
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import ssl
 import sys
 import threading
@@ -29,20 +29,8 @@ from structlog.processors import format_exc_info
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from gateway.log_config import LogConfig
-from gateway.log_lines import render_unstamped
+from gateway.log_lines import redact, render_unstamped
 from gateway.log_writer import LineWriter, LineWriterFactory
-
-# A header (or key=value) whose name says it carries a credential, and its value up to
-# the end of the line or of a quoted/escaped string.
-_CREDENTIAL = re.compile(
-    r"(?i)\b((?:proxy-)?authorization|[\w-]*api[-_]?key|(?:set-)?cookie|[\w-]*token"
-    r"|[\w-]*secret|password)(\s*[:=]\s*)([^\r\n'\"\\]+)")
-
-
-def redact(text: str) -> str:
-    """``text`` with the values of credential headers replaced: `[redacted]`."""
-    return _CREDENTIAL.sub(r"\1\2[redacted]", text) if ":" in text or "=" in text else text
-
 
 # asyncio's messages that are a client's doing, not the gateway's, by how they start.
 _ASYNCIO_LEVELS = (

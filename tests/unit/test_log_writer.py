@@ -168,6 +168,10 @@ def test_library_records_come_through_the_bridge_in_order_and_at_their_levels() 
                 logging.getLogger("aiohttp.server").exception("Error handling request")
             logging.getLogger("grpc._server").error("peer said X-Api-Key=S3 oops")
             warnings.warn("an old thing", UserWarning)
+            try:
+                raise ValueError("bad header Authorization: Bearer S3")
+            except ValueError:
+                log.exception("ours")
             log.info("last")
         asyncio.run(main())
         raise RuntimeError("uncaught")
@@ -178,11 +182,13 @@ def test_library_records_come_through_the_bridge_in_order_and_at_their_levels() 
         ("pool said hi", "redis", "warning"),
         ("peer said X-Api-Key=", "grpc._server", "error"),
         (lines[3]["event"][:20], "py.warnings", "warning"),
+        ("ours", None, "error"),
         ("last", None, "info"),
         ("uncaught exception", "a2a_gateway.uncaught", "error")]
+    assert "ValueError: bad header Authorization: [redacted]" in lines[4]["exception"]
     assert "UserWarning: an old thing" in lines[3]["event"]
     assert lines[2]["event"] == "peer said X-Api-Key=[redacted]"
-    assert "S3" not in json.dumps(lines) and "RuntimeError: uncaught" in lines[5]["exception"]
+    assert "S3" not in json.dumps(lines) and "RuntimeError: uncaught" in lines[6]["exception"]
     stamps = [x["timestamp"] for x in lines]
     assert stamps == sorted(stamps)
 
