@@ -10,6 +10,7 @@ import json
 import ssl
 import subprocess
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,7 @@ async def test_every_line_is_json_with_access_fields_and_no_credential(
     assert SECRET.encode() not in out + err and KEY.encode() not in out + err
     lines = parse_all("stdout", out) + parse_all("stderr", err)
     assert lines, "the gateway wrote nothing"
-    stamps = [line["timestamp"] for line in parse_all("stderr", err)]
+    stamps = [datetime.fromisoformat(line["timestamp"]) for line in parse_all("stderr", err)]
     assert stamps == sorted(stamps), "the lines of one process are out of timestamp order"
     calls = [line for line in lines if line.get("event") == "call"]
     by_id = {line["request_id"]: line for line in calls if line.get("request_id")}
