@@ -39,9 +39,7 @@ venvs: $(SDK03)/.installed $(SDK13)/.installed
 
 # One worker with console logs (README "Quick start"); `make run WORKERS=N` for more. Both
 # go through the config's environment overrides (README "Command line"), not the file.
-# The console log format needs the config's `log` section (issue 27, item 7): it is set
-# only once the schema has it.
-LOG_ENV = $(if $(shell grep -s '"log":' config/gateway.schema.json),A2A_GATEWAY__LOG__FORMAT=$(LOG_FORMAT))
+LOG_ENV = A2A_GATEWAY__LOG__FORMAT=$(LOG_FORMAT)
 run: $(VENV)/.runtime
 	A2A_GATEWAY__WORKERS=$(WORKERS) $(LOG_ENV) $(BIN)/a2a-gateway serve --config $(CONFIG)
 

@@ -15,6 +15,7 @@ import structlog
 from aiohttp import web
 
 from gateway import metrics, tracing
+from gateway.access import ACCESS_LOGGER, AccessLogger
 from gateway.admin import add_admin_routes, build_admin_app
 from gateway.auth.tls import ReloadingServerContext, grpc_server_credentials
 from gateway.config import GatewayConfig
@@ -139,7 +140,8 @@ class Server:
         self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.
         runner = web.AppRunner(build_http_app(holder), handler_cancellation=True,
-                               access_log=None, shutdown_timeout=config.shutdown_grace,
+                               access_log_class=AccessLogger, access_log=ACCESS_LOGGER,
+                               shutdown_timeout=config.shutdown_grace,
                                keepalive_timeout=config.limits.idle_timeout)
         await runner.setup()
         host, port = split_host_port(config.listen.http)
@@ -156,7 +158,8 @@ class Server:
                           ssl_context=tls.context if tls else None).start()
         self._runners.insert(0, runner)
         if config.listen.admin:
-            admin = web.AppRunner(build_admin_app(holder), access_log=None)
+            admin = web.AppRunner(build_admin_app(holder), access_log_class=AccessLogger,
+                                  access_log=ACCESS_LOGGER)
             await admin.setup()
             await web.TCPSite(admin, *split_host_port(config.listen.admin),
                               reuse_port=shared).start()
@@ -262,7 +265,7 @@ class Server:
 async def serve(config: GatewayConfig, config_path: Path | None = None,
                 worker: WorkerRole | None = None) -> int:
     """Run one gateway process until SIGTERM or SIGINT: the only one, or ``worker``."""
-    configure_logging(config.log_level, None if worker is None else worker.index)
+    configure_logging(config.log, None if worker is None else worker.index)
     raise_open_files_limit()
     server = Server(config, config_path, None if worker is None else worker.index)
     watcher = server.config_watcher()  # before the listeners open (see config_watcher)

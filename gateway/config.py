@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gateway.auth.config import AuthConfig, effective
 from gateway.config_env import EnvOverrideError, apply_env_overrides, name_the_variable
+from gateway.log_config import OLDER_LEVEL, LogConfig, LogLevel
 from gateway.state.config import StateConfig
 from gateway.tracing_config import TracingConfig
 from translators.loss import LossPolicy
@@ -309,7 +310,8 @@ class GatewayConfig(_Model):
                                    "config file for changes (0: reload on SIGHUP only)")
     readiness_timeout: float = Field(2.0, gt=0, description="Seconds /readyz waits per backend")
     push_relay: PushRelayConfig = Field(default_factory=PushRelayConfig)
-    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log: LogConfig = Field(default_factory=LogConfig, description=LogConfig.__doc__)
+    log_level: LogLevel | None = Field(None, description=OLDER_LEVEL)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     auth: AuthConfig | None = Field(None, description="Who may call, what, how often, over "
                                     "what channel (README \"Security\"); tenants override")
@@ -351,6 +353,7 @@ class GatewayConfig(_Model):
             if not name or "/" in name or ":" in name:
                 raise ValueError(f"tenant name {name!r} may not be empty or contain '/' or ':'")
         self.forward_headers = [h.lower() for h in self.forward_headers]
+        self.log.take_older_level(self.log_level)
         for name, tenant in self.tenants.items():
             if tenant.auth is not None and tenant.auth.server_tls is not None:
                 raise ValueError(f"tenants.{name}.auth.server_tls: TLS on the listeners is "

@@ -21,7 +21,7 @@ import yaml
 PREFIX = "A2A_GATEWAY__"
 CONFIG_PATH_ENV = "A2A_GATEWAY_CONFIG"  # the config file of serve/check-config (gateway/cli.py)
 # Shorthands for the options most often set from outside; the generic prefix wins over them.
-SHORTHANDS = {"A2A_GATEWAY_LOG_LEVEL": ("log_level",)}
+SHORTHANDS = {"A2A_GATEWAY_LOG_LEVEL": ("log", "level")}
 
 
 class EnvOverrideError(ValueError):

@@ -13,17 +13,22 @@ The implementation lives in the small modules of `gateway.demo`.
 from __future__ import annotations
 
 import argparse
-import logging
 
+import structlog
 from aiohttp import web
 
+from gateway.access import ACCESS_LOGGER, AccessLogger
 from gateway.demo.server import build_app
+from gateway.log_config import LogConfig
+from gateway.observe import configure_logging
 
 __all__ = ["build_app", "main", "start_demo_agent"]
 
 # aiohttp waits this long for in-flight requests on cleanup. Our own streams end as
 # soon as shutdown starts, so this only bounds a stuck client, not normal work.
 SHUTDOWN_TIMEOUT = 5.0
+
+log = structlog.get_logger("a2a_gateway.demo_agent")
 
 
 async def start_demo_agent(host: str, port: int) -> web.AppRunner:
@@ -49,11 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=9009)
+    parser.add_argument("--log-format", choices=["json", "console"], default="json",
+                        help="json: one JSON object per line on stderr, as the gateway's "
+                        "(default); console: text for a person")
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    web.run_app(build_app(), host=args.host, port=args.port, shutdown_timeout=SHUTDOWN_TIMEOUT)
+    configure_logging(LogConfig.model_validate({"format": args.log_format}))
+    log.info("demo agent listening", listen=f"{args.host}:{args.port}")
+    # print=None: aiohttp's banner is a plain line on stdout; its access lines are ours.
+    web.run_app(build_app(), host=args.host, port=args.port, shutdown_timeout=SHUTDOWN_TIMEOUT,
+                print=None, access_log_class=AccessLogger, access_log=ACCESS_LOGGER)
     # An exit code, because `a2a-gateway demo-agent` returns whatever this returns.
     return 0
 

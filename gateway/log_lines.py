@@ -1,15 +1,21 @@
-"""The last step of every log line: level, UTC timestamp, traceback, JSON text.
+"""The last step of every log line: level, traceback, JSON text; the UTC timestamp.
 
 One structlog processor doing what `add_log_level`, `TimeStamper(fmt="iso", utc=True)`,
 `format_exc_info` and `JSONRenderer()` did in a chain, with the same keys in the same
 order and the same values (compact JSON), at a fraction of their cost (every call writes
 a line, so this runs once per call): the timestamp's date and time are formatted once per
 second, and the JSON is orjson's.
+
+In the gateway the timestamp is not put in by the renderer but by the writer
+(:func:`render_unstamped`, then :func:`stamp` under the writer's lock, gateway/
+log_writer.py): a timestamp taken when the line is rendered and a line kept for the end
+of the loop's turn made lines of one process leave out of timestamp order.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any
 
@@ -39,6 +45,20 @@ def _encode(event_dict: EventDict) -> str:
         return orjson.dumps(event_dict, default=_fallback).decode()
     except orjson.JSONEncodeError:
         return _encode_json(event_dict)
+
+
+# A header (or key=value) whose name says it carries a credential, and its value up to
+# the end of the line or of a quoted/escaped string.
+_CREDENTIAL = re.compile(
+    r"(?i)\b((?:proxy-)?authorization|[\w-]*api[-_]?key|(?:set-)?cookie|[\w-]*token"
+    r"|[\w-]*secret|password)(\s*[:=]\s*)([^\r\n'\"\\]+)")
+
+
+def redact(text: str) -> str:
+    """``text`` with the values of credential headers replaced: `[redacted]`."""
+    return _CREDENTIAL.sub(r"\1\2[redacted]", text) if ":" in text or "=" in text else text
+
+
 _second: tuple[int, str] = (-1, "")  # the last second formatted, and its text
 
 
@@ -48,15 +68,36 @@ def utc_timestamp() -> str:
     global _second
     now = time.time_ns() // 1000
     seconds, micros = divmod(now, 1_000_000)
-    if _second[0] != seconds:
-        _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
-    text = _second[1]
+    second = _second  # one read: another thread may replace it meanwhile
+    if second[0] != seconds:
+        second = _second = (seconds, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)))
+    text = second[1]
     return f"{text}.{micros:06d}Z" if micros else f"{text}Z"
 
 
-def render_line(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> str:
+def _leveled(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> EventDict:
     event_dict["level"] = _LEVELS.get(method_name, method_name)
-    event_dict["timestamp"] = utc_timestamp()
     if "exc_info" in event_dict:
         event_dict = format_exc_info(logger, method_name, event_dict)
+        if "exception" in event_dict:  # a traceback may quote what a client sent
+            event_dict["exception"] = redact(event_dict["exception"])
+    return event_dict
+
+
+def render_line(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> str:
+    """The whole line, timestamp included (structlog's processor chain, as above)."""
+    event_dict = _leveled(logger, method_name, event_dict)
+    event_dict["timestamp"] = utc_timestamp()
     return _encode(event_dict)
+
+
+def render_unstamped(logger: WrappedLogger, method_name: str, event_dict: EventDict) -> str:
+    """The line without its timestamp: :func:`stamp` adds it, last, where the line is
+    ordered among the others (the writer)."""
+    return _encode(_leveled(logger, method_name, event_dict))
+
+
+def stamp(line: str) -> str:
+    """``line`` (a JSON object from :func:`render_unstamped`) with `timestamp` last, as
+    :func:`render_line` writes it."""
+    return f'{line[:-1]},"timestamp":"{utc_timestamp()}"}}'

@@ -6,6 +6,10 @@ event loop's thread the lines of one turn are kept and written together when the
 ends (`call_soon`), as nginx's `access_log ... buffer=` does with a bound of one turn,
 not of seconds. An error, a line from another thread or from outside the loop, and
 process exit write at once: what explains a crash is never held back.
+
+Every line of the process comes through here (structlog's and, through the stdlib
+bridge, every library's: gateway/observe.py), and a JSON line gets its timestamp here,
+under the lock that orders the lines: the lines of one process leave in timestamp order.
 """
 
 from __future__ import annotations
@@ -13,14 +17,18 @@ from __future__ import annotations
 import asyncio
 import atexit
 import threading
+from collections.abc import Callable
 from typing import Any, TextIO
+
+from gateway.log_lines import stamp as stamp_json
 
 
 class LineWriter:
     """A structlog logger (its methods take the rendered line) over one text stream."""
 
-    def __init__(self, file: TextIO) -> None:
+    def __init__(self, file: TextIO, stamp: Callable[[str], str] | None = None) -> None:
         self._file = file
+        self._stamp = stamp  # puts the timestamp in a rendered line; None: it has one
         self._lines: list[str] = []
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None  # a flush is due on it
@@ -32,7 +40,7 @@ class LineWriter:
             self.write_now(message)
             return
         with self._lock:
-            self._lines.append(message)
+            self._lines.append(message if self._stamp is None else self._stamp(message))
             if self._loop is loop:
                 return
             self._loop = loop
@@ -41,7 +49,7 @@ class LineWriter:
     def write_now(self, message: str) -> None:
         """Write what is kept, then ``message``, at once."""
         with self._lock:
-            self._lines.append(message)
+            self._lines.append(message if self._stamp is None else self._stamp(message))
             self._write_kept()
 
     def flush(self) -> None:
@@ -64,8 +72,9 @@ class LineWriterFactory:
     """structlog's logger factory: every logger shares one :class:`LineWriter`, flushed
     at process exit."""
 
-    def __init__(self, file: TextIO) -> None:
-        self.writer = LineWriter(file)
+    def __init__(self, file: TextIO, json: bool = False) -> None:
+        """``json``: the lines are JSON objects rendered without their timestamp."""
+        self.writer = LineWriter(file, stamp_json if json else None)
         atexit.register(self.writer.flush)
 
     def __call__(self, *args: Any) -> LineWriter:

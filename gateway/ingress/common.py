@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from gateway import tracing
+from gateway.access import CALL_KEY, note_error
 from gateway.auth.peer import http_peer_cert
 from gateway.auth.principal import CHALLENGE_KEY
 from gateway.call import Call, CallContext, new_request_id
@@ -118,6 +119,7 @@ def client_context(request: web.Request, gateway: Gateway, binding: str) -> Call
     # Read only by the extended card: not worked out for every call.
     ctx.public_base = lambda: gateway.cards.address.http_base(request)
     tracing.take(ctx, headers)
+    request[CALL_KEY] = ctx  # for its access line (gateway/access.py)
     return ctx
 
 
@@ -180,6 +182,8 @@ def refusal(answer: HttpAnswer, err: A2AError, ctx: CallContext | None) -> Reply
     """The answer to a refused request: the dialect's rendering, the dialect headers and,
     when the error says when to retry, Retry-After."""
     headers = dialect_headers(ctx) if ctx is not None else {}
+    if ctx is not None and ctx.error is None:
+        note_error(ctx, err)  # also a refusal before the operation was known (bad JSON)
     retry_after = err.metadata.get("retry_after")
     if retry_after is not None:
         headers["Retry-After"] = retry_after

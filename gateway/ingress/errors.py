@@ -3,11 +3,13 @@ the request's path speaks, never with aiohttp's plain-text pages or a traceback.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 import structlog
 from aiohttp import web
 
+from gateway.access import client_gone
 from gateway.ingress.common import header_version
 from translators.dialects import DIALECTS, HTTP_JSON, JSONRPC
 from translators.errors import A2AError, a2a_error
@@ -40,6 +42,9 @@ def render_error(request: web.Request, err: A2AError, status: int | None = None,
 async def answer_in_dialect(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
         return await handler(request)
+    except asyncio.CancelledError:
+        client_gone(request)  # no answer, so no access line from aiohttp's hook
+        raise
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

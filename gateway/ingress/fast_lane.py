@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
+import time
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
 from typing import Any, cast
@@ -33,6 +34,8 @@ from aiohttp.http import SERVER_SOFTWARE
 from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
 from prometheus_client import Counter
 
+from gateway import access
+from gateway.call import CallContext
 from gateway.config import LimitsConfig
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import Reply, app_gateway
@@ -66,7 +69,7 @@ _STREAMING = re.compile(b"|".join(re.escape(name.encode()) for op in ops.OPERATI
 class LaneRequest:
     """What the JSON-RPC codec reads from a request, for one the lane parsed."""
 
-    __slots__ = ("app", "headers", "path", "transport")
+    __slots__ = ("app", "ctx", "headers", "path", "transport")
 
     method = "POST"
     query = _NO_QUERY
@@ -77,6 +80,10 @@ class LaneRequest:
         self.headers = headers
         self.transport = transport
         self.path = path
+        self.ctx: CallContext | None = None  # the call it made, for its access line
+
+    def __setitem__(self, key: object, value: CallContext) -> None:
+        self.ctx = value  # what ingress/common.client_context leaves (CALL_KEY)
 
     @property
     def scheme(self) -> str:
@@ -295,6 +302,7 @@ class FastLane(asyncio.Protocol):
                     as_aiohttp, request.path.strip("/") or None, body, streams=False))
                 close = reply.closes or self._closes_after(request, conn)
                 data = reply_bytes(reply, close)
+                status = reply.answer.status
             except jsonrpc.StreamNotServed:
                 # A streaming method its body did not name plainly (JSON escapes): aiohttp
                 # serves it from its first byte.
@@ -305,9 +313,11 @@ class FastLane(asyncio.Protocol):
                 response = unhandled(as_aiohttp, exc)
                 close = response.keep_alive is False or self._closes_after(request, conn)
                 data = response_bytes(response, close)
+                status = response.status
             if self._transport is not None:
                 self._transport.write(data)
                 written = not close
+            self._access_line(request, status, len(body), len(data))
         except Exception as exc:  # a bug of ours: this connection ends, the worker serves on
             log.error("unhandled error in the fast lane", path=request.path[:200],
                       exc_info=exc)
@@ -323,6 +333,15 @@ class FastLane(asyncio.Protocol):
             self._transport.resume_reading()
         self._idle()
         self._next()
+
+    def _access_line(self, request: LaneRequest, status: int, size_in: int, size_out: int,
+                     ) -> None:
+        """The request's access line (gateway/access.py), as aiohttp's hook writes it."""
+        ctx = request.ctx
+        if self._transport is None:  # the client left before its answer
+            status, size_out = access.CLIENT_CLOSED, 0
+        access.write(ctx, request.remote, status, size_in, size_out,
+                     time.monotonic() - ctx.started if ctx else 0.0, "POST", request.path)
 
     def _closes_after(self, request: LaneRequest, conn: Any) -> bool:
         """Whether the connection ends with this answer: the client asked, or sent its

@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 import grpc
 from grpc_reflection.v1alpha import reflection
 
-from gateway import tracing
+from gateway import access, tracing
 from gateway.auth.peer import grpc_peer_cert
 from gateway.call import Call, CallContext
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
@@ -110,20 +110,24 @@ def _unary_handler(current: Current, method: wire.WireMethod,
         gateway = current()
         md = _metadata(context)
         ctx = _context(gateway, method, md, context)
+        out = b""
         try:
-            call = _decode(gateway, method, md, ctx, raw)
-            result = await gateway.unary(call)
-            out: bytes = (result.body if isinstance(result, WireAnswer)
-                          else call.dialect.answer(method, result, ctx.loss))
-        except Exception as exc:  # A2AError, or a bug of ours: answer, keep serving
-            log_call(ctx, method.op.name, exc)
-            await _abort(context, ctx, exc)
-        except BaseException as exc:  # cancelled by the client or the server's stop
-            log_call(ctx, method.op.name, exc)
-            raise
-        log_call(ctx, method.op.name, None)
-        context.set_trailing_metadata(tuple(_trailers(ctx)))
-        return out
+            try:
+                call = _decode(gateway, method, md, ctx, raw)
+                result = await gateway.unary(call)
+                out = (result.body if isinstance(result, WireAnswer)
+                       else call.dialect.answer(method, result, ctx.loss))
+            except Exception as exc:  # A2AError, or a bug of ours: answer, keep serving
+                log_call(ctx, method.op.name, exc)
+                await _abort(context, ctx, exc)
+            except BaseException as exc:  # cancelled by the client or the server's stop
+                log_call(ctx, method.op.name, exc)
+                raise
+            log_call(ctx, method.op.name, None)
+            context.set_trailing_metadata(tuple(_trailers(ctx)))
+            return out
+        finally:
+            _access_line(ctx, context, len(raw), len(out))
 
     return handle
 
@@ -134,46 +138,69 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
         gateway = current()
         md = _metadata(context)
         ctx = _context(gateway, method, md, context)
+        sent = [0]  # bytes of the events written, for the access line
         try:
-            call = _decode(gateway, method, md, ctx, raw)
-        except Exception as exc:
-            log_call(ctx, method.op.name, exc)
-            await _abort(context, ctx, exc)
-        source = gateway.stream(call)
-        # v1.0 has no `final`; v0.3 clients need it on the last status (reference §3.6).
-        items = (with_final_flags(source) if ctx.client_version == V03
-                 else without_final_flags(source))
-        error: BaseException | None = None
-        tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
-        try:
-            with tracked:
-                # Others run too while a read's events are written; starting calls first.
-                turn = Turn(streams.openings if streams is not None else None)
-                async for events in items:
-                    for item, final in events:
-                        await context.write(call.dialect.event_frame(item, final, ctx.loss))
-                        if turn.over():
-                            await turn.pass_on()
-        except asyncio.CancelledError as exc:
-            if streams is None or not streams.draining:
-                # The client cancelled: closing `items` below closes the backend stream,
-                # then the cancellation goes on.
-                error = exc
-                raise
-            # The gateway is shutting down: end the stream with a status, not a reset.
-            asyncio.current_task().uncancel()  # type: ignore[union-attr]
-        except Exception as exc:
-            error = exc
+            await _serve_stream(ctx, method, md, gateway, streams, raw, context, sent)
         finally:
-            await _close(items)
-            log_call(ctx, method.op.name, error)
-            if isinstance(error, asyncio.CancelledError):
-                error = None  # no cycle through its traceback (see sse_out.serve_sse)
-        if error is not None:
-            await _abort(context, ctx, error)
-        context.set_trailing_metadata(tuple(_trailers(ctx)))
+            _access_line(ctx, context, len(raw), sent[0])
 
     return handle
+
+
+async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
+                        gateway: Gateway, streams: Streams | None, raw: bytes,
+                        context: grpc.aio.ServicerContext, sent: list[int]) -> None:
+    try:
+        call = _decode(gateway, method, md, ctx, raw)
+    except Exception as exc:
+        log_call(ctx, method.op.name, exc)
+        await _abort(context, ctx, exc)
+    source = gateway.stream(call)
+    # v1.0 has no `final`; v0.3 clients need it on the last status (reference §3.6).
+    items = (with_final_flags(source) if ctx.client_version == V03
+             else without_final_flags(source))
+    error: BaseException | None = None
+    tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
+    try:
+        with tracked:
+            # Others run too while a read's events are written; starting calls first.
+            turn = Turn(streams.openings if streams is not None else None)
+            async for events in items:
+                for item, final in events:
+                    frame = call.dialect.event_frame(item, final, ctx.loss)
+                    sent[0] += len(frame)
+                    await context.write(frame)
+                    if turn.over():
+                        await turn.pass_on()
+    except asyncio.CancelledError as exc:
+        if streams is None or not streams.draining:
+            # The client cancelled: closing `items` below closes the backend stream,
+            # then the cancellation goes on.
+            error = exc
+            raise
+        # The gateway is shutting down: end the stream with a status, not a reset.
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
+    except Exception as exc:
+        error = exc
+    finally:
+        await _close(items)
+        log_call(ctx, method.op.name, error)
+        if isinstance(error, asyncio.CancelledError):
+            error = None  # no cycle through its traceback (see sse_out.serve_sse)
+    if error is not None:
+        await _abort(context, ctx, error)
+    context.set_trailing_metadata(tuple(_trailers(ctx)))
+
+
+def _access_line(ctx: CallContext, context: grpc.aio.ServicerContext, bytes_in: int,
+                 bytes_out: int) -> None:
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        name = code.name
+    else:  # not aborted: OK, or cancelled (the client left, or the server's stop)
+        name = "CANCELLED" if isinstance(ctx.error, asyncio.CancelledError) else "OK"
+    access.write(ctx, access.grpc_peer(context.peer()), None, bytes_in, bytes_out,
+                 time.monotonic() - ctx.started, grpc_code=name)
 
 
 async def _close(items: AsyncIterator[Any]) -> None:

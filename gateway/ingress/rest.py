@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from gateway.access import note_error
 from gateway.call import Call
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import (
@@ -50,6 +51,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
             response.headers["Allow"] = ", ".join(sorted(no.allow))
         return response
     except A2AError as err:  # the body could not be read: the path says the dialect
+        note_error(ctx, err)  # for its access line
         response = render_error(request, err)
         response.headers.update(dialect_headers(ctx))
         if err.kind.name in ("PayloadTooLargeError", "RequestTimeoutError"):

@@ -128,6 +128,9 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     except Exception as exc:
         error = exc
         if isinstance(exc, ConnectionError):
+            # The client went away mid-write: its doing, as a cancellation is, not a
+            # failure of ours (no error line with a traceback).
+            error = asyncio.CancelledError()
             return response
         await response.write(frame_error(exc if isinstance(exc, A2AError)
                                          else a2a_error("InternalError")))

@@ -226,7 +226,7 @@ async def supervise(config: GatewayConfig, config_path: Path, count: int, why: s
     """Run ``count`` workers of the gateway configured in ``config_path`` until stopped."""
     from gateway.observe import configure_logging
 
-    configure_logging(config.log_level)
+    configure_logging(config.log)
     check_listeners_free(config)
     log.info("starting workers", workers=count, why=why, http=config.listen.http,
              grpc=config.listen.grpc)

@@ -94,15 +94,15 @@ def test_any_option_from_the_environment(capsys: pytest.CaptureFixture[str], tmp
     assert (config.workers, config.max_body_bytes, config.limits.pool_wait) == (3, 1024, 2.5)
     assert config.tenants["demo"].backend.version == "1.0"
     assert config.push_relay.webhook_allowlist == ["127.0.0.1", "::1"]
-    assert (config.state.path, config.public_grpc, config.log_level) == ("/tmp/x.db", None,
+    assert (config.state.path, config.public_grpc, config.log.level) == ("/tmp/x.db", None,
                                                                          "debug")
     # The generic prefix wins over the shorthand; a list item is reached by its index.
-    tree = {"A2A_GATEWAY_LOG_LEVEL": "debug", "A2A_GATEWAY__LOG_LEVEL": "error",
+    tree = {"A2A_GATEWAY_LOG_LEVEL": "debug", "A2A_GATEWAY__LOG__LEVEL": "error",
             "A2A_GATEWAY__VERSIONS__1": "1.0", "A2A_GATEWAY__VERSIONS__0": "0.3"}
     with_list = tmp_path / "gw.yaml"
     with_list.write_text(DEFAULT.read_text() + "versions: ['1.0', '0.3']\n")
     config = load_config(with_list, tree)
-    assert (config.log_level, config.versions) == ("error", ["0.3", "1.0"])
+    assert (config.log.level, config.versions) == ("error", ["0.3", "1.0"])
     # What the CLI loads is the same.
     monkeypatch.setenv("A2A_GATEWAY__WORKERS", "3")
     assert cli(["check-config", str(DEFAULT)]) == 0
@@ -116,7 +116,7 @@ def test_any_option_from_the_environment(capsys: pytest.CaptureFixture[str], tmp
     ({"A2A_GATEWAY__LIMITS__POOL_WAITT": "1"},
      "  limits.pool_waitt: Extra inputs are not permitted (env A2A_GATEWAY__LIMITS__POOL_WAITT)"),
     ({"A2A_GATEWAY_LOG_LEVEL": "loud"},
-     "  log_level: Input should be 'debug', 'info', 'warning' or 'error' "
+     "  log.level: Input should be 'debug', 'info', 'warning' or 'error' "
      "(env A2A_GATEWAY_LOG_LEVEL)"),
     ({"A2A_GATEWAY__NEW_SECTION__X": "1"},
      "  new_section: Extra inputs are not permitted (env A2A_GATEWAY__NEW_SECTION__X)"),
