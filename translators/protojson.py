@@ -93,12 +93,16 @@ class _Plan:
 class Codec:
     """ProtoJSON for one family of messages. ``enum_aliases`` maps (enum full name, alias)
     to the name it stands for; ``naive_timestamps`` reads a timestamp without a zone as
-    UTC (v0.3 peers send such, reference §3.4)."""
+    UTC (v0.3 peers send such, reference §3.4); ``strict_enum_names`` refuses an enum
+    name the schema does not know instead of ignoring it like an unknown field (a
+    client's request: a filter or a role the client named must not silently become
+    "unspecified"; a backend's answer stays lenient, a newer peer may add states)."""
 
     def __init__(self, enum_aliases: dict[tuple[str, str], str] | None = None,
-                 naive_timestamps: bool = False) -> None:
+                 naive_timestamps: bool = False, strict_enum_names: bool = False) -> None:
         self._aliases = enum_aliases or {}
         self._naive = naive_timestamps
+        self._strict_enums = strict_enum_names
         # By descriptor (one object per message type): a descriptor's full_name costs
         # more to read than the dictionary lookup, and every message of every call is
         # looked up here.
@@ -203,6 +207,7 @@ class Codec:
                 try:
                     setattr(msg, f.name, f.parse(value))
                 except UnknownEnumName:
+                    self._unknown_enum(f"{path}.{key}", value)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{path}.{key}: {exc}") from None
@@ -234,6 +239,7 @@ class Codec:
                 try:
                     target.append(f.parse(item))
                 except UnknownEnumName:
+                    self._unknown_enum(f"{where}[{i}]", item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{where}[{i}]: {exc}") from None
@@ -253,9 +259,15 @@ class Codec:
                 try:
                     target[key] = v.parse(item)
                 except UnknownEnumName:
+                    self._unknown_enum(f"{where}.{key}", item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{where}.{key}: {exc}") from None
+
+    def _unknown_enum(self, where: str, value: Any) -> None:
+        if self._strict_enums:
+            shown = value if len(value) <= 64 else value[:64] + "..."
+            raise ProtoJsonError(f"{where}: {shown!r} is not a value this field can hold")
 
     def _timestamp(self, msg: Any, data: Any, path: str) -> None:
         text = parse_string(data)
@@ -345,17 +357,20 @@ class Codec:
 
 
 P10 = Codec()
+P10_CLIENT = Codec(strict_enum_names=True)
+CLIENT_FAULT = "InvalidParamsError"
 
 
-def parse_p10(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> M:
+def parse_p10(data: Any, cls: type[M], *, error: str = CLIENT_FAULT) -> M:
     """A v1.0 message from its ProtoJSON; bad shapes become ``error`` (InvalidParams on
-    requests, InvalidAgentResponse on what a backend sent)."""
+    requests, InvalidAgentResponse on what a backend sent). A client's request
+    (InvalidParams) is read with enum names strict, a backend's answer leniently."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise a2a_error(error, f"expected a JSON object for {cls.DESCRIPTOR.name}")
     try:
-        return P10.parse(data, cls)
+        return (P10_CLIENT if error == CLIENT_FAULT else P10).parse(data, cls)
     except (ProtoJsonError, json_format.ParseError) as exc:
         raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from None
 

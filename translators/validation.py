@@ -2,6 +2,11 @@
 reference §3.3, §3.7), checked on the canonical request, so every dialect gets the same
 rule and the same InvalidParams.
 
+Every enum field, found in the request's descriptor (not listed by hand, so a field a
+new proto adds is covered), holds one of its enum's values: proto3 enums are open (gRPC
+bytes and ProtoJSON numbers can carry any int32), and a number no version names cannot
+be translated, filtered on or passed on honestly.
+
 A backend of the other version cannot be trusted to refuse these itself: a v1.0 message
 without a role would otherwise reach a v0.3 agent with a role somebody made up, and a
 negative history length would vanish on the v0.3 bindings that read it as "all".
@@ -9,7 +14,10 @@ negative history length would vanish on the v0.3 bindings that read it as "all".
 
 from __future__ import annotations
 
+from functools import cache
+
 from a2a.types import a2a_pb2 as pb
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators import operations as ops
@@ -52,6 +60,8 @@ def check_request(op: str, request: ProtoMessage) -> None:
     named = _NAMES_TASK.get(op)
     if named is not None and not getattr(request, named[0]):
         raise invalid_params(f"{named[1]} is required", field=named[1])
+    for chain in _checked_fields(request.DESCRIPTOR):
+        _check_chain(request, chain, "")
 
 
 # Operations on one task: the field that names it (proto name, JSON name).
@@ -59,3 +69,48 @@ _NAMES_TASK = {ops.GET_TASK: ("id", "id"), ops.CANCEL: ("id", "id"),
                ops.SUBSCRIBE: ("id", "id"), ops.PUSH_CREATE: ("task_id", "taskId"),
                ops.PUSH_GET: ("task_id", "taskId"), ops.PUSH_LIST: ("task_id", "taskId"),
                ops.PUSH_DELETE: ("task_id", "taskId")}
+
+
+# ---------------------------------------------------------------- enums
+
+_Chain = tuple[FieldDescriptor, ...]  # the fields from a request down to a checked one
+
+
+@cache
+def _checked_fields(desc: Descriptor) -> tuple[_Chain, ...]:
+    """Every enum field reachable from a message type, as field chains
+    (computed once per type: a call walks only the few chains its request has)."""
+    return _chains(desc, frozenset({desc.full_name}))
+
+
+def _chains(desc: Descriptor, seen: frozenset[str]) -> tuple[_Chain, ...]:
+    out: list[_Chain] = []
+    for f in desc.fields:
+        if f.type == FieldDescriptor.TYPE_ENUM:
+            out.append((f,))
+        elif f.type == FieldDescriptor.TYPE_MESSAGE:
+            sub = f.message_type
+            if sub.GetOptions().map_entry or sub.full_name.startswith("google.protobuf.") \
+                    or sub.full_name in seen:
+                continue  # maps, Struct/Value/Timestamp hold none; no loops
+            out.extend((f, *chain) for chain in _chains(sub, seen | {sub.full_name}))
+    return tuple(out)
+
+
+def _check_chain(msg: ProtoMessage, chain: _Chain, path: str) -> None:
+    f, rest = chain[0], chain[1:]
+    where = f"{path}{f.json_name}"
+    value = getattr(msg, f.name)
+    if rest:
+        if f.is_repeated:
+            for i, item in enumerate(value):
+                _check_chain(item, rest, f"{where}[{i}].")
+        elif msg.HasField(f.name):
+            _check_chain(value, rest, f"{where}.")
+        return
+    values = list(value) if f.is_repeated else [value]
+    for i, item in enumerate(values):
+        shown = f"{where}[{i}]" if f.is_repeated else where
+        if f.enum_type.values_by_number.get(item) is None:
+            raise invalid_params(f"{shown}: {item} is not a value of {f.enum_type.name}",
+                                 field=shown)

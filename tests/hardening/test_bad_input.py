@@ -1,5 +1,6 @@
-"""Defects 4, 9, 11, 13, 17: what a client sends that no backend should see, answered in
-the client's dialect (never a 500, never aiohttp's plain text) before anything runs."""
+"""Defects 4, 9, 11, 13, 17 (and issue 27's bad input): what a client sends that no
+backend should see, answered in the client's dialect (never a 500, never aiohttp's plain
+text, never a traceback in the log) before anything runs."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
 from hardening_support import V10, ScriptedBackend, j03_message, p10_message, post, rpc_body
 from helpers import MakeGateway, free_port, v03
+from structlog.testing import capture_logs
 
 
 @pytest.fixture
 async def setup(make_gateway: MakeGateway) -> Any:
     async with ScriptedBackend().running() as backend:
         grpc_port = free_port()
-        gw = await make_gateway({"alpha": v03(backend.url), "beta": v03(backend.url)},
+        gw = await make_gateway({"alpha": v03(backend.url), "beta": v03(backend.url),
+                                 "gamma": v03(backend.url, "1.0")},
                                 grpc_port=grpc_port, max_body_bytes=200_000)
         async with aiohttp.ClientSession() as http:
             yield gw, grpc_port, backend, http
@@ -149,4 +152,64 @@ async def test_negative_history_length_is_one_rule_on_every_binding(setup: Any) 
                 v03pb.GetTaskRequest(name="tasks/t", history_length=-1).SerializeToString(),
                 metadata=(("x-a2a-tenant", "alpha"),))
         assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert backend.seen == []
+
+
+def no_traceback(logs: list[dict[str, Any]]) -> None:
+    assert [line for line in logs if "exc_info" in line or line["log_level"] == "error"] == []
+
+
+@pytest.mark.parametrize("status", [-1, 99, "TASK_STATE_NOPE"])
+async def test_list_tasks_by_a_state_no_version_names_is_invalid_params(setup: Any,
+                                                                        status: Any) -> None:
+    """Issue 27: `status: -1` was INTERNAL_ERROR with a traceback (TaskState.Name), and an
+    unknown name silently listed every task."""
+    gw, grpc_port, backend, http = setup
+    with capture_logs() as logs:
+        _, _, reply = await post(http, gw + "/alpha", rpc_body("ListTasks", {"status": status}),
+                                 headers=V10)
+        assert reply["error"]["code"] == -32602, reply
+        assert reply["error"]["data"][0]["reason"] == "INVALID_PARAMS"
+        assert "status" in reply["error"]["message"] and str(status) in reply["error"]["message"]
+        async with http.get(gw + f"/alpha/tasks?status={status}", headers=V10) as resp:
+            body = await resp.json()
+        assert resp.status == 400 and body["error"]["code"] == 400, body
+        assert body["error"]["status"] == "INVALID_ARGUMENT"
+        assert body["error"]["details"][0]["reason"] == "INVALID_PARAMS"
+        assert "status" in body["error"]["message"]
+        if isinstance(status, int):
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await channel.unary_unary("/lf.a2a.v1.A2AService/ListTasks")(
+                        pb.ListTasksRequest(status=status).SerializeToString(),
+                        metadata=(("x-a2a-tenant", "alpha"),))
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert f"status: {status} is not a value of TaskState" in err.value.details()
+    no_traceback(logs)
+    assert [line["outcome"] for line in logs if line["event"] == "call"] == \
+        ["INVALID_PARAMS"] * (3 if isinstance(status, int) else 2)
+    assert backend.seen == []
+
+
+@pytest.mark.parametrize("role", [7, -3, "ROLE_ROOT"])
+async def test_a_role_no_version_names_is_invalid_params_on_every_binding(setup: Any,
+                                                                           role: Any) -> None:
+    """A v1.0 backend (gamma) would have been sent the role as it came."""
+    gw, grpc_port, backend, http = setup
+    message = p10_message(role=role)
+    _, _, reply = await post(http, gw + "/gamma", rpc_body("SendMessage", {"message": message}),
+                             headers=V10)
+    assert reply["error"]["code"] == -32602 and "message.role" in reply["error"]["message"]
+    status, _, body = await post(http, gw + "/gamma/v1/message:send", {"message": {
+        "messageId": "m", "role": role, "content": [{"text": "x"}]}})
+    assert status == 422 and "role" in body["message"], body  # v0.3 REST's InvalidParams
+    if isinstance(role, int):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as err:
+                await channel.unary_unary("/a2a.v1.A2AService/SendMessage")(
+                    v03pb.SendMessageRequest(request=v03pb.Message(
+                        message_id="m", role=role, content=[v03pb.Part(text="x")]),
+                    ).SerializeToString(), metadata=(("x-a2a-tenant", "gamma"),))
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert "message.role" in err.value.details()
     assert backend.seen == []
