@@ -62,7 +62,7 @@ def _candidates(path: str, declared: str | None) -> list[tuple[tuple[Route, ...]
                                                  (V10_ROUTES, prefixed[2], prefixed[1])]
     direct = [(V03_ROUTES, path, None), (V10_ROUTES, path, None)]
     if declares_1x(declared):
-        return [direct[1], *tenant_tries[1:], direct[0], *tenant_tries[:1]]
+        return [direct[1], *tenant_tries[1:]]  # 1.x reads v1.0 paths only
     if path.startswith("/v1/"):
         return [direct[0], *tenant_tries[:1]]  # without 1.x, `v1` is never a tenant
     return [*direct, *tenant_tries]

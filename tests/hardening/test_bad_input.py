@@ -213,3 +213,37 @@ async def test_a_role_no_version_names_is_invalid_params_on_every_binding(setup:
             assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
             assert "message.role" in err.value.details()
     assert backend.seen == []
+
+
+def is_v10_rest_error(body: Any, status: int, grpc_status: str, reason: str) -> bool:
+    """The google.rpc.Status body v1.0 REST errors have (reference §7.4)."""
+    error = body.get("error") if isinstance(body, dict) else None
+    return isinstance(error, dict) and error.get("code") == status \
+        and error.get("status") == grpc_status and isinstance(error.get("message"), str) \
+        and error["details"][0]["@type"] == "type.googleapis.com/google.rpc.ErrorInfo" \
+        and error["details"][0]["reason"] == reason
+
+
+@pytest.mark.parametrize("path", ["/v1/card", "/alpha/v1/card", "/v1/v1/tasks/x",
+                                  "/alpha/v1/tasks/x", "/v1/v1/message:send"])
+async def test_a_v10_client_on_a_path_v10_does_not_have_gets_a_v10_404(setup: Any,
+                                                                       path: str) -> None:
+    """Issue 27: with A2A-Version 1.0, `/v1/card` served the v0.3 card and `/v1/v1/tasks/x`
+    answered the v0.3 `{"message", "reason"}` body."""
+    gw, _, backend, http = setup
+    method = "POST" if path.endswith(":send") else "GET"
+    with capture_logs() as logs:
+        status, _, body = await post(http, gw + path, {"message": p10_message()} if
+                                     method == "POST" else None, headers=V10, method=method)
+    assert status == 404 and is_v10_rest_error(body, 404, "NOT_FOUND", "METHOD_NOT_FOUND"), body
+    assert f"no A2A route for {method} {path}" == body["error"]["message"]
+    assert backend.seen == []
+    no_traceback(logs)
+
+
+async def test_without_a_version_v1_paths_stay_v03(setup: Any) -> None:
+    gw, _, _, http = setup
+    status, _, body = await post(http, gw + "/alpha/v1/cards", method="GET")
+    assert status == 404 and body == {"message": "no A2A route for GET /alpha/v1/cards"}
+    status, _, body = await post(http, gw + "/alpha/v1/card", method="GET")
+    assert status == 200 and body["protocolVersion"].startswith("0.3")  # the v0.3 card
