@@ -2,10 +2,13 @@
 reference §3.3, §3.7), checked on the canonical request, so every dialect gets the same
 rule and the same InvalidParams.
 
-Every enum field, found in the request's descriptor (not listed by hand, so a field a
-new proto adds is covered), holds one of its enum's values: proto3 enums are open (gRPC
-bytes and ProtoJSON numbers can carry any int32), and a number no version names cannot
-be translated, filtered on or passed on honestly.
+Two rules cover every field of a kind, found in the request's descriptor (not listed by
+hand, so a field a new proto adds is covered): an enum holds one of its enum's values
+(proto3 enums are open: gRPC bytes and ProtoJSON numbers can carry any int32, and a
+number no version names cannot be translated, filtered on or passed on honestly), and
+an id (`id`, `*_id`, `*_ids`: task, context, message, push-config ids) holds no control
+character (an id ends up in URL paths, log lines and store keys; a newline in one is
+never an id a client meant).
 
 A backend of the other version cannot be trusted to refuse these itself: a v1.0 message
 without a role would otherwise reach a v0.3 agent with a role somebody made up, and a
@@ -14,6 +17,7 @@ negative history length would vanish on the v0.3 bindings that read it as "all".
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from a2a.types import a2a_pb2 as pb
@@ -71,14 +75,23 @@ _NAMES_TASK = {ops.GET_TASK: ("id", "id"), ops.CANCEL: ("id", "id"),
                ops.PUSH_DELETE: ("task_id", "taskId")}
 
 
-# ---------------------------------------------------------------- enums
+# ---------------------------------------------------------------- enums and ids
 
+# The control characters (Unicode Cc): C0, DEL and C1.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _Chain = tuple[FieldDescriptor, ...]  # the fields from a request down to a checked one
+
+
+def is_id_field(f: FieldDescriptor) -> bool:
+    """Whether a string field holds an id (`id`, `task_id`, `reference_task_ids`...)."""
+    name: str = f.name
+    return f.type == FieldDescriptor.TYPE_STRING and (
+        name == "id" or name.endswith(("_id", "_ids")))
 
 
 @cache
 def _checked_fields(desc: Descriptor) -> tuple[_Chain, ...]:
-    """Every enum field reachable from a message type, as field chains
+    """Every enum field and id field reachable from a message type, as field chains
     (computed once per type: a call walks only the few chains its request has)."""
     return _chains(desc, frozenset({desc.full_name}))
 
@@ -86,13 +99,13 @@ def _checked_fields(desc: Descriptor) -> tuple[_Chain, ...]:
 def _chains(desc: Descriptor, seen: frozenset[str]) -> tuple[_Chain, ...]:
     out: list[_Chain] = []
     for f in desc.fields:
-        if f.type == FieldDescriptor.TYPE_ENUM:
+        if f.type == FieldDescriptor.TYPE_ENUM or is_id_field(f):
             out.append((f,))
         elif f.type == FieldDescriptor.TYPE_MESSAGE:
             sub = f.message_type
             if sub.GetOptions().map_entry or sub.full_name.startswith("google.protobuf.") \
                     or sub.full_name in seen:
-                continue  # maps, Struct/Value/Timestamp hold none; no loops
+                continue  # maps, Struct/Value/Timestamp hold neither; no loops
             out.extend((f, *chain) for chain in _chains(sub, seen | {sub.full_name}))
     return tuple(out)
 
@@ -111,6 +124,10 @@ def _check_chain(msg: ProtoMessage, chain: _Chain, path: str) -> None:
     values = list(value) if f.is_repeated else [value]
     for i, item in enumerate(values):
         shown = f"{where}[{i}]" if f.is_repeated else where
-        if f.enum_type.values_by_number.get(item) is None:
-            raise invalid_params(f"{shown}: {item} is not a value of {f.enum_type.name}",
-                                 field=shown)
+        if f.type == FieldDescriptor.TYPE_ENUM:
+            if f.enum_type.values_by_number.get(item) is None:
+                raise invalid_params(f"{shown}: {item} is not a value of {f.enum_type.name}",
+                                     field=shown)
+        elif _CONTROL.search(item) is not None:
+            raise invalid_params(f"{shown} must not hold control characters "
+                                 f"(U+0000-U+001F, U+007F-U+009F)", field=shown)

@@ -247,3 +247,40 @@ async def test_without_a_version_v1_paths_stay_v03(setup: Any) -> None:
     assert status == 404 and body == {"message": "no A2A route for GET /alpha/v1/cards"}
     status, _, body = await post(http, gw + "/alpha/v1/card", method="GET")
     assert status == 200 and body["protocolVersion"].startswith("0.3")  # the v0.3 card
+
+
+async def test_an_id_with_a_control_character_is_refused_on_every_binding(setup: Any) -> None:
+    """Issue 27: `GET /tasks/%0a` forwarded a task id holding a newline. One rule
+    (translators/validation.py) for every id field, wherever it came from."""
+    gw, grpc_port, backend, http = setup
+    with capture_logs() as logs:
+        async with http.get(gw + "/alpha/tasks/%0a", headers=V10) as resp:
+            body = await resp.json()
+        assert resp.status == 400 and is_v10_rest_error(body, 400, "INVALID_ARGUMENT",
+                                                        "INVALID_PARAMS"), body
+        assert body["error"]["message"].startswith("id must not hold control characters")
+        async with http.get(gw + "/alpha/v1/tasks/a%00b/pushNotificationConfigs/c") as resp:
+            body = await resp.json()
+        assert resp.status == 422 and body["message"].startswith("taskId must not hold"), body
+        for method, params, headers, field in [
+                ("tasks/get", {"id": "a\nb"}, {}, "id"),
+                ("CancelTask", {"id": "\x7f"}, V10, "id"),
+                ("ListTasks", {"contextId": "c\u0085"}, V10, "contextId"),
+                ("SendMessage", {"message": p10_message(taskId="t\r")}, V10, "message.taskId"),
+                ("message/send", {"message": j03_message(referenceTaskIds=["ok", "x\x1b"])},
+                 {}, "message.referenceTaskIds[1]")]:
+            _, _, reply = await post(http, gw + "/alpha", rpc_body(method, params),
+                                     headers=headers)
+            assert reply["error"]["code"] == -32602, reply
+            assert reply["error"]["message"].startswith(f"{field} must not hold control")
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+            for path, payload in [
+                    ("/lf.a2a.v1.A2AService/GetTask", pb.GetTaskRequest(id="\n")),
+                    ("/a2a.v1.A2AService/GetTask", v03pb.GetTaskRequest(name="tasks/\t"))]:
+                with pytest.raises(grpc.aio.AioRpcError) as err:
+                    await channel.unary_unary(path)(payload.SerializeToString(),
+                                                    metadata=(("x-a2a-tenant", "alpha"),))
+                assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+                assert "id must not hold control characters" in err.value.details()
+    no_traceback(logs)
+    assert backend.seen == []  # none of them reached the agent
