@@ -284,3 +284,33 @@ async def test_an_id_with_a_control_character_is_refused_on_every_binding(setup:
                 assert "id must not hold control characters" in err.value.details()
     no_traceback(logs)
     assert backend.seen == []  # none of them reached the agent
+
+
+@pytest.mark.parametrize(("path", "raw", "headers", "binding", "version", "outcome"), [
+    ("/alpha", b"{not json", V10, "JSONRPC", "1.0", "PARSE_ERROR"),
+    ("/", b"\xff\xfe", {}, "JSONRPC", "0.3", "PARSE_ERROR"),
+    ("/alpha", b'{"jsonrpc":"2.0","id":3,"method":"tasks/nope"}', {}, "JSONRPC", "0.3",
+     "METHOD_NOT_FOUND"),
+    ("/alpha", b'[{"jsonrpc":"2.0","id":3,"method":"GetTask"}]', V10, "JSONRPC", "1.0",
+     "INVALID_REQUEST"),
+    ("/alpha", b"x" * 300_000, V10, "JSONRPC", "1.0", "PAYLOAD_TOO_LARGE"),
+    ("/alpha/nowhere:send", b"{}", V10, "HTTP+JSON", "1.0", "METHOD_NOT_FOUND"),
+    ("/alpha/v1/message:send", b"x" * 300_000, {}, "HTTP+JSON", "0.3", "PAYLOAD_TOO_LARGE"),
+], ids=["not-json", "not-utf8", "no-method", "batch", "too-large", "no-route",
+        "rest-too-large"])
+async def test_a_refused_request_leaves_a_call_line(setup: Any, path: str, raw: bytes,
+                                                    headers: dict[str, str], binding: str,
+                                                    version: str, outcome: str) -> None:
+    """Issue 27: a bad JSON body on JSON-RPC left no log line at all."""
+    gw, _, _, http = setup
+    with capture_logs() as logs:
+        _, answer_headers, _ = await post(http, gw + path, raw=raw, headers=headers)
+    calls = [line for line in logs if line["event"] == "call"]
+    assert len(calls) == 1, logs
+    line = calls[0]
+    assert (line["operation"], line["outcome"], line["client_binding"],
+            line["client_version"], line["log_level"]) == (
+        "unknown", outcome, binding, version, "info")
+    assert line["request_id"] == answer_headers["X-Request-ID"]
+    assert isinstance(line["duration_ms"], float) and line["error_message"]
+    no_traceback(logs)
