@@ -69,6 +69,15 @@ _ALWAYS_PRESENT: dict[str, dict[str, Any]] = {
 # ---------------------------------------------------------------- plans
 
 
+def _entry(container: Any, key: str, path: str) -> Any:
+    """A map's or Struct's entry for ``key``, made if new. A key with a lone surrogate
+    (JSON can escape one; protobuf strings are UTF-8) is the sender's error, not ours."""
+    try:
+        return container[key]
+    except ValueError:
+        raise ProtoJsonError(f"{path}: a key is not valid Unicode") from None
+
+
 @dataclass
 class _Field:
     name: str
@@ -253,9 +262,10 @@ class Codec:
         assert v is not None
         for key, item in value.items():
             if v.message is not None:
-                self._into(target[key], item, f"{where}.{key}", depth + 1)
+                self._into(_entry(target, key, where), item, f"{where}.{key}", depth + 1)
             else:
                 assert v.parse is not None
+                _entry(target, key, where)
                 try:
                     target[key] = v.parse(item)
                 except UnknownEnumName:
@@ -284,7 +294,7 @@ class Codec:
         msg.Clear()
         fields = msg.fields
         for key, item in data.items():
-            self._value(fields[key], item, f"{path}.{key}", depth + 1)
+            self._value(_entry(fields, key, path), item, f"{path}.{key}", depth + 1)
 
     def _list(self, msg: Any, data: Any, path: str, depth: int) -> None:
         if not isinstance(data, list):
@@ -306,7 +316,10 @@ class Codec:
         elif isinstance(data, bool):
             msg.bool_value = data
         elif isinstance(data, str):
-            msg.string_value = data
+            try:
+                msg.string_value = data
+            except ValueError:  # a lone surrogate: JSON can escape one, UTF-8 cannot hold it
+                raise ProtoJsonError(f"{path}: the string is not valid Unicode") from None
         elif isinstance(data, int | float):
             try:
                 msg.number_value = data

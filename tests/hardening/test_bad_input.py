@@ -314,3 +314,29 @@ async def test_a_refused_request_leaves_a_call_line(setup: Any, path: str, raw: 
     assert line["request_id"] == answer_headers["X-Request-ID"]
     assert isinstance(line["duration_ms"], float) and line["error_message"]
     no_traceback(logs)
+
+
+@pytest.mark.parametrize("metadata", [rb'{"a\udc00b": 1}', rb'{"k": ["ok", "\ud800"]}'],
+                         ids=["key", "value"])
+async def test_a_lone_surrogate_in_a_struct_is_invalid_params(setup: Any,
+                                                              metadata: bytes) -> None:
+    """Issue 27 (zero tracebacks): JSON can escape a lone surrogate, protobuf's UTF-8
+    strings cannot hold one; in a metadata key it was an InternalError and a traceback."""
+    gw, _, backend, http = setup
+    with capture_logs() as logs:
+        _, _, reply = await post(http, gw + "/gamma", raw=b'{"jsonrpc":"2.0","id":1,"method":'
+                                 b'"CancelTask","params":{"id":"t","metadata":' + metadata +
+                                 b"}}", headers=V10)
+        assert reply["error"]["code"] == -32602, reply
+        assert "metadata" in reply["error"]["message"] and "not valid Unicode" in \
+            reply["error"]["message"]
+        status, _, body = await post(http, gw + "/gamma/tasks/t:cancel",
+                                     raw=b'{"metadata":' + metadata + b"}", headers=V10)
+        assert status == 400 and is_v10_rest_error(body, 400, "INVALID_ARGUMENT",
+                                                   "INVALID_PARAMS"), body
+        status, _, body = await post(http, gw + "/alpha/v1/message:send", raw=(
+            b'{"message":{"messageId":"m","role":"ROLE_USER","content":[{"text":"x"}]},'
+            b'"metadata":' + metadata + b"}"))
+        assert status == 422 and "not valid Unicode" in body["message"], body
+    no_traceback(logs)
+    assert backend.seen == []
