@@ -79,6 +79,9 @@ SEEDS = (
     _rpc("SendStreamingMessage", '{"message":{"messageId":"m","role":"ROLE_USER","parts":"\\ud800"}}'),
     HttpRequest("POST", "/", (), b'{"jsonrpc":"2.0","id":"\\udfff","method":"tasks/get","params":{}}'),
     HttpRequest("POST", "/", (), b'{"jsonrpc":"2.0","id":1,"method":"\\udfff","params":{}}'),
+    # Issue 27: a lone surrogate in a Struct key was an InternalError with a traceback.
+    _rpc("CancelTask", '{"id":"t","metadata":{"a\\udc00b":1}}', "1.0"),
+    _rpc("CancelTask", '{"id":"t","metadata":{"a":["\\ud800"]}}'),
 )
 
 
