@@ -18,10 +18,11 @@ negative history length would vanish on the v0.3 bindings that read it as "all".
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
 
 from a2a.types import a2a_pb2 as pb
-from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators import operations as ops
@@ -64,8 +65,7 @@ def check_request(op: str, request: ProtoMessage) -> None:
     named = _NAMES_TASK.get(op)
     if named is not None and not getattr(request, named[0]):
         raise invalid_params(f"{named[1]} is required", field=named[1])
-    for chain in _checked_fields(request.DESCRIPTOR):
-        _check_chain(request, chain, "")
+    _check_fields(request, _plan(request.DESCRIPTOR), "")
 
 
 # Operations on one task: the field that names it (proto name, JSON name).
@@ -79,7 +79,6 @@ _NAMES_TASK = {ops.GET_TASK: ("id", "id"), ops.CANCEL: ("id", "id"),
 
 # The control characters (Unicode Cc): C0, DEL and C1.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_Chain = tuple[FieldDescriptor, ...]  # the fields from a request down to a checked one
 
 
 def is_id_field(f: FieldDescriptor) -> bool:
@@ -89,45 +88,64 @@ def is_id_field(f: FieldDescriptor) -> bool:
         name == "id" or name.endswith(("_id", "_ids")))
 
 
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """A field the rules check, or a message field with such fields below it."""
+
+    name: str
+    json: str
+    repeated: bool
+    enum: EnumDescriptor | None = None  # an enum field: its enum
+    below: tuple[_Node, ...] = ()  # a message field: the checked fields inside
+
+
 @cache
-def _checked_fields(desc: Descriptor) -> tuple[_Chain, ...]:
-    """Every enum field and id field reachable from a message type, as field chains
-    (computed once per type: a call walks only the few chains its request has)."""
-    return _chains(desc, frozenset({desc.full_name}))
+def _plan(desc: Descriptor) -> tuple[_Node, ...]:
+    """The enum and id fields reachable from a message type (found once per type: a call
+    visits only the few fields its request has)."""
+    return _nodes(desc, frozenset({desc.full_name}))
 
 
-def _chains(desc: Descriptor, seen: frozenset[str]) -> tuple[_Chain, ...]:
-    out: list[_Chain] = []
+def _nodes(desc: Descriptor, seen: frozenset[str]) -> tuple[_Node, ...]:
+    out: list[_Node] = []
     for f in desc.fields:
-        if f.type == FieldDescriptor.TYPE_ENUM or is_id_field(f):
-            out.append((f,))
+        repeated = bool(f.is_repeated)
+        if f.type == FieldDescriptor.TYPE_ENUM:
+            out.append(_Node(f.name, f.json_name, repeated, enum=f.enum_type))
+        elif is_id_field(f):
+            out.append(_Node(f.name, f.json_name, repeated))
         elif f.type == FieldDescriptor.TYPE_MESSAGE:
             sub = f.message_type
             if sub.GetOptions().map_entry or sub.full_name.startswith("google.protobuf.") \
                     or sub.full_name in seen:
                 continue  # maps, Struct/Value/Timestamp hold neither; no loops
-            out.extend((f, *chain) for chain in _chains(sub, seen | {sub.full_name}))
+            below = _nodes(sub, seen | {sub.full_name})
+            if below:
+                out.append(_Node(f.name, f.json_name, repeated, below=below))
     return tuple(out)
 
 
-def _check_chain(msg: ProtoMessage, chain: _Chain, path: str) -> None:
-    f, rest = chain[0], chain[1:]
-    where = f"{path}{f.json_name}"
-    value = getattr(msg, f.name)
-    if rest:
-        if f.is_repeated:
-            for i, item in enumerate(value):
-                _check_chain(item, rest, f"{where}[{i}].")
-        elif msg.HasField(f.name):
-            _check_chain(value, rest, f"{where}.")
-        return
-    values = list(value) if f.is_repeated else [value]
-    for i, item in enumerate(values):
-        shown = f"{where}[{i}]" if f.is_repeated else where
-        if f.type == FieldDescriptor.TYPE_ENUM:
-            if f.enum_type.values_by_number.get(item) is None:
-                raise invalid_params(f"{shown}: {item} is not a value of {f.enum_type.name}",
-                                     field=shown)
-        elif _CONTROL.search(item) is not None:
-            raise invalid_params(f"{shown} must not hold control characters "
-                                 f"(U+0000-U+001F, U+007F-U+009F)", field=shown)
+def _check_fields(msg: ProtoMessage, nodes: tuple[_Node, ...], path: str) -> None:
+    for node in nodes:
+        if node.below:
+            if node.repeated:
+                for i, item in enumerate(getattr(msg, node.name)):
+                    _check_fields(item, node.below, f"{path}{node.json}[{i}].")
+            elif msg.HasField(node.name):
+                _check_fields(getattr(msg, node.name), node.below, f"{path}{node.json}.")
+        elif node.repeated:
+            for i, item in enumerate(getattr(msg, node.name)):
+                _check_value(node, item, f"{path}{node.json}[{i}]")
+        else:
+            _check_value(node, getattr(msg, node.name), path + node.json)
+
+
+def _check_value(node: _Node, value: int | str, where: str) -> None:
+    if node.enum is not None:
+        if node.enum.values_by_number.get(value) is None:
+            raise invalid_params(f"{where}: {value} is not a value of {node.enum.name}",
+                                 field=where)
+    # isprintable() first: true for nearly every id, and it rules out every Cc.
+    elif not str(value).isprintable() and _CONTROL.search(str(value)) is not None:
+        raise invalid_params(f"{where} must not hold control characters "
+                             f"(U+0000-U+001F, U+007F-U+009F)", field=where)
