@@ -265,8 +265,7 @@ class Codec:
                 self._into(_entry(target, key, where), item, f"{where}.{key}", depth + 1)
             else:
                 assert v.parse is not None
-                _entry(target, key, where)
-                try:
+                try:  # a key protobuf cannot hold is a ValueError here too
                     target[key] = v.parse(item)
                 except UnknownEnumName:
                     self._unknown_enum(f"{where}.{key}", item)
