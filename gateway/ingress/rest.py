@@ -58,8 +58,9 @@ async def handle(request: web.Request) -> web.StreamResponse:
         log_call(ctx, ops.UNKNOWN, err)
         response = render_error(request, err)
         response.headers.update(dialect_headers(ctx))
-        if err.kind.name in ("PayloadTooLargeError", "RequestTimeoutError"):
-            response.force_close()
+        # Too large, too slow or not decodable: what is left of the body on the
+        # connection cannot be told from a next request.
+        response.force_close()
         return response
     call = bind(ctx, decoded)
     if call.op.streaming:

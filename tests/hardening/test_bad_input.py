@@ -4,6 +4,8 @@ text, never a traceback in the log) before anything runs."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import aiohttp
@@ -339,4 +341,33 @@ async def test_a_lone_surrogate_in_a_struct_is_invalid_params(setup: Any,
             b'"metadata":' + metadata + b"}"))
         assert status == 422 and "not valid Unicode" in body["message"], body
     no_traceback(logs)
+    assert backend.seen == []
+
+
+@pytest.mark.parametrize(("path", "headers", "v10"), [
+    ("/alpha/message:send", "A2A-Version: 1.0\r\n", True), ("/alpha/v1/message:send", "", False)])
+async def test_a_body_that_does_not_decode_is_invalid_request(setup: Any, path: str,
+                                                              headers: str, v10: bool) -> None:
+    """Issue 27 (zero tracebacks): a Content-Encoding that does not decode escaped as an
+    InternalError (aiohttp's RequestPayloadError) with a traceback."""
+    gw, _, backend, _ = setup
+    host, port = gw.removeprefix("http://").rsplit(":", 1)
+    with capture_logs() as logs:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Encoding: deflate\r\nContent-Length: 5\r\n{headers}\r\n"
+                     f"abcde".encode())
+        answer = await asyncio.wait_for(reader.read(), 10)  # the gateway closes after it
+        writer.close()
+    head, _, raw = answer.partition(b"\r\n\r\n")
+    body = json.loads(raw)
+    assert head.startswith(b"HTTP/1.1 400 ")
+    message = "the request body cannot be read: its transfer or content encoding does not decode"
+    if v10:
+        assert is_v10_rest_error(body, 400, "INVALID_ARGUMENT", "INVALID_REQUEST"), body
+        assert body["error"]["message"] == message
+    else:
+        assert body == {"message": message}
+    no_traceback(logs)
+    assert [line["outcome"] for line in logs if line["event"] == "call"] == ["INVALID_REQUEST"]
     assert backend.seen == []
