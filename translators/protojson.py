@@ -35,6 +35,7 @@ from translators.protojson_scalars import (
     UnknownEnumName,
     dump_bytes_b64,
     dump_value,
+    entry,
     enum_dumper,
     enum_parser,
     parse_bool,
@@ -69,15 +70,6 @@ _ALWAYS_PRESENT: dict[str, dict[str, Any]] = {
 # ---------------------------------------------------------------- plans
 
 
-def _entry(container: Any, key: str, path: str) -> Any:
-    """A map's or Struct's entry for ``key``, made if new. A key with a lone surrogate
-    (JSON can escape one; protobuf strings are UTF-8) is the sender's error, not ours."""
-    try:
-        return container[key]
-    except ValueError:
-        raise ProtoJsonError(f"{path}: a key is not valid Unicode") from None
-
-
 @dataclass
 class _Field:
     name: str
@@ -103,9 +95,8 @@ class Codec:
     """ProtoJSON for one family of messages. ``enum_aliases`` maps (enum full name, alias)
     to the name it stands for; ``naive_timestamps`` reads a timestamp without a zone as
     UTC (v0.3 peers send such, reference §3.4); ``strict_enum_names`` refuses an enum
-    name the schema does not know instead of ignoring it like an unknown field (a
-    client's request: a filter or a role the client named must not silently become
-    "unspecified"; a backend's answer stays lenient, a newer peer may add states)."""
+    name it does not know (a client's role or filter must not silently become
+    "unspecified"; answers stay lenient: a newer peer may add states)."""
 
     def __init__(self, enum_aliases: dict[tuple[str, str], str] | None = None,
                  naive_timestamps: bool = False, strict_enum_names: bool = False) -> None:
@@ -262,7 +253,7 @@ class Codec:
         assert v is not None
         for key, item in value.items():
             if v.message is not None:
-                self._into(_entry(target, key, where), item, f"{where}.{key}", depth + 1)
+                self._into(entry(target, key, where), item, f"{where}.{key}", depth + 1)
             else:
                 assert v.parse is not None
                 try:  # a key protobuf cannot hold is a ValueError here too
@@ -274,9 +265,8 @@ class Codec:
                     raise ProtoJsonError(f"{where}.{key}: {exc}") from None
 
     def _unknown_enum(self, where: str, value: Any) -> None:
-        if self._strict_enums:
-            shown = value if len(value) <= 64 else value[:64] + "..."
-            raise ProtoJsonError(f"{where}: {shown!r} is not a value this field can hold")
+        if self._strict_enums:  # the name shown cut to 64 characters
+            raise ProtoJsonError(f"{where}: {value[:64]!r} is not a value this field can hold")
 
     def _timestamp(self, msg: Any, data: Any, path: str) -> None:
         text = parse_string(data)
@@ -293,7 +283,7 @@ class Codec:
         msg.Clear()
         fields = msg.fields
         for key, item in data.items():
-            self._value(_entry(fields, key, path), item, f"{path}.{key}", depth + 1)
+            self._value(entry(fields, key, path), item, f"{path}.{key}", depth + 1)
 
     def _list(self, msg: Any, data: Any, path: str, depth: int) -> None:
         if not isinstance(data, list):
