@@ -34,6 +34,9 @@ PUSH_GET = "GetTaskPushNotificationConfig"
 PUSH_LIST = "ListTaskPushNotificationConfigs"
 PUSH_DELETE = "DeleteTaskPushNotificationConfig"
 EXTENDED_CARD = "GetExtendedAgentCard"
+# What a call's log line and metrics name for a request refused before its operation was
+# known (not JSON, no such method or route, a body too large or too slow).
+UNKNOWN = "unknown"
 
 OPERATIONS: tuple[Operation, ...] = (
     Operation(SEND, pb.SendMessageRequest, pb.SendMessageResponse, False,

@@ -35,6 +35,7 @@ from translators.protojson_scalars import (
     UnknownEnumName,
     dump_bytes_b64,
     dump_value,
+    entry,
     enum_dumper,
     enum_parser,
     parse_bool,
@@ -93,12 +94,15 @@ class _Plan:
 class Codec:
     """ProtoJSON for one family of messages. ``enum_aliases`` maps (enum full name, alias)
     to the name it stands for; ``naive_timestamps`` reads a timestamp without a zone as
-    UTC (v0.3 peers send such, reference §3.4)."""
+    UTC (v0.3 peers send such, reference §3.4); ``strict_enum_names`` refuses an enum
+    name it does not know (a client's role or filter must not silently become
+    "unspecified"; answers stay lenient: a newer peer may add states)."""
 
     def __init__(self, enum_aliases: dict[tuple[str, str], str] | None = None,
-                 naive_timestamps: bool = False) -> None:
+                 naive_timestamps: bool = False, strict_enum_names: bool = False) -> None:
         self._aliases = enum_aliases or {}
         self._naive = naive_timestamps
+        self._strict_enums = strict_enum_names
         # By descriptor (one object per message type): a descriptor's full_name costs
         # more to read than the dictionary lookup, and every message of every call is
         # looked up here.
@@ -203,6 +207,7 @@ class Codec:
                 try:
                     setattr(msg, f.name, f.parse(value))
                 except UnknownEnumName:
+                    self._unknown_enum(f"{path}.{key}", value)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{path}.{key}: {exc}") from None
@@ -234,6 +239,7 @@ class Codec:
                 try:
                     target.append(f.parse(item))
                 except UnknownEnumName:
+                    self._unknown_enum(f"{where}[{i}]", item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{where}[{i}]: {exc}") from None
@@ -247,15 +253,20 @@ class Codec:
         assert v is not None
         for key, item in value.items():
             if v.message is not None:
-                self._into(target[key], item, f"{where}.{key}", depth + 1)
+                self._into(entry(target, key, where), item, f"{where}.{key}", depth + 1)
             else:
                 assert v.parse is not None
-                try:
+                try:  # a key protobuf cannot hold is a ValueError here too
                     target[key] = v.parse(item)
                 except UnknownEnumName:
+                    self._unknown_enum(f"{where}.{key}", item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{where}.{key}: {exc}") from None
+
+    def _unknown_enum(self, where: str, value: Any) -> None:
+        if self._strict_enums:  # the name shown cut to 64 characters
+            raise ProtoJsonError(f"{where}: {value[:64]!r} is not a value this field can hold")
 
     def _timestamp(self, msg: Any, data: Any, path: str) -> None:
         text = parse_string(data)
@@ -272,7 +283,7 @@ class Codec:
         msg.Clear()
         fields = msg.fields
         for key, item in data.items():
-            self._value(fields[key], item, f"{path}.{key}", depth + 1)
+            self._value(entry(fields, key, path), item, f"{path}.{key}", depth + 1)
 
     def _list(self, msg: Any, data: Any, path: str, depth: int) -> None:
         if not isinstance(data, list):
@@ -294,7 +305,10 @@ class Codec:
         elif isinstance(data, bool):
             msg.bool_value = data
         elif isinstance(data, str):
-            msg.string_value = data
+            try:
+                msg.string_value = data
+            except ValueError:  # a lone surrogate: JSON can escape one, UTF-8 cannot hold it
+                raise ProtoJsonError(f"{path}: the string is not valid Unicode") from None
         elif isinstance(data, int | float):
             try:
                 msg.number_value = data
@@ -345,17 +359,20 @@ class Codec:
 
 
 P10 = Codec()
+P10_CLIENT = Codec(strict_enum_names=True)
+CLIENT_FAULT = "InvalidParamsError"
 
 
-def parse_p10(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> M:
+def parse_p10(data: Any, cls: type[M], *, error: str = CLIENT_FAULT) -> M:
     """A v1.0 message from its ProtoJSON; bad shapes become ``error`` (InvalidParams on
-    requests, InvalidAgentResponse on what a backend sent)."""
+    requests, InvalidAgentResponse on what a backend sent). A client's request
+    (InvalidParams) is read with enum names strict, a backend's answer leniently."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise a2a_error(error, f"expected a JSON object for {cls.DESCRIPTOR.name}")
     try:
-        return P10.parse(data, cls)
+        return (P10_CLIENT if error == CLIENT_FAULT else P10).parse(data, cls)
     except (ProtoJsonError, json_format.ParseError) as exc:
         raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from None
 

@@ -22,6 +22,15 @@ class UnknownEnumName(Exception):
     """An enum name this schema does not know: ignored, like an unknown field."""
 
 
+def entry(container: Any, key: str, path: str) -> Any:
+    """A map's or Struct's entry for ``key``, made if new. A key with a lone surrogate
+    (JSON can escape one; protobuf strings are UTF-8) is the sender's error, not ours."""
+    try:
+        return container[key]
+    except ValueError:
+        raise ProtoJsonError(f"{path}: a key is not valid Unicode") from None
+
+
 # ---------------------------------------------------------------- scalars
 
 

@@ -118,14 +118,16 @@ def match_route(verb: str, path: str, header_version: str) -> Match | None:
     """The route a request calls. `/v1/...` is v0.3 unless the client declares 1.x, in
     which case `v1` is a v1.0 tenant (reference §1, REST path ambiguity). A tenant
     prefix works for both versions: v0.3 has no tenant field, so `/{tenant}/v1/...` is
-    how a v0.3 REST client picks one."""
+    how a v0.3 REST client picks one. A client that declares 1.0 speaks v1.0 only: a
+    path v1.0 does not have (`/v1/card`, `/v1/v1/tasks/x`) matches no route and is
+    answered 404 in the v1.0 shape, never served by a v0.3 route in the v0.3 shape."""
     prefixed = _TENANT_PREFIX.match(path)
     direct = [(V03_ROUTES, path, None), (V10_ROUTES, path, None)]
     under_tenant = [] if prefixed is None else [
         (V03_ROUTES, prefixed["rest"], prefixed["tenant"]),
         (V10_ROUTES, prefixed["rest"], prefixed["tenant"])]
-    if header_version == V10:
-        tries = [direct[1], *under_tenant[1:], direct[0], *under_tenant[:1]]
+    if reads_v10_paths(header_version):
+        tries = [direct[1], *under_tenant[1:]]
     elif path.startswith("/v1/"):
         # Without 1.x, `v1` is the v0.3 prefix, never a v1.0 tenant: `GET /v1/tasks` is a
         # v0.3 path that v0.3 does not have, not ListTasks of a tenant named `v1`.
@@ -196,10 +198,19 @@ def query_string_values(route: Route, request: dict[str, Any]) -> dict[str, str]
 _V03_PATH = re.compile(r"^(/[^/:]+)?/v1/")
 
 
+def reads_v10_paths(header_version: str) -> bool:
+    """Whether a client's (normalized) A2A-Version is 1.x: its paths are read as v1.0
+    paths only (one it does not serve, 1.9, is then refused in the v1.0 shape)."""
+    return _MAJOR_1.match(header_version) is not None
+
+
+_MAJOR_1 = re.compile(r"0*1\.", re.ASCII)
+
+
 def dialect_of_path(path: str, header_version: str) -> str:
     """The version a path speaks when no route matched (for the error's shape):
     `/v1/...` and `/{tenant}/v1/...` are v0.3 unless the client declares 1.x."""
-    return V03 if header_version != V10 and _V03_PATH.match(path) else V10
+    return V03 if not reads_v10_paths(header_version) and _V03_PATH.match(path) else V10
 
 
 _JSONRPC_TENANT_PATH = re.compile(r"\A/[^/:]+/?\Z")

@@ -2,6 +2,14 @@
 reference §3.3, §3.7), checked on the canonical request, so every dialect gets the same
 rule and the same InvalidParams.
 
+Two rules cover every field of a kind, found in the request's descriptor (not listed by
+hand, so a field a new proto adds is covered): an enum holds one of its enum's values
+(proto3 enums are open: gRPC bytes and ProtoJSON numbers can carry any int32, and a
+number no version names cannot be translated, filtered on or passed on honestly), and
+an id (`id`, `*_id`, `*_ids`: task, context, message, push-config ids) holds no control
+character (an id ends up in URL paths, log lines and store keys; a newline in one is
+never an id a client meant).
+
 A backend of the other version cannot be trusted to refuse these itself: a v1.0 message
 without a role would otherwise reach a v0.3 agent with a role somebody made up, and a
 negative history length would vanish on the v0.3 bindings that read it as "all".
@@ -9,7 +17,12 @@ negative history length would vanish on the v0.3 bindings that read it as "all".
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from functools import cache
+
 from a2a.types import a2a_pb2 as pb
+from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators import operations as ops
@@ -52,6 +65,7 @@ def check_request(op: str, request: ProtoMessage) -> None:
     named = _NAMES_TASK.get(op)
     if named is not None and not getattr(request, named[0]):
         raise invalid_params(f"{named[1]} is required", field=named[1])
+    _check_fields(request, _plan(request.DESCRIPTOR), "")
 
 
 # Operations on one task: the field that names it (proto name, JSON name).
@@ -59,3 +73,79 @@ _NAMES_TASK = {ops.GET_TASK: ("id", "id"), ops.CANCEL: ("id", "id"),
                ops.SUBSCRIBE: ("id", "id"), ops.PUSH_CREATE: ("task_id", "taskId"),
                ops.PUSH_GET: ("task_id", "taskId"), ops.PUSH_LIST: ("task_id", "taskId"),
                ops.PUSH_DELETE: ("task_id", "taskId")}
+
+
+# ---------------------------------------------------------------- enums and ids
+
+# The control characters (Unicode Cc): C0, DEL and C1.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def is_id_field(f: FieldDescriptor) -> bool:
+    """Whether a string field holds an id (`id`, `task_id`, `reference_task_ids`...)."""
+    name: str = f.name
+    return f.type == FieldDescriptor.TYPE_STRING and (
+        name == "id" or name.endswith(("_id", "_ids")))
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    """A field the rules check, or a message field with such fields below it."""
+
+    name: str
+    json: str
+    repeated: bool
+    enum: EnumDescriptor | None = None  # an enum field: its enum
+    below: tuple[_Node, ...] = ()  # a message field: the checked fields inside
+
+
+@cache
+def _plan(desc: Descriptor) -> tuple[_Node, ...]:
+    """The enum and id fields reachable from a message type (found once per type: a call
+    visits only the few fields its request has)."""
+    return _nodes(desc, frozenset({desc.full_name}))
+
+
+def _nodes(desc: Descriptor, seen: frozenset[str]) -> tuple[_Node, ...]:
+    out: list[_Node] = []
+    for f in desc.fields:
+        repeated = bool(f.is_repeated)
+        if f.type == FieldDescriptor.TYPE_ENUM:
+            out.append(_Node(f.name, f.json_name, repeated, enum=f.enum_type))
+        elif is_id_field(f):
+            out.append(_Node(f.name, f.json_name, repeated))
+        elif f.type == FieldDescriptor.TYPE_MESSAGE:
+            sub = f.message_type
+            if sub.GetOptions().map_entry or sub.full_name.startswith("google.protobuf.") \
+                    or sub.full_name in seen:
+                continue  # maps, Struct/Value/Timestamp hold neither; no loops
+            below = _nodes(sub, seen | {sub.full_name})
+            if below:
+                out.append(_Node(f.name, f.json_name, repeated, below=below))
+    return tuple(out)
+
+
+def _check_fields(msg: ProtoMessage, nodes: tuple[_Node, ...], path: str) -> None:
+    for node in nodes:
+        if node.below:
+            if node.repeated:
+                for i, item in enumerate(getattr(msg, node.name)):
+                    _check_fields(item, node.below, f"{path}{node.json}[{i}].")
+            elif msg.HasField(node.name):
+                _check_fields(getattr(msg, node.name), node.below, f"{path}{node.json}.")
+        elif node.repeated:
+            for i, item in enumerate(getattr(msg, node.name)):
+                _check_value(node, item, f"{path}{node.json}[{i}]")
+        else:
+            _check_value(node, getattr(msg, node.name), path + node.json)
+
+
+def _check_value(node: _Node, value: int | str, where: str) -> None:
+    if node.enum is not None:
+        if node.enum.values_by_number.get(value) is None:
+            raise invalid_params(f"{where}: {value} is not a value of {node.enum.name}",
+                                 field=where)
+    # isprintable() first: true for nearly every id, and it rules out every Cc.
+    elif not str(value).isprintable() and _CONTROL.search(str(value)) is not None:
+        raise invalid_params(f"{where} must not hold control characters "
+                             f"(U+0000-U+001F, U+007F-U+009F)", field=where)

@@ -39,6 +39,16 @@ async def read_body(request: web.Request, gateway: Gateway) -> bytes:
     """The request body, refused with PayloadTooLargeError past `max_body_bytes` (before
     reading it when Content-Length says so) and with RequestTimeoutError when it does not
     arrive within `limits.body_timeout`."""
+    try:
+        return await _read_body(request, gateway)
+    except web.RequestPayloadError:
+        # A chunk or a Content-Encoding that does not decode: the client's error (it
+        # escaped as an InternalError with a traceback). aiohttp's text is not echoed.
+        raise a2a_error("InvalidRequestError", "the request body cannot be read: its "
+                        "transfer or content encoding does not decode") from None
+
+
+async def _read_body(request: web.Request, gateway: Gateway) -> bytes:
     limit = gateway.config.max_body_bytes
     declared = request.content_length
     if declared is not None and declared > limit:

@@ -25,6 +25,7 @@ from gateway.ingress.common import (
 )
 from gateway.ingress.sse_out import serve_sse
 from gateway.observe import log_call
+from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
 from translators.dialects.base import HttpAnswer, WireAnswer
 from translators.errors import A2AError, a2a_error
@@ -61,12 +62,14 @@ async def serve(request: web.Request, path_tenant: str | None, body: bytes | Non
         decoded = rpc.decode_call(body, header_version(request), path_tenant,
                                   gateway.version_rules)
     except rpc.Refusal as no:
-        if no.op is not None:
-            ctx.client_version = no.dialect.version
-            log_call(ctx, no.op.name, no.error)
+        # Every refused request leaves the line a served call does (a bad body too).
+        ctx.client_version = no.dialect.version
+        log_call(ctx, no.op.name if no.op is not None else ops.UNKNOWN, no.error)
         return refusal(no.dialect.refusal(no.request_id, no.error), no.error, ctx)
     except A2AError as err:  # the body could not be read
         fallback = rpc.JSONRPC_V10 if declared_version(request) == "1.0" else rpc.JSONRPC_V03
+        ctx.client_version = fallback.version
+        log_call(ctx, ops.UNKNOWN, err)
         return refusal(fallback.refusal(None, err), err, ctx)
     if decoded.op.streaming and not streams:
         raise StreamNotServed

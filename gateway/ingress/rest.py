@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.access import note_error
 from gateway.call import Call
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import (
@@ -26,9 +25,12 @@ from gateway.ingress.common import (
 from gateway.ingress.errors import render_error
 from gateway.ingress.sse_out import serve_sse
 from gateway.observe import log_call
+from translators import operations as ops
 from translators.dialects import rest
 from translators.dialects.base import HttpAnswer, WireAnswer
 from translators.errors import A2AError, a2a_error
+from translators.rest_routes import dialect_of_path
+from translators.versions import normalize_version
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -43,19 +45,22 @@ async def handle(request: web.Request) -> web.StreamResponse:
     except rest.IsJsonRpc as jsonrpc_call:
         return await jsonrpc.handle_body(request, jsonrpc_call.tenant, body)
     except rest.Refusal as no:
-        if no.op is not None:
-            ctx.client_version = no.dialect.version
-            log_call(ctx, no.op.name, no.error)
+        # Every refused request leaves the line a served call does (no route too).
+        ctx.client_version = no.dialect.version
+        log_call(ctx, no.op.name if no.op is not None else ops.UNKNOWN, no.error)
         response = refused(_typed(no.dialect.refusal(no.error), no.media_type), no.error, ctx)
         if no.allow:
             response.headers["Allow"] = ", ".join(sorted(no.allow))
         return response
     except A2AError as err:  # the body could not be read: the path says the dialect
-        note_error(ctx, err)  # for its access line
+        ctx.client_version = dialect_of_path(request.path, normalize_version(
+            header_version(request)))
+        log_call(ctx, ops.UNKNOWN, err)
         response = render_error(request, err)
         response.headers.update(dialect_headers(ctx))
-        if err.kind.name in ("PayloadTooLargeError", "RequestTimeoutError"):
-            response.force_close()
+        # Too large, too slow or not decodable: what is left of the body on the
+        # connection cannot be told from a next request.
+        response.force_close()
         return response
     call = bind(ctx, decoded)
     if call.op.streaming:

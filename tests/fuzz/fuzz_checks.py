@@ -36,6 +36,8 @@ PROPERTIES = {
     "missing-allow": "a 405 without an Allow header",
     "log-problem": "a traceback or error in the gateway's log",
     "backend-complaint": "the gateway forwarded a malformed call to a backend",
+    "refused-valid": "a valid value refused where the contract says it passes",
+    "unnamed-field": "an InvalidParams answer that does not name the field it refuses",
 }
 
 

@@ -7,6 +7,8 @@ matching rules are the README's.
 - A path some route has under another verb: 405 with Allow. No route at all: 404.
 - `/v1/...` and `/{tenant}/v1/...` speak v0.3 unless A2A-Version is 1.x; other paths v1.0.
 - `POST /` and `POST /{tenant}` are JSON-RPC.
+- A body over `max_body_bytes` may be refused 413 before the path is looked at (the body
+  is read, bounded, first), whatever the route or verb.
 - Paths are read both ways a server may read them: decoded per segment (`%2F` inside an
   id) and decoded whole; with and without dot segments and doubled slashes. Any reading's
   answer is accepted.
@@ -62,7 +64,7 @@ def _candidates(path: str, declared: str | None) -> list[tuple[tuple[Route, ...]
                                                  (V10_ROUTES, prefixed[2], prefixed[1])]
     direct = [(V03_ROUTES, path, None), (V10_ROUTES, path, None)]
     if declares_1x(declared):
-        return [direct[1], *tenant_tries[1:], direct[0], *tenant_tries[:1]]
+        return [direct[1], *tenant_tries[1:]]  # 1.x reads v1.0 paths only
     if path.startswith("/v1/"):
         return [direct[0], *tenant_tries[:1]]  # without 1.x, `v1` is never a tenant
     return [*direct, *tenant_tries]
@@ -123,6 +125,8 @@ def rest_expect(req: HttpRequest, rpc: RpcExpect) -> RestExpect | None:
         else:
             dialects.add(path_dialect(reading.path, declared))
             statuses.update(_unmatched_statuses(req.verb, reading))
+            if over_limit(req.body):
+                statuses.add(413)
             if status not in SERVED:
                 statuses.add(400)  # the header may be refused first
     if status not in SERVED:
@@ -138,9 +142,10 @@ KNOWN_TENANTS = {None, "t03", "t10", "v1"}
 
 
 def _route_statuses(route: Route, tenant: str | None, body: bytes, version: str) -> set[int]:
-    """413 over the limit, 400 for a version not served (either may be found first, and
-    an unknown tenant's 404 too); else anything but a 5xx."""
-    out = {413} if route.body and over_limit(body) else set()
+    """413 over the limit (body or not: it is read first), 400 for a version not served
+    (either may be found first, and an unknown tenant's 404 too); else anything but a
+    5xx."""
+    out = {413} if over_limit(body) else set()
     if version == "unsupported":
         out.add(400)
     elif version == "ambiguous" or not out:

@@ -84,6 +84,14 @@ def parse_body(body: bytes) -> tuple[str, Any]:
         return "deep", None
 
 
+def _is_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _valid_id(rid: Any) -> bool:
     return rid is None or type(rid) in (str, int) or (type(rid) is float and math.isfinite(rid))
 
@@ -120,8 +128,10 @@ def _expect_document(doc: Any, status: str, fallback: frozenset[str],
     method = RPC_BY_NAME.get(name) if isinstance(name, str) else None
     if method is not None:
         fallback |= {method.version}  # the method name also tells the caller's version
-    # A fractional id may be refused as not a request (JSON-RPC: SHOULD NOT use them).
-    fractional = type(rid) is float
+    # A fractional id may be refused as not a request (JSON-RPC: SHOULD NOT use them), and
+    # so may a string id that is not text (a lone surrogate): which check comes first,
+    # the id's or the version's, is left open.
+    fractional = type(rid) is float or (isinstance(rid, str) and not _is_text(rid))
     if fractional:
         extra = extra | {-32600}
     if doc.get("jsonrpc") != "2.0" or not isinstance(name, str) or not _valid_id(rid):

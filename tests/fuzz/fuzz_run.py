@@ -38,9 +38,9 @@ from yarl import URL
 
 T = TypeVar("T")
 CALL_TIMEOUT = 5.0
-BUDGETS = {"small": {"jsonrpc": 300, "rest": 300, "grpc": 200},
-           "medium": {"jsonrpc": 3000, "rest": 3000, "grpc": 2000},
-           "long": {"jsonrpc": 20000, "rest": 10000, "grpc": 5000}}
+BUDGETS = {"small": {"jsonrpc": 300, "rest": 300, "grpc": 200, "enums": 120},
+           "medium": {"jsonrpc": 3000, "rest": 3000, "grpc": 2000, "enums": 1500},
+           "long": {"jsonrpc": 20000, "rest": 10000, "grpc": 5000, "enums": 5000}}
 BUDGET = os.environ.get("A2A_FUZZ_BUDGET", "small")
 COLLECT = os.environ.get("A2A_FUZZ_COLLECT")
 VERBOSE = os.environ.get("A2A_FUZZ_VERBOSE") == "1"

@@ -16,7 +16,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from translators.errors import a2a_error
 from translators.p03.common import task_name
-from translators.protojson import Codec
+from translators.protojson import CLIENT_FAULT, Codec
 from translators.protojson_scalars import ProtoJsonError
 
 M = TypeVar("M", bound=ProtoMessage)
@@ -24,19 +24,21 @@ M = TypeVar("M", bound=ProtoMessage)
 
 # v0.3 peers spell TaskState 4 the v1.0 way now and then; ProtoJSON would otherwise drop
 # an enum name it does not know (unknown fields are ignored), reading it as UNSPECIFIED.
-P03 = Codec(enum_aliases={("a2a.v1.TaskState", "TASK_STATE_CANCELED"): "TASK_STATE_CANCELLED"},
-            naive_timestamps=True)
+_ALIASES = {("a2a.v1.TaskState", "TASK_STATE_CANCELED"): "TASK_STATE_CANCELLED"}
+P03 = Codec(enum_aliases=_ALIASES, naive_timestamps=True)
+P03_CLIENT = Codec(enum_aliases=_ALIASES, naive_timestamps=True, strict_enum_names=True)
 
 
-def parse_p03(data: Any, cls: type[M], *, error: str = "InvalidParamsError") -> M:
+def parse_p03(data: Any, cls: type[M], *, error: str = CLIENT_FAULT) -> M:
     """A v0.3 message from its ProtoJSON; bad shapes become ``error`` (InvalidParams on a
-    client's request, InvalidAgentResponse on what a backend sent)."""
+    client's request, read with enum names strict; InvalidAgentResponse on what a
+    backend sent, read leniently)."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise a2a_error(error, f"expected a JSON object for {cls.DESCRIPTOR.name}")
     try:
-        return P03.parse(data, cls)
+        return (P03_CLIENT if error == CLIENT_FAULT else P03).parse(data, cls)
     except (ProtoJsonError, json_format.ParseError) as exc:
         raise a2a_error(error, f"{cls.DESCRIPTOR.name}: {exc}") from None
 
@@ -49,7 +51,7 @@ def dump_p03(msg: ProtoMessage) -> dict[str, Any]:
 # ---------------------------------------------------------------- v0.3 REST create-push body
 
 
-def parse_create_push_body(data: Any, task_id: str, *, error: str = "InvalidParamsError",
+def parse_create_push_body(data: Any, task_id: str, *, error: str = CLIENT_FAULT,
                            ) -> v03.CreateTaskPushNotificationConfigRequest:
     """`POST /v1/tasks/{task_id}/pushNotificationConfigs` body, in either shape (§2 route
     notes): the SDKs' `{parent, configId, config}`, or the bare TaskPushNotificationConfig

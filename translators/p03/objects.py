@@ -369,13 +369,16 @@ def stream_response_to_p03(resp: pb.StreamResponse, final: bool, path: str, loss
     raise invalid_params(f"{path or 'StreamResponse'} is empty")
 
 
+_ENDS_V03 = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES | INTERRUPTED_STATES)
+
+
 def is_final_for_v03(resp: pb.StreamResponse) -> bool:
     """v0.3 clients stop reading at `final: true`; v1.0 servers close the stream at a
-    terminal or interrupted state (reference §3.6), so both mark the last v0.3 event."""
+    terminal or interrupted state (reference §3.6), so both mark the last v0.3 event.
+    By number: a backend may send one no version names (TaskState.Name would raise)."""
     if resp.WhichOneof("payload") != "status_update":
         return False
-    state = pb.TaskState.Name(resp.status_update.status.state)
-    return state in TERMINAL_STATES or state in INTERRUPTED_STATES
+    return resp.status_update.status.state in _ENDS_V03
 
 
 def send_response_to_p10(resp: v03.SendMessageResponse, path: str, loss: LossReport, *,
