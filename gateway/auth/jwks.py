@@ -61,6 +61,19 @@ def parse_jwks(data: Any) -> dict[str | None, SigningKey]:
     return out
 
 
+def read_jwks_file(path: str) -> dict[str | None, SigningKey]:
+    """The keys of a JWK set file (`jwt.jwks_file`); JwksError when it cannot be used.
+    Preflight reads the file with this too, so it cannot disagree with serving."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.loads(f.read(MAX_JWKS_BYTES + 1))
+    except OSError as exc:
+        raise JwksError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError:  # not UTF-8, not JSON, or cut at the size bound
+        raise JwksError(f"{path} is not a JSON JWK set") from None
+    return parse_jwks(data)
+
+
 class JwksSource:
     """Where one JWT config's keys come from; ``clock`` is replaceable (tests)."""
 
@@ -144,10 +157,9 @@ class JwksSource:
         path = self.config.jwks_file or ""
         try:
             self._file_mtime = os.stat(path).st_mtime
-            with open(path, encoding="utf-8") as f:
-                return parse_jwks(json.load(f))
-        except (OSError, ValueError) as exc:
-            raise JwksError(f"cannot read {path}: {exc}") from None
+        except OSError as exc:
+            raise JwksError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return read_jwks_file(path)
 
     async def _fetch_url(self) -> dict[str | None, SigningKey]:
         url = self.config.jwks_url or ""

@@ -1,0 +1,110 @@
+"""`check-config --connect`: reach what the config points at, once each, at the same
+time, every attempt bounded by CONNECT_TIMEOUT: the Redis store (PING), the OTLP
+endpoint (a TCP connection), and each tenant's backend (HTTP: any answer to a GET of its
+URL counts, with the TLS settings the gateway would use; its card URL must answer 200;
+gRPC: the channel gets ready; a backend that is the gateway's own `demo_agent` is
+skipped). One line per target that cannot be reached."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
+import grpc
+
+from gateway.auth.config import effective
+from gateway.auth.tls import client_context, grpc_channel_credentials, grpc_channel_options
+from gateway.auth.tls_config import ClientTlsConfig
+from gateway.config import BackendConfig, GatewayConfig
+from gateway.preflight.problems import EXPECTED, describe
+from gateway.state import open_store
+from gateway.state.config import StateConfig
+
+CONNECT_TIMEOUT = 3.0  # seconds per target; the targets are tried concurrently
+
+_UNREACHABLE: tuple[type[BaseException], ...] = (aiohttp.ClientError, *EXPECTED)
+_OTLP_DEFAULTS = {"otlp-grpc": "localhost:4317", "otlp-http": "http://localhost:4318"}
+
+
+async def _redis(state: StateConfig) -> None:
+    store = open_store(state)
+    try:
+        await store.ping()
+    finally:
+        await store.close()
+
+
+async def _tcp(address: str) -> None:
+    if "://" in address:
+        parts = urlsplit(address)
+        host = parts.hostname or ""
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    else:
+        host, _, text = address.rpartition(":")
+        host, port = host.strip("[]"), int(text)
+    _, writer = await asyncio.open_connection(host, port)
+    writer.close()
+    await writer.wait_closed()
+
+
+async def _http(url: str, tls: ClientTlsConfig | None, need_ok: bool) -> None:
+    connector = aiohttp.TCPConnector(ssl=client_context(tls) if tls is not None else True)
+    async with aiohttp.ClientSession(connector=connector) as session, \
+            session.get(url, allow_redirects=False) as resp:
+        if need_ok and resp.status != 200:
+            raise ValueError(f"{url} answered HTTP {resp.status}")
+
+
+async def _grpc(target: str, tls: ClientTlsConfig | None) -> None:
+    channel = (grpc.aio.secure_channel(target, grpc_channel_credentials(tls),
+                                       options=grpc_channel_options(tls))
+               if tls is not None and tls.grpc else grpc.aio.insecure_channel(target))
+    try:
+        await channel.channel_ready()
+    finally:
+        await channel.close()
+
+
+def _backend(path: str, backend: BackendConfig, tls: ClientTlsConfig | None,
+             ) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+    out: list[tuple[str, Coroutine[Any, Any, None]]] = []
+    if backend.card is not None:
+        out.append((f"{path}.card", _http(backend.card, tls, need_ok=True)))
+    if backend.url is not None:
+        out.append((f"{path}.url", _grpc(backend.url, tls) if backend.binding == "GRPC"
+                    else _http(backend.url, tls, need_ok=False)))
+    return out
+
+
+async def _attempt(path: str, what: Coroutine[Any, Any, None], timeout: float) -> str | None:
+    try:
+        await asyncio.wait_for(what, timeout)
+    except TimeoutError:
+        return f"{path}: cannot reach it: no answer within {timeout:g} s"
+    except _UNREACHABLE as exc:
+        return f"{path}: cannot reach it: {describe(exc)}"
+    return None
+
+
+async def connect_problems(config: GatewayConfig, timeout: float = CONNECT_TIMEOUT,
+                           ) -> list[str]:
+    """One line per target of ``config`` that cannot be reached within ``timeout``."""
+    targets: list[tuple[str, Coroutine[Any, Any, None]]] = []
+    if config.state.backend == "redis":
+        targets.append(("state.url", _redis(config.state)))
+    tracing = config.tracing
+    if tracing.exporter in _OTLP_DEFAULTS:
+        targets.append(("tracing.endpoint",
+                        _tcp(tracing.endpoint or _OTLP_DEFAULTS[tracing.exporter])))
+    demo = config.demo_agent.listen if config.demo_agent is not None else None
+    for name, tenant in config.tenants.items():
+        url = tenant.backend.url or ""
+        if demo is not None and demo in (url, urlsplit(url).netloc):
+            continue  # the built-in demo agent: `serve` starts it, nothing runs it now
+        tls = effective(config.auth, tenant.auth).backend_tls
+        targets.extend(_backend(f"tenants.{name}.backend", tenant.backend, tls))
+    found = await asyncio.gather(*(_attempt(path, what, timeout) for path, what in targets))
+    return [line for line in found if line is not None]
