@@ -4,10 +4,12 @@ or 32 bytes, from the config or the environment), each read by the loader `serve
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 
 from gateway.cards.signing import CardSigner
 from gateway.config import GatewayConfig
 from gateway.preflight.problems import Problems
+from gateway.preflight.tls import load_private_key
 from gateway.relay.seals import load_keys
 
 
@@ -15,7 +17,10 @@ def check_keys(problems: Problems, config: GatewayConfig,
                environ: Mapping[str, str] | None) -> None:
     signing = config.card_signing
     if signing is not None:
-        problems.check("card_signing.key_file", lambda: CardSigner(signing))
+        # The PEM parsed on its own first, for a clear line; then the signer serve uses.
+        key_file = signing.key_file
+        if problems.check("card_signing.key_file", partial(load_private_key, key_file)):
+            problems.check("card_signing.key_file", partial(CardSigner, signing))
     relay = config.push_relay
     # `keys` themselves were checked when the config was parsed; what comes from the
     # environment variable is read here (it replaces them when set).
