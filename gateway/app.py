@@ -35,7 +35,7 @@ from gateway.ingress.grpc import start_grpc_server
 from gateway.lifecycle import ConfigWatcher, Streams
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
-from gateway.preflight.startup import binding, start_failure
+from gateway.preflight.startup import binding, check_listeners_free, start_failure
 from gateway.relay import endpoint as relay_endpoint
 from gateway.state import Store, open_store
 from gateway.state.config import redact_url
@@ -118,6 +118,8 @@ class Server:
 
     async def start(self) -> None:
         config = self.config
+        if self.worker is None:  # alone: nothing holds the ports (workers: the supervisor)
+            check_listeners_free(config)
         self._traced = tracing.configure(config.tracing)  # one tracer per process
         if config.demo_agent is not None and not self.worker:
             from gateway.demo_agent import start_demo_agent

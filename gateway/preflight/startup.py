@@ -5,6 +5,7 @@ YAML path (a ConfigError: exit 2), never a traceback."""
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -19,9 +20,39 @@ def binding(path: str, address: str) -> Iterator[None]:
     """Opening the listener of ``path`` (e.g. `listen.http`) at ``address``."""
     try:
         yield
+    except socket.gaierror as exc:  # a host name that does not resolve
+        raise ConfigError(f"{path}: cannot bind {address}: {exc.strerror}") from None
     except OSError as exc:
+        # The errno's text: asyncio's own message repeats the address.
         why = os.strerror(exc.errno) if exc.errno else str(exc)
         raise ConfigError(f"{path}: cannot bind {address}: {why}") from None
+
+
+def check_free(path: str, address: str) -> None:
+    """Refuse a listen address another process holds, before anything is started: bound
+    here without SO_REUSEPORT, which the workers of one gateway set to share a port (so
+    they would otherwise share it silently with whoever else set it on that port), and
+    gRPC would log its own failure on stderr before answering."""
+    host, _, port = address.rpartition(":")
+    with binding(path, address):
+        infos = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+        for family, kind, proto, _, sockaddr in infos:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                probe.bind(sockaddr)
+
+
+def check_listeners_free(config: GatewayConfig, demo_agent: bool = True) -> None:
+    """Every listener of ``config`` can be bound (and the demo agent's, with
+    ``demo_agent``): one line naming the first one that cannot."""
+    listeners = [("listen.http", config.listen.http), ("listen.grpc", config.listen.grpc),
+                 ("listen.admin", config.listen.admin)]
+    if demo_agent and config.demo_agent is not None:
+        listeners.append(("demo_agent.listen", config.demo_agent.listen))
+    for path, address in listeners:
+        if address is not None:
+            check_free(path, address)
 
 
 def start_failure(config: GatewayConfig, exc: Exception) -> Exception:
