@@ -1,0 +1,71 @@
+"""`check-config --connect`: Redis, the OTLP endpoint and each backend reached once,
+each attempt bounded; one line per target that cannot be reached."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from helpers import VENV_BIN, free_port, v03, write_config
+
+from gateway.config import parse_config
+from gateway.preflight.connect import CONNECT_TIMEOUT, connect_problems
+
+
+@contextmanager
+def silent_listener() -> Iterator[int]:
+    """A port that takes connections and never answers on them."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield int(listener.getsockname()[1])
+
+
+def test_connect_names_every_target_it_cannot_reach(tmp_path: Path) -> None:
+    redis, otlp, backend, card = free_port(), free_port(), free_port(), free_port()
+    config = {"tenants": {"a": v03(f"http://127.0.0.1:{backend}/"),
+                          "b": {"backend": {"card": f"http://127.0.0.1:{card}/card"}}},
+              "state": {"backend": "redis", "url": f"redis://127.0.0.1:{redis}/0"},
+              "tracing": {"exporter": "otlp-grpc", "endpoint": f"127.0.0.1:{otlp}"}}
+    path = write_config(tmp_path / "gw.yaml", config)
+    began = time.monotonic()
+    done = subprocess.run([str(VENV_BIN / "a2a-gateway"), "check-config", "--connect",
+                           str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert [line.partition(": cannot reach it: ")[0] for line in lines] == [
+        "a2a-gateway: state.url", "a2a-gateway: tracing.endpoint",
+        "a2a-gateway: tenants.a.backend.url", "a2a-gateway: tenants.b.backend.card"], lines
+    assert all("refused" in line.lower() or "connect call failed" in line.lower()
+               for line in lines), lines
+    # Without --connect the same config passes: nothing is dialled.
+    quiet = subprocess.run([str(VENV_BIN / "a2a-gateway"), "check-config", str(path)],
+                           capture_output=True, text=True, timeout=60)
+    assert quiet.returncode == 0, quiet
+    assert time.monotonic() - began < 30
+
+
+async def test_each_attempt_is_bounded() -> None:
+    with silent_listener() as http, silent_listener() as grpc_port:
+        config = parse_config({"tenants": {
+            "h": v03(f"http://127.0.0.1:{http}/"),
+            "g": v03(f"127.0.0.1:{grpc_port}", "1.0", "GRPC"),
+            "closed": v03(f"127.0.0.1:{free_port()}", "1.0", "GRPC")}})
+        problems = await connect_problems(config, timeout=0.5)
+    assert problems == [f"tenants.{name}.backend.url: cannot reach it: no answer within 0.5 s"
+                        for name in ("h", "g", "closed")]
+    assert CONNECT_TIMEOUT == 3.0  # the documented bound (README "What check-config checks")
+
+
+async def test_targets_that_answer_pass(demo_agent: str) -> None:
+    with silent_listener() as otlp:  # OTLP: a TCP connection is all that is asked
+        config = parse_config({
+            "tenants": {"a": v03(demo_agent),
+                        "b": {"backend": {"card": f"{demo_agent}.well-known/agent-card.json"}}},
+            "tracing": {"exporter": "otlp-http", "endpoint": f"http://127.0.0.1:{otlp}"}})
+        assert await connect_problems(config) == []
