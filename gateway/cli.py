@@ -79,6 +79,13 @@ def run_on_loop(main: Coroutine[Any, Any, int], loop: str) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    try:
+        return _check_config(args)
+    except ConfigProblems as exc:  # the file's own problems (parsing), one line each
+        return _refuse(exc)
+
+
+def _check_config(args: argparse.Namespace) -> int:
     config = load_config(args.file)
     problems = problems_of(config)
     if args.connect:

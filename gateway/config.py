@@ -27,6 +27,15 @@ class ConfigError(Exception):
     """A config that cannot be used; the message names the file and the YAML path."""
 
 
+class ConfigProblems(ConfigError):
+    """Several problems of one config, one line each (``problems``), each naming its YAML
+    path: `a2a-gateway` prints them one per line (gateway/preflight/ finds most)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -371,12 +380,12 @@ class GatewayConfig(_Model):
         return self
 
 
-def _format(exc: ValidationError) -> str:
+def _problems(exc: ValidationError, source: str) -> list[str]:
     lines = []
     for err in exc.errors():
         path = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        lines.append(f"  {path}: {err['msg']}")
-    return "\n".join(lines)
+        lines.append(f"{source}: {path}: {' '.join(err['msg'].split())}")
+    return lines
 
 
 def parse_config(data: Any, source: str = "<config>") -> GatewayConfig:
@@ -385,7 +394,7 @@ def parse_config(data: Any, source: str = "<config>") -> GatewayConfig:
     try:
         return GatewayConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source} is not a valid gateway config:\n{_format(exc)}") from None
+        raise ConfigProblems(_problems(exc, source)) from None
 
 
 def load_config(path: str | Path) -> GatewayConfig:

@@ -11,16 +11,10 @@ from cryptography.exceptions import UnsupportedAlgorithm
 
 from gateway.auth.jwks import JwksError
 from gateway.auth.secrets import SecretError
-from gateway.config import ConfigError
+from gateway.config import ConfigError, ConfigProblems
 from gateway.state.base import StoreError
 
-
-class ConfigProblems(ConfigError):
-    """Several problems of one config, one line each (``problems``)."""
-
-    def __init__(self, problems: list[str]) -> None:
-        self.problems = list(problems)
-        super().__init__("\n".join(self.problems))
+__all__ = ["EXPECTED", "ConfigProblems", "Problems", "describe"]
 
 
 def describe(exc: BaseException) -> str:

@@ -80,9 +80,9 @@ def test_an_encrypted_key_and_a_key_in_place_of_a_certificate(
 def test_relay_keys_of_the_wrong_form(key: str, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     err = _check(capsys, tmp_path, _minimal(push_relay={"keys": [key]}))
-    named = [line for line in err if "push_relay.keys" in line]
-    assert len(named) == 1 and named[0].startswith(
-        "  push_relay.keys: Value error, a relay key is 32 random bytes in base64"), err
+    assert len(err) == 1 and err[0].startswith(
+        f"a2a-gateway: {tmp_path / 'gw.yaml'}: push_relay.keys: Value error, a relay key "
+        f"is 32 random bytes in base64"), err
     # From the environment: preflight reads it, the same rule serve applies.
     path = write_config(tmp_path / "env.yaml", _minimal())
     done = subprocess.run([str(VENV_BIN / "a2a-gateway"), "check-config", str(path)],
@@ -107,6 +107,18 @@ def test_a_state_path_that_cannot_be_written(tmp_path: Path,
     locked.mkdir(mode=0o500)
     err = _check(capsys, tmp_path, _minimal(state={"path": str(locked / "s.db")}))
     assert err == [f"a2a-gateway: state.path: cannot write in {locked}: permission denied"]
+
+
+def test_schema_errors_are_one_line_each(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    config = _minimal(listen={"http": "nope"})
+    config["tenants"]["d"]["backend"]["version"] = "7"
+    err = _check(capsys, tmp_path, config)
+    assert err == [
+        f"a2a-gateway: {tmp_path / 'gw.yaml'}: listen.http: Value error, expected host:port, "
+        f"got 'nope'",
+        f"a2a-gateway: {tmp_path / 'gw.yaml'}: tenants.d.backend.version: Input should be "
+        f"'0.3' or '1.0'"]
 
 
 def test_urls_that_do_not_parse(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
