@@ -1,7 +1,8 @@
 """`check-config --connect`: reach what the config points at, once each, at the same
 time, every attempt bounded by CONNECT_TIMEOUT: the Redis store (PING), the OTLP
 endpoint (a TCP connection), and each tenant's backend (HTTP: any answer to a GET of its
-URL counts, with the TLS settings the gateway would use; its card URL must answer 200;
+URL counts, with the TLS settings the gateway would use; its card URL must answer 200
+with a card the gateway can read;
 gRPC: the channel gets ready; a backend that is the gateway's own `demo_agent` is
 skipped). One line per target that cannot be reached."""
 
@@ -18,15 +19,23 @@ import grpc
 from gateway.auth.config import effective
 from gateway.auth.tls import client_context, grpc_channel_credentials, grpc_channel_options
 from gateway.auth.tls_config import ClientTlsConfig
+from gateway.cards.backend import MAX_CARD_BYTES
 from gateway.config import BackendConfig, GatewayConfig
 from gateway.preflight.problems import EXPECTED, describe
 from gateway.state import open_store
 from gateway.state.config import StateConfig
+from translators.card_serving import parse_any_card
+from translators.errors import A2AError
+from translators.json_text import parse_json
 
 CONNECT_TIMEOUT = 3.0  # seconds per target; the targets are tried concurrently
 
 _UNREACHABLE: tuple[type[BaseException], ...] = (aiohttp.ClientError, *EXPECTED)
 _OTLP_DEFAULTS = {"otlp-grpc": "localhost:4317", "otlp-http": "http://localhost:4318"}
+
+
+class _Unusable(Exception):
+    """A target that answered, with something the gateway cannot use."""
 
 
 async def _redis(state: StateConfig) -> None:
@@ -50,12 +59,23 @@ async def _tcp(address: str) -> None:
     await writer.wait_closed()
 
 
-async def _http(url: str, tls: ClientTlsConfig | None, need_ok: bool) -> None:
+async def _http(url: str, tls: ClientTlsConfig | None, card: bool) -> None:
     connector = aiohttp.TCPConnector(ssl=client_context(tls) if tls is not None else True)
     async with aiohttp.ClientSession(connector=connector) as session, \
-            session.get(url, allow_redirects=False) as resp:
-        if need_ok and resp.status != 200:
-            raise ValueError(f"{url} answered HTTP {resp.status}")
+            session.get(url, allow_redirects=False,
+                        headers={"Accept": "application/json"}) as resp:
+        if not card:
+            return  # any answer: something serves HTTP there
+        if resp.status != 200:
+            raise _Unusable(f"{url} answered HTTP {resp.status}")
+        raw = await resp.content.read(MAX_CARD_BYTES + 1)
+    if len(raw) > MAX_CARD_BYTES:
+        raise _Unusable(f"the card at {url} is larger than {MAX_CARD_BYTES} bytes")
+    try:  # what the gateway's discovery does with it (gateway/cards/backend.py)
+        parse_any_card(parse_json(raw, what="the card").value)
+    except A2AError as exc:
+        raise _Unusable(f"{url} serves no agent card the gateway can read: "
+                         f"{exc.message}") from None
 
 
 async def _grpc(target: str, tls: ClientTlsConfig | None) -> None:
@@ -72,10 +92,10 @@ def _backend(path: str, backend: BackendConfig, tls: ClientTlsConfig | None,
              ) -> list[tuple[str, Coroutine[Any, Any, None]]]:
     out: list[tuple[str, Coroutine[Any, Any, None]]] = []
     if backend.card is not None:
-        out.append((f"{path}.card", _http(backend.card, tls, need_ok=True)))
+        out.append((f"{path}.card", _http(backend.card, tls, card=True)))
     if backend.url is not None:
         out.append((f"{path}.url", _grpc(backend.url, tls) if backend.binding == "GRPC"
-                    else _http(backend.url, tls, need_ok=False)))
+                    else _http(backend.url, tls, card=False)))
     return out
 
 
@@ -84,6 +104,8 @@ async def _attempt(path: str, what: Coroutine[Any, Any, None], timeout: float) -
         await asyncio.wait_for(what, timeout)
     except TimeoutError:
         return f"{path}: cannot reach it: no answer within {timeout:g} s"
+    except _Unusable as exc:  # it answered, with something the gateway cannot use
+        return f"{path}: {exc}"
     except _UNREACHABLE as exc:
         return f"{path}: cannot reach it: {describe(exc)}"
     return None

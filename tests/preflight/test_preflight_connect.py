@@ -10,7 +10,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from helpers import VENV_BIN, free_port, v03, write_config
+from aiohttp import web
+from helpers import VENV_BIN, free_port, serving, v03, write_config
 
 from gateway.config import parse_config
 from gateway.preflight.connect import CONNECT_TIMEOUT, connect_problems
@@ -69,3 +70,21 @@ async def test_targets_that_answer_pass(demo_agent: str) -> None:
                         "b": {"backend": {"card": f"{demo_agent}.well-known/agent-card.json"}}},
             "tracing": {"exporter": "otlp-http", "endpoint": f"http://127.0.0.1:{otlp}"}})
         assert await connect_problems(config) == []
+
+
+async def test_a_card_url_must_serve_a_card() -> None:
+    async def not_json(_: web.Request) -> web.Response:
+        return web.Response(text="<html>hello</html>", content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/card", not_json)
+    async with serving(app) as base:
+        config = parse_config({"tenants": {
+            "html": {"backend": {"card": f"{base}/card"}},
+            "gone": {"backend": {"card": f"{base}/nothing-here"}}}})
+        problems = await connect_problems(config)
+    assert problems == [
+        f"tenants.html.backend.card: {base}/card serves no agent card the "
+        f"gateway can read: the card is not valid JSON: Expecting value: line 1 column 1 "
+        f"(char 0)",
+        f"tenants.gone.backend.card: {base}/nothing-here answered HTTP 404"]
