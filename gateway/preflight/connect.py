@@ -1,10 +1,10 @@
 """`check-config --connect`: reach what the config points at, once each, at the same
 time, every attempt bounded by CONNECT_TIMEOUT: the Redis store (PING), the OTLP
-endpoint (a TCP connection), and each tenant's backend (HTTP: any answer to a GET of its
-URL counts, with the TLS settings the gateway would use; its card URL must answer 200
-with a card the gateway can read;
-gRPC: the channel gets ready; a backend that is the gateway's own `demo_agent` is
-skipped). One line per target that cannot be reached."""
+endpoint (a TCP connection), each JWK set URL (fetched and read as at start), and each
+tenant's backend (HTTP: any answer to a GET of its URL counts, with the TLS settings the
+gateway would use; its card URL must answer 200 with a card the gateway can read; gRPC:
+the channel gets ready; a backend that is the gateway's own `demo_agent` is skipped).
+One line per target that cannot be reached or answers with what cannot be used."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 import aiohttp
 import grpc
 
-from gateway.auth.config import effective
+from gateway.auth.config import AuthConfig, effective
+from gateway.auth.jwks import JwksError, fetch_jwks
 from gateway.auth.tls import client_context, grpc_channel_credentials, grpc_channel_options
 from gateway.auth.tls_config import ClientTlsConfig
 from gateway.cards.backend import MAX_CARD_BYTES
@@ -88,6 +89,20 @@ async def _grpc(target: str, tls: ClientTlsConfig | None) -> None:
         await channel.close()
 
 
+async def _jwks(url: str, timeout: float) -> None:
+    try:
+        await fetch_jwks(url, timeout)
+    except JwksError as exc:
+        raise _Unusable(f"the JWK set at {url}: {exc}") from None
+
+
+def _auth(prefix: str, auth: AuthConfig | None,
+          ) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+    if auth is None or auth.jwt is None or auth.jwt.jwks_url is None:
+        return []
+    return [(f"{prefix}.jwt.jwks_url", _jwks(auth.jwt.jwks_url, auth.jwt.jwks_timeout))]
+
+
 def _backend(path: str, backend: BackendConfig, tls: ClientTlsConfig | None,
              ) -> list[tuple[str, Coroutine[Any, Any, None]]]:
     out: list[tuple[str, Coroutine[Any, Any, None]]] = []
@@ -121,8 +136,10 @@ async def connect_problems(config: GatewayConfig, timeout: float = CONNECT_TIMEO
     if tracing.exporter in _OTLP_DEFAULTS:
         targets.append(("tracing.endpoint",
                         _tcp(tracing.endpoint or _OTLP_DEFAULTS[tracing.exporter])))
+    targets.extend(_auth("auth", config.auth))
     demo = config.demo_agent.listen if config.demo_agent is not None else None
     for name, tenant in config.tenants.items():
+        targets.extend(_auth(f"tenants.{name}.auth", tenant.auth))
         url = tenant.backend.url or ""
         if demo is not None and demo in (url, urlsplit(url).netloc):
             continue  # the built-in demo agent: `serve` starts it, nothing runs it now

@@ -3,6 +3,7 @@ each attempt bounded; one line per target that cannot be reached."""
 
 from __future__ import annotations
 
+import json
 import socket
 import subprocess
 import time
@@ -11,7 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from aiohttp import web
+from auth_pki import make_ca
 from helpers import VENV_BIN, free_port, serving, v03, write_config
+from jwt.algorithms import ECAlgorithm
 
 from gateway.config import parse_config
 from gateway.preflight.connect import CONNECT_TIMEOUT, connect_problems
@@ -88,3 +91,21 @@ async def test_a_card_url_must_serve_a_card() -> None:
         f"gateway can read: the card is not valid JSON: Expecting value: line 1 column 1 "
         f"(char 0)",
         f"tenants.gone.backend.card: {base}/nothing-here answered HTTP 404"]
+
+
+async def test_jwks_urls_are_fetched_and_read() -> None:
+    jwk = json.loads(ECAlgorithm.to_jwk(make_ca("issuer").key.public_key()))
+
+    async def jwks(_: web.Request) -> web.Response:
+        return web.json_response({"keys": [jwk]})
+
+    app = web.Application()
+    app.router.add_get("/jwks", jwks)
+    async with serving(app) as base:
+        config = parse_config({"auth": {"jwt": {"jwks_url": f"{base}/jwks"}}, "tenants": {
+            "d": v03("http://127.0.0.1:1/"),
+            "t": {**v03("http://127.0.0.1:1/"),
+                  "auth": {"jwt": {"jwks_url": f"{base}/gone"}}}}})
+        problems = await connect_problems(config)
+    assert [p for p in problems if "jwks_url" in p] == [
+        f"tenants.t.auth.jwt.jwks_url: the JWK set at {base}/gone: HTTP 404"]
