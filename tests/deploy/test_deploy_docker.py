@@ -99,9 +99,12 @@ def check_config_cli(path: Path, env: dict[str, str] | None = None) -> None:
     assert "OK" in proc.stdout
 
 
-def test_docker_config() -> None:
+def test_docker_config(tmp_path: Path) -> None:
     path = ROOT / "config" / "docker.yaml"
-    check_config_cli(path)
+    # check-config tries the state file's directory: the image's volume, here a temp one.
+    local = tmp_path / "docker.yaml"
+    local.write_text(path.read_text().replace("/var/lib/a2a-gateway", str(tmp_path)))
+    check_config_cli(local)
     config = parse_config(load_file(path), str(path))
     assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
     assert config.demo_agent is None, "the image runs no in-process demo agent"
