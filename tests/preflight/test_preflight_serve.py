@@ -6,16 +6,12 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from helpers import VENV_BIN, free_port, v03, write_config
 from preflight_support import full_config, make_missing
-
-from gateway.app import Server
-from gateway.config import parse_config
-from gateway.preflight import ConfigProblems
-from gateway.preflight.startup import start_failure
 
 
 def _not_json(stderr: str) -> list[str]:
@@ -55,25 +51,36 @@ def test_serve_with_an_address_in_use(option: str, tmp_path: Path) -> None:
         assert lines[0].endswith("Address already in use"), lines
 
 
-async def test_a_file_gone_after_preflight_is_named_by_its_path(tmp_path: Path) -> None:
-    config_data, files = full_config(tmp_path)
-    port = free_port()
-    config_data["listen"] = {"http": f"127.0.0.1:{port}"}
-    config = parse_config(config_data)
-    make_missing(files["auth.server_tls.key_file"])  # preflight passed before; now gone
-    server = Server(config)
-    try:
-        with pytest.raises(Exception) as raised:
-            await server.start()
-    finally:
-        await server.stop()
-    refused = start_failure(config, raised.value)
-    assert isinstance(refused, ConfigProblems)
-    assert refused.problems == [f"auth.server_tls.key_file: cannot read "
-                                f"{files['auth.server_tls.key_file']}: No such file or "
-                                f"directory"]
-    with socket.socket() as probe:  # nothing was left listening
-        assert probe.connect_ex(("127.0.0.1", port)) != 0
+# `serve` itself, without the preflight the command runs first: as if the file went
+# away between the check and its opening.
+_SERVE_WITHOUT_PREFLIGHT = """
+import asyncio, sys
+from gateway.app import serve
+from gateway.config import load_config
+from gateway.preflight import ConfigProblems
+try:
+    asyncio.run(serve(load_config(sys.argv[1])))
+except ConfigProblems as exc:
+    print("\\n".join(exc.problems))
+    sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("option", ["auth.server_tls.key_file", "auth.jwt.jwks_file",
+                                    "tenants.b.auth.backend_auth.api_key.file"])
+def test_a_file_gone_after_preflight_is_named_by_its_path(option: str,
+                                                          tmp_path: Path) -> None:
+    config, files = full_config(tmp_path)
+    config["listen"] = {"http": f"127.0.0.1:{free_port()}"}
+    path = write_config(tmp_path / "gw.yaml", config)
+    make_missing(files[option])
+    done = subprocess.run([sys.executable, "-c", _SERVE_WITHOUT_PREFLIGHT, str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    secret = "secret file " if "backend_auth" in option else ""
+    assert done.stdout.splitlines() == [
+        f"{option}: cannot read {secret}{files[option]}: No such file or directory"]
 
 
 def test_a_worker_that_cannot_bind_says_so_in_one_line(tmp_path: Path) -> None:
