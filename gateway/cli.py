@@ -169,7 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("check-config", help="validate a config file and exit")
     p.add_argument("file")
     p.add_argument("--connect", action="store_true", help="also reach the Redis store, "
-                   "the OTLP endpoint and each backend once (3 s bound each)")
+                   "the OTLP endpoint, JWK set URLs and each backend once (3 s bound "
+                   "each)")
     p.set_defaults(func=_check)
     p = sub.add_parser("schema", help="print the config's JSON Schema")
     p.set_defaults(func=_schema)
