@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 import aiohttp
@@ -24,7 +24,7 @@ from gateway.cards.backend import MAX_CARD_BYTES
 from gateway.config import BackendConfig, GatewayConfig
 from gateway.preflight.problems import EXPECTED, describe
 from gateway.state import open_store
-from gateway.state.config import StateConfig
+from gateway.state.config import StateConfig, redact_url
 from translators.card_serving import parse_any_card
 from translators.errors import A2AError
 from translators.json_text import parse_json
@@ -96,46 +96,54 @@ async def _jwks(url: str, timeout: float) -> None:
         raise _Unusable(f"the JWK set at {url}: {exc}") from None
 
 
-def _auth(prefix: str, auth: AuthConfig | None,
-          ) -> list[tuple[str, Coroutine[Any, Any, None]]]:
+class _Target(NamedTuple):
+    path: str  # the YAML path of the option that names it
+    address: str  # as the line shows it (no credentials)
+    attempt: Coroutine[Any, Any, None]
+
+
+def _auth(prefix: str, auth: AuthConfig | None) -> list[_Target]:
     if auth is None or auth.jwt is None or auth.jwt.jwks_url is None:
         return []
-    return [(f"{prefix}.jwt.jwks_url", _jwks(auth.jwt.jwks_url, auth.jwt.jwks_timeout))]
+    url = auth.jwt.jwks_url
+    return [_Target(f"{prefix}.jwt.jwks_url", url, _jwks(url, auth.jwt.jwks_timeout))]
 
 
 def _backend(path: str, backend: BackendConfig, tls: ClientTlsConfig | None,
-             ) -> list[tuple[str, Coroutine[Any, Any, None]]]:
-    out: list[tuple[str, Coroutine[Any, Any, None]]] = []
+             ) -> list[_Target]:
+    out: list[_Target] = []
     if backend.card is not None:
-        out.append((f"{path}.card", _http(backend.card, tls, card=True)))
+        out.append(_Target(f"{path}.card", backend.card, _http(backend.card, tls, card=True)))
     if backend.url is not None:
-        out.append((f"{path}.url", _grpc(backend.url, tls) if backend.binding == "GRPC"
-                    else _http(backend.url, tls, card=False)))
+        out.append(_Target(f"{path}.url", backend.url,
+                           _grpc(backend.url, tls) if backend.binding == "GRPC"
+                           else _http(backend.url, tls, card=False)))
     return out
 
 
-async def _attempt(path: str, what: Coroutine[Any, Any, None], timeout: float) -> str | None:
+async def _attempt(target: _Target, timeout: float) -> str | None:
     try:
-        await asyncio.wait_for(what, timeout)
+        await asyncio.wait_for(target.attempt, timeout)
     except TimeoutError:
-        return f"{path}: cannot reach it: no answer within {timeout:g} s"
+        return f"{target.path}: no answer from {target.address} within {timeout:g} s"
     except _Unusable as exc:  # it answered, with something the gateway cannot use
-        return f"{path}: {exc}"
+        return f"{target.path}: {exc}"
     except _UNREACHABLE as exc:
-        return f"{path}: cannot reach it: {describe(exc)}"
+        return f"{target.path}: cannot reach {target.address}: {describe(exc)}"
     return None
 
 
 async def connect_problems(config: GatewayConfig, timeout: float = CONNECT_TIMEOUT,
                            ) -> list[str]:
     """One line per target of ``config`` that cannot be reached within ``timeout``."""
-    targets: list[tuple[str, Coroutine[Any, Any, None]]] = []
+    targets: list[_Target] = []
     if config.state.backend == "redis":
-        targets.append(("state.url", _redis(config.state)))
+        targets.append(_Target("state.url", redact_url(config.state.url or ""),
+                               _redis(config.state)))
     tracing = config.tracing
     if tracing.exporter in _OTLP_DEFAULTS:
-        targets.append(("tracing.endpoint",
-                        _tcp(tracing.endpoint or _OTLP_DEFAULTS[tracing.exporter])))
+        endpoint = tracing.endpoint or _OTLP_DEFAULTS[tracing.exporter]
+        targets.append(_Target("tracing.endpoint", endpoint, _tcp(endpoint)))
     targets.extend(_auth("auth", config.auth))
     demo = config.demo_agent.listen if config.demo_agent is not None else None
     for name, tenant in config.tenants.items():
@@ -145,5 +153,5 @@ async def connect_problems(config: GatewayConfig, timeout: float = CONNECT_TIMEO
             continue  # the built-in demo agent: `serve` starts it, nothing runs it now
         tls = effective(config.auth, tenant.auth).backend_tls
         targets.extend(_backend(f"tenants.{name}.backend", tenant.backend, tls))
-    found = await asyncio.gather(*(_attempt(path, what, timeout) for path, what in targets))
+    found = await asyncio.gather(*(_attempt(target, timeout) for target in targets))
     return [line for line in found if line is not None]
