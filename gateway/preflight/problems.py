@@ -59,7 +59,3 @@ class Problems:
         else:
             return True
         return False
-
-    def raise_if_any(self) -> None:
-        if self.lines:
-            raise ConfigProblems(self.lines)

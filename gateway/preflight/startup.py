@@ -9,6 +9,8 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from gateway.auth.jwks import JwksError
+from gateway.auth.secrets import SecretError
 from gateway.config import ConfigError, GatewayConfig
 from gateway.preflight import problems_of
 from gateway.preflight.problems import EXPECTED, ConfigProblems, describe
@@ -58,8 +60,8 @@ def check_listeners_free(config: GatewayConfig, demo_agent: bool = True) -> None
 def start_failure(config: GatewayConfig, exc: Exception) -> Exception:
     """What to raise for ``exc``, raised while the gateway was being started from
     ``config``: the config's problems (preflight run again, so each is named by the
-    one rule that knows it), else ``exc`` in one line when it is an expected failure,
-    else ``exc`` itself (a bug keeps its traceback)."""
+    one rule that knows it), else ``exc`` in one line when the world outside failed
+    (a file, a secret, the store), else ``exc`` itself (a bug keeps its traceback)."""
     if isinstance(exc, ConfigError):
         return exc
     if not isinstance(exc, EXPECTED):
@@ -70,4 +72,10 @@ def start_failure(config: GatewayConfig, exc: Exception) -> Exception:
     if isinstance(exc, StoreError):
         where = "state.path" if config.state.backend == "sqlite" else "state.url"
         return ConfigError(f"{where}: {describe(exc)}")
-    return ConfigError(f"cannot start: {describe(exc)}")
+    if isinstance(exc, _OUTSIDE):
+        return ConfigError(f"cannot start: {describe(exc)}")
+    return exc  # a ValueError no check explains is more likely a bug: keep its traceback
+
+
+# Failures of the world outside (files, secrets, network), not of the code.
+_OUTSIDE = (OSError, SecretError, JwksError)
