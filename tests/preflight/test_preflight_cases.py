@@ -141,7 +141,12 @@ def test_check_config_and_serve_refuse_a_missing_file_in_one_line(
     config, files = full_config(tmp_path)
     path = write_config(tmp_path / "gw.yaml", config)
     make_missing(files[option])
-    for command in (["check-config", str(path)], ["serve", "--config", str(path)]):
+    # serve for each (its traceback was the defect); the real check-config once (the
+    # matrix runs it in-process for every option).
+    commands = [["serve", "--config", str(path)]]
+    if option == "auth.server_tls.cert_file":
+        commands.append(["check-config", str(path)])
+    for command in commands:
         done = subprocess.run([str(VENV_BIN / "a2a-gateway"), *command], capture_output=True,
                               text=True, timeout=60)
         assert done.returncode == 2, done
