@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from gateway.ingress.grpc import start_grpc_server
 from gateway.lifecycle import ConfigWatcher, Streams
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
+from gateway.preflight.startup import binding, check_listeners_free, start_failure
 from gateway.relay import endpoint as relay_endpoint
 from gateway.state import Store, open_store
 from gateway.state.config import redact_url
@@ -117,12 +119,15 @@ class Server:
 
     async def start(self) -> None:
         config = self.config
+        if self.worker is None:  # alone: nothing holds the ports (workers: the supervisor)
+            check_listeners_free(config)
         self._traced = tracing.configure(config.tracing)  # one tracer per process
         if config.demo_agent is not None and not self.worker:
             from gateway.demo_agent import start_demo_agent
 
             host, port = split_host_port(config.demo_agent.listen)
-            self._runners.append(await start_demo_agent(host, port))
+            with binding("demo_agent.listen", config.demo_agent.listen):
+                self._runners.append(await start_demo_agent(host, port))
             log.info("demo agent started", listen=config.demo_agent.listen)
         self._session = client_session()
         self.store = open_store(config.state)
@@ -152,23 +157,26 @@ class Server:
             tls = ReloadingServerContext(server_tls)
             self._spawn(tls.watch())  # rotated certificate files, without a restart
         shared = self.worker is not None
-        await GuardedSite(runner, host, port, self.connections,
-                          lane_for(runner.app, config.limits) if config.fast_lane else None,
-                          reuse_port=shared,
-                          ssl_context=tls.context if tls else None).start()
         self._runners.insert(0, runner)
+        with binding("listen.http", config.listen.http):
+            await GuardedSite(runner, host, port, self.connections,
+                              lane_for(runner.app, config.limits) if config.fast_lane
+                              else None, reuse_port=shared,
+                              ssl_context=tls.context if tls else None).start()
         if config.listen.admin:
             admin = web.AppRunner(build_admin_app(holder), access_log_class=AccessLogger,
                                   access_log=ACCESS_LOGGER)
             await admin.setup()
-            await web.TCPSite(admin, *split_host_port(config.listen.admin),
-                              reuse_port=shared).start()
             self._runners.append(admin)
+            with binding("listen.admin", config.listen.admin):
+                await web.TCPSite(admin, *split_host_port(config.listen.admin),
+                                  reuse_port=shared).start()
         if config.listen.grpc:
-            self._grpc = await start_grpc_server(
-                lambda: holder.current, config.listen.grpc, holder.streams,
-                grpc_server_credentials(server_tls) if server_tls else None,
-                reuse_port=shared)
+            with binding("listen.grpc", config.listen.grpc):
+                self._grpc = await start_grpc_server(
+                    lambda: holder.current, config.listen.grpc, holder.streams,
+                    grpc_server_credentials(server_tls) if server_tls else None,
+                    reuse_port=shared)
         unguarded = [t for t in config.tenants
                      if not (holder.current.auth and holder.current.auth.for_tenant(t)
                              .config.authenticates)]
@@ -269,7 +277,14 @@ async def serve(config: GatewayConfig, config_path: Path | None = None,
     raise_open_files_limit()
     server = Server(config, config_path, None if worker is None else worker.index)
     watcher = server.config_watcher()  # before the listeners open (see config_watcher)
-    await server.start()
+    try:
+        await server.start()
+    except Exception as exc:
+        # One line naming the YAML path (a port in use, a file gone since preflight),
+        # after closing what had been opened.
+        with contextlib.suppress(Exception):
+            await server.stop()
+        raise start_failure(config, exc) from None
     settle_after_start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -15,12 +15,26 @@ from typing import Any
 
 from gateway.config import ConfigError, json_schema, load_config
 from gateway.config_env import CONFIG_PATH_ENV
-from gateway.preflight import preflight
+from gateway.preflight import ConfigProblems, preflight, problems_of
 from gateway.state.config import redact_url
 from gateway.workers.count import worker_count
 
 
+def _refuse(exc: ConfigProblems) -> int:
+    """Every problem on its own line (YAML path first), exit 2."""
+    for line in exc.problems:
+        print(f"a2a-gateway: {line}", file=sys.stderr)
+    return 2
+
+
 def _serve(args: argparse.Namespace) -> int:
+    try:
+        return _start(args)
+    except ConfigProblems as exc:  # found by preflight, or again when a start failed
+        return _refuse(exc)
+
+
+def _start(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     preflight(config)
     loop = os.environ.get("A2A_GATEWAY_LOOP") or config.event_loop
@@ -67,8 +81,21 @@ def run_on_loop(main: Coroutine[Any, Any, int], loop: str) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    try:
+        return _check_config(args)
+    except ConfigProblems as exc:  # the file's own problems (parsing), one line each
+        return _refuse(exc)
+
+
+def _check_config(args: argparse.Namespace) -> int:
     config = load_config(args.file)
-    preflight(config)
+    problems = problems_of(config)
+    if args.connect:
+        from gateway.preflight.connect import connect_problems
+
+        problems += asyncio.run(connect_problems(config))
+    if problems:
+        return _refuse(ConfigProblems(problems))
     print(f"{args.file}: OK — {len(config.tenants)} tenant(s), default "
           f"{config.default_tenant!r}, loss_policy {config.loss_policy.value}")
     for name, tenant in config.tenants.items():
@@ -79,6 +106,8 @@ def _check(args: argparse.Namespace) -> int:
     print(f"  state: {state.backend} at {where}")
     count, why = worker_count(config)
     print(f"  workers: {count} ({why})")
+    if args.connect:
+        print("  connect: every target answered")
     return 0
 
 
@@ -193,6 +222,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check-config", help="validate a config file and exit "
                        "(exit 2 and one line per problem when it cannot serve)")
     p.add_argument("file", nargs="?", help=config_help)
+    p.add_argument("--connect", action="store_true", help="also reach the Redis store, "
+                   "the OTLP endpoint, JWK set URLs and each backend once (3 s bound "
+                   "each)")
     p.set_defaults(func=_check, config_arg="file")
     p = sub.add_parser("schema", help="print the config's JSON Schema")
     p.set_defaults(func=_schema)
@@ -248,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         if getattr(args, "config_arg", None):  # serve, check-config: find the file
             setattr(args, args.config_arg, config_path(getattr(args, args.config_arg)))
         return int(args.func(args))
+    except ConfigProblems as exc:
+        return _refuse(exc)
     except ConfigError as exc:
         print(f"a2a-gateway: {exc}", file=sys.stderr)
         return 2

@@ -31,6 +31,15 @@ class ConfigError(Exception):
     """A config that cannot be used; the message names the file and the YAML path."""
 
 
+class ConfigProblems(ConfigError):
+    """Several problems of one config, one line each (``problems``), each naming its YAML
+    path: `a2a-gateway` prints them one per line (gateway/preflight/ finds most)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -376,13 +385,13 @@ class GatewayConfig(_Model):
         return self
 
 
-def _format(exc: ValidationError, origins: Mapping[str, str]) -> str:
+def _problems(exc: ValidationError, source: str, origins: Mapping[str, str]) -> list[str]:
     lines = []
     for err in exc.errors():
-        path = ".".join(str(p) for p in err["loc"])
-        lines.append(f"  {path or '(top level)'}: {err['msg']}"
+        path = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        lines.append(f"{source}: {path}: {' '.join(err['msg'].split())}"
                      f"{name_the_variable(path, origins)}")
-    return "\n".join(lines)
+    return lines
 
 
 def parse_config(data: Any, source: str = "<config>",
@@ -393,8 +402,7 @@ def parse_config(data: Any, source: str = "<config>",
     try:
         return GatewayConfig.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source} is not a valid gateway config:\n"
-                          f"{_format(exc, origins or {})}") from None
+        raise ConfigProblems(_problems(exc, source, origins or {})) from None
 
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:

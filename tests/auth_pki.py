@@ -56,9 +56,13 @@ def make_ca(cn: str = "test CA") -> Issued:
 
 
 def issue(ca: Issued, cn: str, *, server: bool = False, dns: tuple[str, ...] = (),
-          uris: tuple[str, ...] = (), emails: tuple[str, ...] = ()) -> Issued:
+          uris: tuple[str, ...] = (), emails: tuple[str, ...] = (),
+          not_after: dt.datetime | None = None) -> Issued:
+    """A certificate signed by ``ca``, valid from 5 minutes ago to ``not_after`` (default:
+    a day from now; in the past for an expired one)."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = dt.datetime.now(dt.UTC)
+    not_after = not_after or now + dt.timedelta(days=1)
     names: list[x509.GeneralName] = [x509.DNSName(d) for d in dns]
     names += [x509.UniformResourceIdentifier(u) for u in uris]
     names += [x509.RFC822Name(e) for e in emails]
@@ -66,8 +70,8 @@ def issue(ca: Issued, cn: str, *, server: bool = False, dns: tuple[str, ...] = (
         names += [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
     builder = (x509.CertificateBuilder().subject_name(_name(cn)).issuer_name(ca.cert.subject)
                .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - dt.timedelta(minutes=5))
-               .not_valid_after(now + dt.timedelta(days=1))
+               .not_valid_before(min(now, not_after) - dt.timedelta(minutes=5))
+               .not_valid_after(not_after)
                .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
                .add_extension(x509.ExtendedKeyUsage(
                    [ExtendedKeyUsageOID.SERVER_AUTH if server

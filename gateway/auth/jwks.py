@@ -61,6 +61,39 @@ def parse_jwks(data: Any) -> dict[str | None, SigningKey]:
     return out
 
 
+def read_jwks_file(path: str) -> dict[str | None, SigningKey]:
+    """The keys of a JWK set file (`jwt.jwks_file`); JwksError when it cannot be used.
+    Preflight reads the file with this too, so it cannot disagree with serving."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.loads(f.read(MAX_JWKS_BYTES + 1))
+    except OSError as exc:
+        raise JwksError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError:  # not UTF-8, not JSON, or cut at the size bound
+        raise JwksError(f"{path} is not a JSON JWK set") from None
+    return parse_jwks(data)
+
+
+async def fetch_jwks(url: str, timeout: float) -> dict[str | None, SigningKey]:
+    """The keys of the JWK set at ``url`` (`jwt.jwks_url`); JwksError when it cannot be
+    fetched or used. `check-config --connect` fetches it with this too."""
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) \
+                as session, session.get(url, allow_redirects=False,
+                                        headers={"accept": "application/json"}) as resp:
+            if resp.status != 200:
+                raise JwksError(f"HTTP {resp.status}")
+            body = await resp.content.read(MAX_JWKS_BYTES + 1)
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        raise JwksError(str(exc) or type(exc).__name__) from None
+    if len(body) > MAX_JWKS_BYTES:
+        raise JwksError("larger than 1 MiB")
+    try:
+        return parse_jwks(json.loads(body))
+    except ValueError as exc:
+        raise JwksError(f"not JSON: {exc}") from None
+
+
 class JwksSource:
     """Where one JWT config's keys come from; ``clock`` is replaceable (tests)."""
 
@@ -144,27 +177,10 @@ class JwksSource:
         path = self.config.jwks_file or ""
         try:
             self._file_mtime = os.stat(path).st_mtime
-            with open(path, encoding="utf-8") as f:
-                return parse_jwks(json.load(f))
-        except (OSError, ValueError) as exc:
-            raise JwksError(f"cannot read {path}: {exc}") from None
+        except OSError as exc:
+            raise JwksError(f"cannot read {path}: {exc.strerror or exc}") from None
+        return read_jwks_file(path)
 
     async def _fetch_url(self) -> dict[str | None, SigningKey]:
-        url = self.config.jwks_url or ""
         self.fetches += 1
-        timeout = aiohttp.ClientTimeout(total=self.config.jwks_timeout)
-        try:
-            async with aiohttp.ClientSession(timeout=timeout) as session, \
-                    session.get(url, allow_redirects=False,
-                                headers={"accept": "application/json"}) as resp:
-                if resp.status != 200:
-                    raise JwksError(f"HTTP {resp.status}")
-                body = await resp.content.read(MAX_JWKS_BYTES + 1)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            raise JwksError(str(exc) or type(exc).__name__) from None
-        if len(body) > MAX_JWKS_BYTES:
-            raise JwksError("larger than 1 MiB")
-        try:
-            return parse_jwks(json.loads(body))
-        except ValueError as exc:
-            raise JwksError(f"not JSON: {exc}") from None
+        return await fetch_jwks(self.config.jwks_url or "", self.config.jwks_timeout)

@@ -24,6 +24,8 @@ def read_secret(file: str | None = None, env: str | None = None) -> str:
             text = Path(file).read_text(encoding="utf-8")
         except OSError as exc:
             raise SecretError(f"cannot read secret file {file}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise SecretError(f"secret file {file} is not UTF-8 text") from None
         value = text.splitlines()[0].strip() if text.strip() else ""
         where = f"file {file}"
         if _world_readable(file):

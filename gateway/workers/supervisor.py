@@ -18,14 +18,14 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
 
-from gateway.config import ConfigError, GatewayConfig
+from gateway.config import GatewayConfig
+from gateway.preflight.startup import check_listeners_free
 from gateway.relay.seals import GENERATED_KEY_ENV, export_generated_key
 from gateway.workers import metrics_dir
 
@@ -36,25 +36,6 @@ STABLE_AFTER = 10.0  # a worker that lived this long and died is restarted at on
 QUICK_DEATHS = 5  # young deaths in a row after which the supervisor gives up
 STOP_MARGIN = 5.0  # seconds past shutdown_grace before a stopping worker is killed
 _CLEAN_STOP = (0, -signal.SIGTERM)  # SIGTERM before its handlers were set: nothing to drain
-
-
-def check_listeners_free(config: GatewayConfig) -> None:
-    """Refuse a listener address another process holds: with SO_REUSEPORT the workers
-    would otherwise share it silently with whoever else set that option on it."""
-    for name, value in (("listen.http", config.listen.http), ("listen.grpc", config.listen.grpc),
-                        ("listen.admin", config.listen.admin)):
-        if value is None:
-            continue
-        host, _, port = value.rpartition(":")
-        try:
-            infos = socket.getaddrinfo(host.strip("[]"), int(port), type=socket.SOCK_STREAM,
-                                       flags=socket.AI_PASSIVE)
-            for family, kind, proto, _, address in infos:
-                with socket.socket(family, kind, proto) as probe:
-                    probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-                    probe.bind(address)
-        except OSError as exc:
-            raise ConfigError(f"{name} {value}: cannot listen: {exc.strerror or exc}") from None
 
 
 @dataclass
@@ -227,7 +208,7 @@ async def supervise(config: GatewayConfig, config_path: Path, count: int, why: s
     from gateway.observe import configure_logging
 
     configure_logging(config.log)
-    check_listeners_free(config)
+    check_listeners_free(config, demo_agent=False)  # worker 0 runs the demo agent
     log.info("starting workers", workers=count, why=why, http=config.listen.http,
              grpc=config.listen.grpc)
     # The file's path as given (not resolved): a ConfigMap mount swaps a symlink, which

@@ -4,6 +4,7 @@ essentials), config/docker.yaml, and the compose file (compose-spec schema)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -72,16 +73,20 @@ def test_hadolint(found: dict[str, Any]) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def check_config_cli(path: Path) -> None:
+def check_config_cli(path: Path, env: dict[str, str] | None = None) -> None:
     proc = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", str(path)],
-                          capture_output=True, text=True, cwd=ROOT, check=False)
+                          capture_output=True, text=True, cwd=ROOT, check=False,
+                          env={**os.environ, **(env or {})})
     assert proc.returncode == 0, proc.stderr
     assert "OK" in proc.stdout
 
 
-def test_docker_config() -> None:
+def test_docker_config(tmp_path: Path) -> None:
     path = ROOT / "config" / "docker.yaml"
-    check_config_cli(path)
+    # check-config tries the state file's directory: the image's volume, here a temp one.
+    local = tmp_path / "docker.yaml"
+    local.write_text(path.read_text().replace("/var/lib/a2a-gateway", str(tmp_path)))
+    check_config_cli(local)
     config = parse_config(load_file(path), str(path))
     assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
     assert config.demo_agent is None, "the image runs no in-process demo agent"
@@ -89,7 +94,7 @@ def test_docker_config() -> None:
 
 # --- deploy/compose.yaml ----------------------------------------------------------------------
 
-def test_compose_file() -> None:
+def test_compose_file(tmp_path: Path) -> None:
     compose = load_file(DEPLOY / "compose.yaml")
     services = compose["services"]
     assert set(services) == {"certs", "demo-agent", "gateway", "redis"}
@@ -123,7 +128,14 @@ def test_compose_file() -> None:
     assert "tls:/etc/a2a-gateway/tls:ro" in gateway["volumes"]
     assert "9090/healthz" in gateway["healthcheck"]["test"][-1]
 
-    check_config_cli(config_path)
+    # check-config reads the files and secrets the config names: give it what compose
+    # gives the gateway (the certs service's dev certificate, the callers' key).
+    tls = tmp_path / "tls"
+    subprocess.run([sys.executable, "-m", "gateway.cli", "dev-cert", "--dir", str(tls)],
+                   capture_output=True, check=True)
+    local = tmp_path / "compose-gateway.yaml"
+    local.write_text(config_path.read_text().replace("/etc/a2a-gateway/tls", str(tls)))
+    check_config_cli(local, {"A2A_GATEWAY_API_KEY": "a-key-for-the-test"})
     config = parse_config(load_file(config_path), str(config_path))
     assert config.listen.http == f"0.0.0.0:{HTTP_PORT}"
     assert config.auth is not None and config.auth.required and config.auth.server_tls

@@ -383,7 +383,7 @@ def test_a_port_another_process_holds_is_refused(tmp_path: Path) -> None:
             "tenants": {"d": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"}}}})
         done = subprocess.run(gateway_cmd(path), capture_output=True, text=True, timeout=30)
     assert done.returncode == 2, done
-    assert f"listen.http 127.0.0.1:{port}: cannot listen" in done.stderr
+    assert f"listen.http: cannot bind 127.0.0.1:{port}: Address already in use" in done.stderr
     assert "Traceback" not in done.stderr and "worker started" not in done.stderr
 
 

@@ -66,9 +66,8 @@ def test_config_path_from_the_environment(tmp_path: Path, monkeypatch: pytest.Mo
     bad.write_text("tenants: {}\n")
     monkeypatch.setenv("A2A_GATEWAY_CONFIG", str(bad))
     assert cli(["serve"]) == 2
-    assert capsys.readouterr().err == (f"a2a-gateway: {bad} is not a valid gateway config:\n"
-                                       f"  (top level): Value error, at least one tenant is "
-                                       f"required\n")
+    assert capsys.readouterr().err == (f"a2a-gateway: {bad}: (top level): Value error, at "
+                                       f"least one tenant is required\n")
     # An explicit argument wins over the variable.
     assert cli(["check-config", str(DEFAULT)]) == 0
 
@@ -111,15 +110,15 @@ def test_any_option_from_the_environment(capsys: pytest.CaptureFixture[str], tmp
 
 @pytest.mark.parametrize(("env", "message"), [
     ({"A2A_GATEWAY__WORKERS": "many"},
-     "  workers: Input should be a valid integer, unable to parse string as an integer "
+     "gw.yaml: workers: Input should be a valid integer, unable to parse string as an integer "
      "(env A2A_GATEWAY__WORKERS)"),
     ({"A2A_GATEWAY__LIMITS__POOL_WAITT": "1"},
-     "  limits.pool_waitt: Extra inputs are not permitted (env A2A_GATEWAY__LIMITS__POOL_WAITT)"),
+     "gw.yaml: limits.pool_waitt: Extra inputs are not permitted (env A2A_GATEWAY__LIMITS__POOL_WAITT)"),
     ({"A2A_GATEWAY_LOG_LEVEL": "loud"},
-     "  log.level: Input should be 'debug', 'info', 'warning' or 'error' "
+     "gw.yaml: log.level: Input should be 'debug', 'info', 'warning' or 'error' "
      "(env A2A_GATEWAY_LOG_LEVEL)"),
     ({"A2A_GATEWAY__NEW_SECTION__X": "1"},
-     "  new_section: Extra inputs are not permitted (env A2A_GATEWAY__NEW_SECTION__X)"),
+     "gw.yaml: new_section: Extra inputs are not permitted (env A2A_GATEWAY__NEW_SECTION__X)"),
     ({"A2A_GATEWAY__LISTEN__HTTP__PORT": "1"},
      ": env A2A_GATEWAY__LISTEN__HTTP__PORT: listen.http is not a mapping (it is "
      "'127.0.0.1:8080'), so it has no 'port'"),

@@ -1,0 +1,27 @@
+"""Keys: the card-signing key (an EC P-256 PEM key) and the relay keys (base64 of 16, 24
+or 32 bytes, from the config or the environment), each read by the loader `serve` uses."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import partial
+
+from gateway.cards.signing import CardSigner
+from gateway.config import GatewayConfig
+from gateway.preflight.problems import Problems
+from gateway.preflight.tls import load_private_key
+from gateway.relay.seals import load_keys
+
+
+def check_keys(problems: Problems, config: GatewayConfig,
+               environ: Mapping[str, str] | None) -> None:
+    signing = config.card_signing
+    if signing is not None:
+        # The PEM parsed on its own first, for a clear line; then the signer serve uses.
+        key_file = signing.key_file
+        if problems.check("card_signing.key_file", partial(load_private_key, key_file)):
+            problems.check("card_signing.key_file", partial(CardSigner, signing))
+    relay = config.push_relay
+    # `keys` themselves were checked when the config was parsed; what comes from the
+    # environment variable is read here (it replaces them when set).
+    problems.check("push_relay.keys_env", lambda: load_keys(relay, environ))
