@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import VENV_BIN, free_port, v03, write_config
@@ -25,6 +26,18 @@ def _not_json(stderr: str) -> list[str]:
     return out
 
 
+def _serve_with_port_taken(config: dict[str, Any], port: int,
+                           tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """`serve` of ``config`` while something else listens on ``port``."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        return subprocess.run(
+            [str(VENV_BIN / "a2a-gateway"), "serve", "--config",
+             str(write_config(tmp_path / "gw.yaml", config))],
+            capture_output=True, text=True, timeout=60)
+
+
 @pytest.mark.parametrize("option", ["listen.http", "listen.grpc", "listen.admin",
                                     "demo_agent.listen"])
 def test_serve_with_an_address_in_use(option: str, tmp_path: Path) -> None:
@@ -35,13 +48,7 @@ def test_serve_with_an_address_in_use(option: str, tmp_path: Path) -> None:
               "demo_agent": {"listen": f"127.0.0.1:{ports['demo']}"},
               "tenants": {"d": v03(f"http://127.0.0.1:{ports['demo']}/")}}
     taken = ports["demo" if option == "demo_agent.listen" else option.partition(".")[2]]
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", taken))
-        holder.listen()
-        done = subprocess.run(
-            [str(VENV_BIN / "a2a-gateway"), "serve", "--config",
-             str(write_config(tmp_path / "gw.yaml", config))],
-            capture_output=True, text=True, timeout=60)
+    done = _serve_with_port_taken(config, taken, tmp_path)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     lines = _not_json(done.stderr)
@@ -90,13 +97,7 @@ def test_a_worker_that_cannot_bind_says_so_in_one_line(tmp_path: Path) -> None:
     config = {"listen": {"http": f"127.0.0.1:{port}"}, "workers": 2,
               "demo_agent": {"listen": f"127.0.0.1:{demo}"},
               "tenants": {"d": v03(f"http://127.0.0.1:{demo}/")}}
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", demo))
-        holder.listen()
-        done = subprocess.run(
-            [str(VENV_BIN / "a2a-gateway"), "serve", "--config",
-             str(write_config(tmp_path / "gw.yaml", config))],
-            capture_output=True, text=True, timeout=60)
+    done = _serve_with_port_taken(config, demo, tmp_path)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     assert _not_json(done.stderr) == [

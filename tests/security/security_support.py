@@ -10,12 +10,14 @@ import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import grpc
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
+from auth_pki import issue, make_ca
 from helpers import free_port
 
 JSON = dict[str, Any]
@@ -122,3 +124,26 @@ async def grpc_send(target: str, version: str, metadata: tuple[tuple[str, str], 
     finally:
         if own:
             await channel.close()
+
+
+class Pki:
+    """One CA with a server and a client certificate, and a stranger's certificate from
+    another CA: the files the TLS tests hand a gateway and its callers."""
+
+    def __init__(self) -> None:
+        self.ca, other_ca = make_ca("gateway test CA"), make_ca("another CA")
+        self.server = issue(self.ca, "gateway", server=True)
+        self.client = issue(self.ca, "billing-agent")
+        self.stranger = issue(other_ca, "billing-agent")
+
+    def write(self, folder: Path) -> dict[str, str]:
+        """The files in ``folder``, by role: ca, cert/key, client_*, stranger_*."""
+        (folder / "ca.pem").write_bytes(self.ca.cert_pem)
+        files = {"ca": str(folder / "ca.pem")}
+        files["cert"], files["key"] = self.server.write(folder, "server")
+        files["client_cert"], files["client_key"] = self.client.write(folder, "client")
+        files["stranger_cert"], files["stranger_key"] = self.stranger.write(folder, "stranger")
+        return files
+
+
+PKI = Pki()

@@ -14,29 +14,19 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from auth_pki import issue, make_ca
 from helpers import MakeGateway, free_port
 from pydantic import ValidationError
-from security_support import RecordingAgent, grpc_send, keys, rpc_send
+from security_support import PKI, RecordingAgent, grpc_send, keys, rpc_send
 from structlog.testing import capture_logs
 
 from gateway.auth.tls_config import ServerTlsConfig
 
-CA, OTHER_CA = make_ca("gateway test CA"), make_ca("another CA")
-SERVER = issue(CA, "gateway", server=True)
-CLIENT = issue(CA, "billing-agent")
-STRANGER = issue(OTHER_CA, "billing-agent")
 KEY = "key-of-alice-0123456789"
 
 
 @pytest.fixture
 def pki(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "ca.pem").write_bytes(CA.cert_pem)
-    files = {"ca": str(tmp_path / "ca.pem")}
-    files["cert"], files["key"] = SERVER.write(tmp_path, "server")
-    files["client_cert"], files["client_key"] = CLIENT.write(tmp_path, "client")
-    files["stranger_cert"], files["stranger_key"] = STRANGER.write(tmp_path, "stranger")
-    return files
+    return PKI.write(tmp_path)
 
 
 async def _gateway(make_gateway: MakeGateway, pki: dict[str, str], agent: RecordingAgent,

@@ -15,24 +15,13 @@ import aiohttp
 import grpc
 import pytest
 from a2a.types import a2a_pb2 as pb
-from auth_pki import issue, make_ca
 from helpers import MakeGateway, free_port
-from security_support import RecordingAgent, grpc_send, post, rpc_send
-
-CA, OTHER_CA = make_ca("gateway test CA"), make_ca("another CA")
-SERVER = issue(CA, "gateway", server=True)
-CLIENT = issue(CA, "billing-agent")
-STRANGER = issue(OTHER_CA, "billing-agent")
+from security_support import PKI, RecordingAgent, grpc_send, post, rpc_send
 
 
 @pytest.fixture
 def pki(tmp_path: Path) -> dict[str, str]:
-    (tmp_path / "ca.pem").write_bytes(CA.cert_pem)
-    files = {"ca": str(tmp_path / "ca.pem")}
-    files["cert"], files["key"] = SERVER.write(tmp_path, "server")
-    files["client_cert"], files["client_key"] = CLIENT.write(tmp_path, "client")
-    files["stranger_cert"], files["stranger_key"] = STRANGER.write(tmp_path, "stranger")
-    return files
+    return PKI.write(tmp_path)
 
 
 def client_tls(pki: dict[str, str], who: str | None) -> ssl.SSLContext:
