@@ -88,6 +88,11 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
     _kind("ResourceExhaustedError", -32603, "RESOURCE_EXHAUSTED", 429,
           "The gateway is at a limit; retry later", domain=GATEWAY_DOMAIN, v03_http=429,
           v03_grpc="RESOURCE_EXHAUSTED"),
+    # The gateway's state store (task index, rate buckets) cannot be used now: nothing
+    # was done that the caller would have to know of; it may retry (retry_after).
+    _kind("StateUnavailableError", -32603, "UNAVAILABLE", 503,
+          "The gateway's state store is unavailable; retry later", domain=GATEWAY_DOMAIN,
+          v03_http=503, v03_grpc="UNAVAILABLE"),
     # The request itself was refused before it was read in full: JSON-RPC has no code for
     # it but "invalid request"; HTTP says which.
     _kind("PayloadTooLargeError", -32600, "RESOURCE_EXHAUSTED", 413, "Request body too large",

@@ -5,9 +5,7 @@ redis-server binary (README "State")."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -17,27 +15,11 @@ from pathlib import Path
 
 import pytest
 from helpers import free_port
+from redis_support import RedisProcess, ping, redis_binary
 
 from gateway.state import RetentionConfig, Store
 from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore
-
-
-def _redis_binary() -> str:
-    path = os.environ.get("A2A_TEST_REDIS_SERVER") or shutil.which("redis-server")
-    if not path:
-        pytest.fail("redis-server not found: run `make redis` (root), or set "
-                    "A2A_TEST_REDIS_SERVER to a redis-server binary")
-    return path
-
-
-def _ping(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.2) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="session")
@@ -45,12 +27,12 @@ def redis_url() -> Iterator[str]:
     port = free_port()
     workdir = tempfile.mkdtemp(prefix="a2a-redis-")
     proc = subprocess.Popen(
-        [_redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        [redis_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no", "--dir", workdir, "--protected-mode", "yes"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 10
-        while not _ping(port):
+        while not ping(port):
             if proc.poll() is not None or time.monotonic() > deadline:
                 pytest.fail(f"redis-server did not answer PING on port {port}")
             time.sleep(0.05)
@@ -63,6 +45,14 @@ def redis_url() -> Iterator[str]:
             proc.kill()
             proc.wait()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[RedisProcess]:
+    redis = RedisProcess(tmp_path)
+    redis.start()
+    yield redis
+    redis.kill()
 
 
 MakeStore = Callable[..., Store]

@@ -165,17 +165,19 @@ async def test_owner_rules_on_the_index(store: Store) -> None:
     # A new task (no task id) and the card need no owner.
     await tasks.admit(call(ops.SEND, pb.SendMessageRequest(message=pb.Message()), "bob"))
     await tasks.admit(call(ops.EXTENDED_CARD, pb.GetExtendedAgentCardRequest(), "bob"))
-    # The creator of a task not written yet owns it already.
+    # A created task is in the store, with its owner, before its creator is answered.
     created = call(ops.SEND, pb.SendMessageRequest(), "carol")
     created.ctx.outcome.backend_binding, created.ctx.outcome.backend_version = "JSONRPC", "0.3"
-    tasks.answered(created, pb.SendMessageResponse(task=pb.Task(
+    written = tasks.answered(created, pb.SendMessageResponse(task=pb.Task(
         id="c1", context_id="c", status=pb.TaskStatus(state=pb.TASK_STATE_SUBMITTED))))
+    assert written is not None
+    await written
+    got = await store.get_task("t", "c1")
+    assert got is not None and got.owner == "api_key:carol"
     await tasks.admit(call(ops.GET_TASK, pb.GetTaskRequest(id="c1"), "carol"))
     with pytest.raises(A2AError):
         await tasks.admit(call(ops.GET_TASK, pb.GetTaskRequest(id="c1"), "dave"))
     await tasks.close()
-    got = await store.get_task("t", "c1")
-    assert got is not None and got.owner == "api_key:carol"
     # ListTasks: scoped to the owner, and served from the index for every backend.
     listing = call(ops.LIST_TASKS, pb.ListTasksRequest(), "alice")
     assert tasks.owner_scope(listing) == "api_key:alice" and tasks.lists(listing, "1.0")
