@@ -7,8 +7,10 @@ itself with principals put on the call directly."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from typing import Any
+from collections import Counter
+from typing import Any, cast
 
 import aiohttp
 import pytest
@@ -191,3 +193,61 @@ async def test_ownership_off(store: Store) -> None:
     config = parse_config({"tenants": {"t": v03("http://127.0.0.1:9/")},
                            "state": {"path": ":memory:", "tasks": {"ownership": False}}})
     await TaskIndex(config, store).admit(call(ops.GET_TASK, pb.GetTaskRequest(id="x"), "bob"))
+
+
+class CountingStore:
+    """A real store, with the calls made to it counted by method (what the ownership
+    check does is compared by its work, not by a stopwatch)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.store, name)
+        if not callable(attr):
+            return attr
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return await attr(*args, **kwargs)
+        return counted
+
+
+async def test_no_existence_oracle_in_the_ownership_check(store: Store) -> None:
+    """Another principal's task, a task without an owner and a task that does not exist:
+    the same error (but for the id asked for) after the same store work — one read, no
+    wait for a write — so neither content nor time tells which ids exist (issue 27: the
+    missing one took ~113 ms, re-read after a sleep, the other's ~2 ms)."""
+    counting = CountingStore(store)
+    tasks = index(cast(Store, counting))
+    await store.record_task(TaskRecord("t", "theirs", "c", "TASK_STATE_WORKING", 1.0, 1.0,
+                                       "api_key:alice"))
+    await store.record_task(TaskRecord("t", "ownerless", "c", "TASK_STATE_WORKING", 1.0, 1.0))
+    seen = []
+    for task_id in ("theirs", "ownerless", "missing"):
+        counting.calls.clear()
+        with pytest.raises(A2AError) as refused:
+            await tasks.admit(call(ops.GET_TASK, pb.GetTaskRequest(id=task_id), "bob"))
+        err = refused.value
+        seen.append((err.kind.name, err.message.replace(task_id, "ID"),
+                     {k: v.replace(task_id, "ID") for k, v in err.metadata.items()},
+                     dict(counting.calls)))
+    assert seen == [("TaskNotFoundError", "task 'ID' not found", {"task_id": "ID"},
+                     {"get_task": 1})] * 3
+    await tasks.close()
+
+
+async def test_anothers_task_and_no_task_get_the_same_answer(
+        gateway: str, http: aiohttp.ClientSession) -> None:
+    alice, bob = Caller(http, gateway, "alice"), Caller(http, gateway, "bob")
+    theirs = (await alice.task("input: mine"))["id"]
+    missing = "0" * len(theirs)
+    replies = [await bob.rpc("GetTask", {"id": task}) for task in (theirs, missing)]
+    assert json.dumps(replies[0]).replace(theirs, "ID") == \
+        json.dumps(replies[1]).replace(missing, "ID")
+    assert not_found(replies[0])
+    rest = [await bob.rest("GET", f"/tasks/{task}") for task in (theirs, missing)]
+    assert rest[0][0] == rest[1][0] == 404
+    assert json.dumps(rest[0][1]).replace(theirs, "ID") == \
+        json.dumps(rest[1][1]).replace(missing, "ID")
