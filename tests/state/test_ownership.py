@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any, cast
 
 import aiohttp
@@ -23,7 +24,7 @@ from gateway.config import parse_config
 from gateway.state import Store, TaskRecord
 from gateway.task_index import TaskIndex, task_of
 from translators import operations as ops
-from translators.errors import A2AError
+from translators.errors import A2AError, a2a_error
 
 V10 = {"A2A-Version": "1.0"}
 KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789"}
@@ -251,3 +252,44 @@ async def test_anothers_task_and_no_task_get_the_same_answer(
     assert rest[0][0] == rest[1][0] == 404
     assert json.dumps(rest[0][1]).replace(theirs, "ID") == \
         json.dumps(rest[1][1]).replace(missing, "ID")
+
+
+async def test_a_stream_shows_its_task_only_once_it_is_written(store: Store) -> None:
+    """SendStreamingMessage: the first event that shows the task is written (with its
+    owner) before the batch goes on; what follows it is left to be read in turns; an
+    event that cannot be read ends the batch after the ones before it."""
+    tasks = index(store)
+    streaming = call(ops.STREAM, pb.SendMessageRequest(), "carol")
+    streaming.ctx.outcome.backend_binding, streaming.ctx.outcome.backend_version = \
+        "JSONRPC", "0.3"
+    assert tasks.creates(streaming)
+    hello = pb.StreamResponse(message=pb.Message(message_id="m", role=pb.ROLE_AGENT))
+    events = [hello, pb.StreamResponse(task=pb.Task(
+        id="s1", context_id="c", status=pb.TaskStatus(state=pb.TASK_STATE_WORKING))),
+        pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+            task_id="s1", context_id="c", status=pb.TaskStatus(
+                state=pb.TASK_STATE_COMPLETED)))]
+    read: list[pb.StreamResponse] = []
+
+    def reading() -> Iterator[pb.StreamResponse]:
+        for event in events:
+            read.append(event)
+            yield event
+
+    batch, written = await tasks.written_first(streaming, reading())
+    assert written and read == events[:2]
+    got = await store.get_task("t", "s1")
+    assert got is not None and got.owner == "api_key:carol"
+    assert got.state == "TASK_STATE_WORKING"
+    assert list(batch) == events
+
+    def broken() -> Iterator[pb.StreamResponse]:
+        yield hello
+        raise a2a_error("InvalidAgentResponseError", "unreadable")
+
+    batch, written = await tasks.written_first(streaming, broken())
+    sent: list[pb.StreamResponse] = []
+    with pytest.raises(A2AError, match="unreadable"):
+        sent.extend(batch)
+    assert not written and sent == [hello]
+    await tasks.close()

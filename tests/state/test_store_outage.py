@@ -45,6 +45,7 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
         acknowledged: list[str] = []
         refused: list[dict[str, Any]] = []
         failed_after: list[dict[str, Any]] = []  # refused though made after the restart
+        down_reads: list[dict[str, Any]] = []
         after_kill = 0  # answers (either way) to calls made while the store was down
         killed, restarted = asyncio.Event(), asyncio.Event()
         queue: asyncio.Queue[int] = asyncio.Queue()
@@ -72,16 +73,19 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
                     own_redis.kill()
                     killed.set()
 
-        async def restarter() -> None:
+        async def restarter(http: aiohttp.ClientSession) -> None:
             await killed.wait()
             while after_kill < DOWN_CALLS:
                 await asyncio.sleep(0.02)
+            # A read that needs the store (the ownership check) is refused the same way.
+            down_reads.extend([await rpc(http, base, "alice", "GetTask",
+                                         {"id": acknowledged[0]}) for base in replicas])
             await asyncio.to_thread(own_redis.start)
             restarted.set()
 
         async with aiohttp.ClientSession() as http:
             first_after: list[dict[str, Any]] = []
-            restarting = asyncio.create_task(restarter())
+            restarting = asyncio.create_task(restarter(http))
             await asyncio.gather(*(caller(http) for _ in range(AT_ONCE)))
             await restarting
             # Once more through each replica, alone, after the load.
@@ -98,9 +102,12 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
     assert lost == []
     assert len(refused) >= DOWN_CALLS
     assert len(acknowledged) + len(refused) == CALLS
-    assert {(r["error"]["code"], _reason(r)) for r in refused} == {(-32603, "STATE_UNAVAILABLE")}
+    assert {(r["error"]["code"], _reason(r)) for r in refused + down_reads} == \
+        {(-32603, "STATE_UNAVAILABLE")}
     assert all("retry" in r["error"]["message"] and
-               r["error"]["data"][0]["metadata"]["retry_after"] == "1" for r in refused)
+               r["error"]["data"][0]["metadata"]["retry_after"] == "1"
+               for r in refused + down_reads)
+    assert len(down_reads) == 2
     assert failed_after == []
     assert [r.get("error") for r in first_after] == [None, None]
     assert len(acknowledged) > KILL_AFTER  # calls after the restart were acknowledged
