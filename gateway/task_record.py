@@ -141,11 +141,18 @@ class TaskRecorder:
             return
         self._stop_lingering()
         self._wake(len(pending) + len(self._wire))
+        # asyncio.timeout and plain awaits, not wait_for(gather(...)): those make a task
+        # and a future more for every creating call (bench/recording_cpu.py).
         try:
-            await asyncio.wait_for(asyncio.gather(*done), self.write_timeout)
+            async with asyncio.timeout(self.write_timeout):
+                for future in done:
+                    await future
         except TimeoutError:
             raise StoreError(f"the task index was not written within "
                              f"{self.write_timeout:g} s") from None
+        finally:
+            for future in done:  # given up on (timeout, a failed write, the call cancelled)
+                future.cancel()
 
     def _wake(self, size: int) -> None:
         """``size`` observations wait: the writer hurries when they make a batch, and
