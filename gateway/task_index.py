@@ -212,7 +212,7 @@ class TaskIndex:
         try:
             stored = await self.store.get_task(tenant, task_id)
         except StoreError as exc:
-            raise store_unavailable("the task index cannot be read now") from exc
+            raise store_unavailable("the task index cannot be read now", exc) from exc
         return None if stored is None else stored.owner
 
     async def _store_back(self) -> None:
@@ -224,7 +224,7 @@ class TaskIndex:
         try:
             await asyncio.shield(self._probe)
         except StoreError as exc:
-            raise store_unavailable("the task index cannot be written now") from exc
+            raise store_unavailable("the task index cannot be written now", exc) from exc
         self.recorder.failing = False
 
     async def close(self) -> None:

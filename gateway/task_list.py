@@ -130,7 +130,7 @@ class TaskLister:
         except BadPageToken as exc:
             raise invalid_params(str(exc), field="pageToken") from None
         except StoreError as exc:
-            raise store_unavailable("the task index cannot be read now") from exc
+            raise store_unavailable("the task index cannot be read now", exc) from exc
 
     async def _fetch(self, call: Call, records: Sequence[TaskRecord],
                      tasks: dict[str, pb.Task | None]) -> list[TaskRecord]:

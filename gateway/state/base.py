@@ -16,7 +16,11 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+import structlog
+
 from translators.errors import A2AError, a2a_error
+
+log = structlog.get_logger("a2a_gateway.state")
 
 # ListTasks: at most 100 a page, 50 when the client names none (a2a.proto v1.0).
 MAX_PAGE_SIZE = 100
@@ -32,10 +36,14 @@ class StoreError(Exception):
 STORE_RETRY_AFTER = 1
 
 
-def store_unavailable(what: str) -> A2AError:
-    """The caller's error when the store failed a call needs (the log has the cause):
-    StateUnavailableError — HTTP 503 + Retry-After, gRPC UNAVAILABLE + retry-after,
-    JSON-RPC -32603 with reason STATE_UNAVAILABLE — never an InternalError."""
+def store_unavailable(what: str, cause: StoreError | None = None) -> A2AError:
+    """The caller's error when the store failed a call needs: StateUnavailableError —
+    HTTP 503 + Retry-After, gRPC UNAVAILABLE + retry-after, JSON-RPC -32603 with reason
+    STATE_UNAVAILABLE — never an InternalError. The cause goes to the log (a warning
+    line "state store unavailable"), not to the caller; pass none if the caller logged
+    it already."""
+    if cause is not None:
+        log.warning("state store unavailable", what=what, error=str(cause))
     return a2a_error("StateUnavailableError", f"{what}; retry in {STORE_RETRY_AFTER} s",
                      retry_after=STORE_RETRY_AFTER)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import uuid
 from contextlib import ExitStack
 from pathlib import Path
@@ -40,8 +41,9 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
     state = {"backend": "redis", "url": own_redis.url, "timeout": 1.0,
              "key_prefix": f"out-{uuid.uuid4().hex[:8]}:"}
     with demo_agent(tmp_path) as agent, ExitStack() as stack:
-        replicas = [gateway(stack, tmp_path, name, agent, state=state, auth=_auth())[0] + "/t"
-                    for name in ("a", "b")]
+        started = [gateway(stack, tmp_path, name, agent, state=state, auth=_auth())
+                   for name in ("a", "b")]
+        replicas = [url + "/t" for url, _ in started]
         acknowledged: list[str] = []
         refused: list[dict[str, Any]] = []
         failed_after: list[dict[str, Any]] = []  # refused though made after the restart
@@ -111,5 +113,13 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
     assert failed_after == []
     assert [r.get("error") for r in first_after] == [None, None]
     assert len(acknowledged) > KILL_AFTER  # calls after the restart were acknowledged
+    # Each refusal's cause is in the log, as a warning; nothing at error level (an
+    # Internal error, a traceback) in either replica's log.
+    lines = [json.loads(raw) for _, log in started for raw in log.read_text().splitlines()
+             if raw.startswith("{")]
+    causes = [line for line in lines if line.get("event") in (
+        "task created but not recorded: the call is refused", "state store unavailable")]
+    assert causes and all(line["level"] == "warning" and line["error"] for line in causes)
+    assert [line for line in lines if line.get("level") in ("error", "critical")] == []
 
 
