@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 from redis_support import RedisProcess
-from replica_support import KEYS, demo_agent, gateway, message, rpc
+from replica_support import KEYS, V10, demo_agent, gateway, message, rpc
 
 CALLS = 90  # SendMessage calls in all, AT_ONCE at a time, alternating replicas
 AT_ONCE = 3
@@ -48,6 +48,7 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
         refused: list[dict[str, Any]] = []
         failed_after: list[dict[str, Any]] = []  # refused though made after the restart
         down_reads: list[dict[str, Any]] = []
+        down_rest: list[tuple[int, str | None, str]] = []
         after_kill = 0  # answers (either way) to calls made while the store was down
         killed, restarted = asyncio.Event(), asyncio.Event()
         queue: asyncio.Queue[int] = asyncio.Queue()
@@ -82,6 +83,10 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
             # A read that needs the store (the ownership check) is refused the same way.
             down_reads.extend([await rpc(http, base, "alice", "GetTask",
                                          {"id": acknowledged[0]}) for base in replicas])
+            async with http.get(f"{replicas[0]}/tasks/{acknowledged[0]}", headers={
+                    **V10, "x-api-key": KEYS["alice"]}) as resp:  # REST: 503 + Retry-After
+                down_rest.append((resp.status, resp.headers.get("Retry-After"),
+                                  (await resp.json())["error"]["status"]))
             await asyncio.to_thread(own_redis.start)
             restarted.set()
 
@@ -110,6 +115,7 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
                r["error"]["data"][0]["metadata"]["retry_after"] == "1"
                for r in refused + down_reads)
     assert len(down_reads) == 2
+    assert down_rest == [(503, "1", "UNAVAILABLE")]
     assert failed_after == []
     assert [r.get("error") for r in first_after] == [None, None]
     assert len(acknowledged) > KILL_AFTER  # calls after the restart were acknowledged
