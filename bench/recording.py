@@ -23,7 +23,11 @@ measurements:
    (bench/peers.py: the gateway alone on CPU 0; load client, stub and redis-server on
    CPU 1), and what the index wrote and dropped (its counters at /metrics): on a shared
    machine identical rounds differ by tens of percent, more than the 10% in question;
-3. recorded: the recording alone, in this process (bench/recording_cpu.py).
+3. recorded: the recording alone, in this process (bench/recording_cpu.py);
+4. recorded: what read-your-writes costs a call (issue 27): each SendMessage creates a
+   task, and is answered only once its record is in the store. The latency under load
+   (p50, p99) and alone (one connection, one call at a time: the store's write is then
+   the whole difference), each divided by or minus the index off's.
 
 Writes its own section of bench/RESULTS.md.
 """
@@ -61,7 +65,11 @@ RECORDED = [(f"index:{path}.{setting}.{metric}", f"{path}, {setting}: {label}")
             for path in PATHS for setting in ("sqlite", "redis") for metric, label in (
                 ("rps_vs_off", "req/s ÷ off under load (best rounds)"),
                 ("cpu_share", "recording alone (in process) ÷ a call's CPU with the index "
-                              "off"))]
+                              "off"),
+                ("p50_vs_off", "p50 latency under load ÷ off (best rounds)"),
+                ("alone_added_ms", "one call at a time: p50 latency minus off's, ms (the "
+                                   "creation's awaited write)"))]
+SERIAL_SECONDS = 1.0  # one connection, one call at a time, per path, setting and round
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -102,17 +110,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                          f"({load['error_sample']}):\n{gw.log_tail()}")
                     time.sleep(0.2)  # the last batch
                     after = counters(port)
+                    alone = peers._load({**spec(port, path, 0.2, SERIAL_SECONDS,
+                                                {"hop": gw.pid}), "connections": 1})
                     results.append({
                         "path": path, "setting": setting, "round": round_no,
                         "rps": load["rps"], "ok": load["ok"], "errors": load["errors"],
                         "cpu_ms_per_req": load["cpu_s"]["hop"] / load["ok"] * 1000,
                         "hop_cpu_util": load["cpu_s"]["hop"] / load["wall_s"],
                         "written": after["written"] - before["written"],
-                        "dropped": after["dropped"] - before["dropped"]})
+                        "dropped": after["dropped"] - before["dropped"],
+                        "p50_ms": load["p50_ms"], "p99_ms": load["p99_ms"],
+                        "alone_p50_ms": alone["p50_ms"]})
                     r = results[-1]
                     print(f"  {path:<10} {setting:<6} {r['rps']:>8.0f} req/s  "
-                          f"{r['cpu_ms_per_req']:.3f} ms CPU/req  written {r['written']:.0f}  "
-                          f"dropped {r['dropped']:.0f}", flush=True)
+                          f"{r['cpu_ms_per_req']:.3f} ms CPU/req  p50 {r['p50_ms']:.2f} "
+                          f"p99 {r['p99_ms']:.2f} ms, alone {r['alone_p50_ms']:.3f} ms  "
+                          f"written {r['written']:.0f}  dropped {r['dropped']:.0f}", flush=True)
                 processes.stop(gw)
         print("  in process: the recording alone", flush=True)
         cpu = asyncio.run(recording_cpu.measure(redis_port))
@@ -149,14 +162,25 @@ def derive(results: list[dict[str, Any]]) -> dict[str, float]:
         if key not in best or r["rps"] > best[key]["rps"]:
             best[key] = r
     metrics: dict[str, float] = {}
+    # One call at a time: the least p50 of the rounds (a slow window only adds to it).
+    alone: dict[tuple[str, str], float] = {}
+    for r in results:
+        key = (r["path"], r["setting"])
+        alone[key] = min(alone.get(key, r["alone_p50_ms"]), r["alone_p50_ms"])
+    metrics: dict[str, float] = {}
     for (path, setting), r in best.items():
         metrics[f"index:{path}.{setting}.rps"] = r["rps"]
         metrics[f"index:{path}.{setting}.cpu_ms_per_req"] = r["cpu_ms_per_req"]
+        metrics[f"index:{path}.{setting}.p50_ms"] = r["p50_ms"]
+        metrics[f"index:{path}.{setting}.alone_p50_ms"] = alone[(path, setting)]
         off = best.get((path, "off"))
         if off is not None and setting != "off":
             metrics[f"index:{path}.{setting}.rps_vs_off"] = r["rps"] / off["rps"]
             metrics[f"index:{path}.{setting}.cpu_vs_off"] = \
                 r["cpu_ms_per_req"] / off["cpu_ms_per_req"]
+            metrics[f"index:{path}.{setting}.p50_vs_off"] = r["p50_ms"] / off["p50_ms"]
+            metrics[f"index:{path}.{setting}.alone_added_ms"] = \
+                alone[(path, setting)] - alone[(path, "off")]
     return metrics
 
 
@@ -169,12 +193,13 @@ def rows(data: dict[str, Any]) -> list[list[str]]:
         out.append([r["path"], r["setting"], str(r["round"]), f"{r['rps']:.0f}",
                     f"{r['cpu_ms_per_req']:.3f}", f"{r['hop_cpu_util']:.0%}",
                     "—" if ratio is None else f"{ratio:.2f}",
+                    f"{r['p50_ms']:.2f} / {r['p99_ms']:.2f}", f"{r['alone_p50_ms']:.3f}",
                     f"{r['written']:.0f}", f"{r['dropped']:.0f}"])
     return out
 
 
 COLUMNS = ["path", "index", "round", "req/s", "CPU ms/req", "hop CPU", "vs off (best)",
-           "written", "dropped"]
+           "p50 / p99 ms", "alone p50 ms", "written", "dropped"]
 
 
 INSTR_COLUMNS = ["path", "index", "calls", "M instructions/call", "÷ off", "written"]
@@ -215,7 +240,10 @@ def markdown(data: dict[str, Any]) -> str:
     lines += ["", "**Recorded, not a target**: under load (gateway alone on CPU 0, load, stub "
               "and redis-server on CPU 1, 32 connections); on a shared machine identical "
               "rounds differ by up to ~45%, more than the 10% in question. `dropped` > 0 "
-              "would mean the queue filled.", ""]
+              "would mean the queue filled. Every call creates a task, answered once its "
+              "record is written (read-your-writes, issue 27): `p50 / p99` under that load; "
+              "`alone`: one connection, one call at a time, where the awaited write is the "
+              "whole difference to `off`.", ""]
     lines += _table(COLUMNS, rows(data))
     lines += ["", "The recording alone, in process (no load, nothing else competing): CPU "
               "per call, the answer read and merged, the batches written (SQLite's thread "

@@ -5,6 +5,12 @@ the next; this measures the recording alone, where nothing else competes: the sa
 observations a call hands the index (a translated answer's Task, or a passed-through
 answer's bytes with the document read from them, each a new task), then the writer's batches to a real store, SQLite (its
 thread counted) or Redis. CPU time of the whole process over both, per call.
+
+Each call is a SendMessage, which creates its task and waits for its record to be
+written (read-your-writes, issue 27): AT_ONCE calls at a time, as that many connections
+would, so they share writes as under load. `<path>.<store>-bg` is the same translated
+answer recorded in the background (as a GetTask's is, and as every answer was before):
+the difference is what waiting costs in CPU.
 """
 
 from __future__ import annotations
@@ -29,15 +35,16 @@ from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V10
 
 CALLS = 20_000
+AT_ONCE = 32  # calls waiting for their writes at one time (bench/peers.py's connections)
 
 
-def _calls(path: str, n: int) -> list[tuple[Call, Any]]:
+def _calls(path: str, n: int, op: str = ops.SEND) -> list[tuple[Call, Any]]:
     out = []
     for i in range(n):
         ctx = CallContext(client_version="1.0", client_binding="JSONRPC", tenant="t")
         ctx.outcome.backend_binding = "JSONRPC"
         ctx.outcome.backend_version = "0.3" if path == "translated" else "1.0"
-        call = Call(ops.BY_NAME[ops.SEND], pb.SendMessageRequest(), ctx, JSONRPC_V10)
+        call = Call(ops.BY_NAME[op], pb.SendMessageRequest(), ctx, JSONRPC_V10)
         if path == "translated":
             answer: Any = pb.SendMessageResponse(task=pb.Task(
                 id=f"t-{i}", context_id="c-1",
@@ -51,17 +58,23 @@ def _calls(path: str, n: int) -> list[tuple[Call, Any]]:
     return out
 
 
-async def _one(store: Store, path: str, n: int) -> float:
+async def _one(store: Store, path: str, n: int, background: bool = False) -> float:
     config = parse_config({"tenants": {"t": {"backend": {"url": "http://127.0.0.1:9/",
                                                          "version": "0.3"}}},
                            "state": {"path": ":memory:"}})
     index = TaskIndex(config, store)
-    calls = _calls(path, n)
+    # The background variant: a GetTask's answer (translated: the same Task is read).
+    calls = _calls(path, n, ops.GET_TASK if background else ops.SEND)
+
+    async def answered(call: Call, answer: Any) -> None:
+        written = index.answered(call, answer)
+        if written is not None:
+            await written
+
     started = time.process_time()
-    for i, (call, answer) in enumerate(calls):
-        index.answered(call, answer)
-        if i % 32 == 31:
-            await asyncio.sleep(0)  # calls take turns with the writer, as in a gateway
+    for start in range(0, n, AT_ONCE):
+        await asyncio.gather(*(answered(call, answer)
+                               for call, answer in calls[start:start + AT_ONCE]))
     await index.close()  # everything written
     return (time.process_time() - started) / n * 1e6
 
@@ -71,11 +84,15 @@ async def measure(redis_port: int | None, n: int = CALLS) -> dict[str, float]:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="a2a-bench-index-cpu-") as tmp:
         for path in ("translated", "same"):
-            sqlite = SqliteStore(str(Path(tmp) / f"{path}.db"))
-            out[f"{path}.sqlite"] = await _one(sqlite, path, n)
-            await sqlite.close()
-            if redis_port is not None:
-                redis = RedisStore(f"redis://127.0.0.1:{redis_port}/0", f"cpu-{path}:")
-                out[f"{path}.redis"] = await _one(redis, path, n)
-                await redis.close()
+            variants = [False, True] if path == "translated" else [False]
+            for background in variants:
+                suffix = "-bg" if background else ""
+                sqlite = SqliteStore(str(Path(tmp) / f"{path}{suffix}.db"))
+                out[f"{path}.sqlite{suffix}"] = await _one(sqlite, path, n, background)
+                await sqlite.close()
+                if redis_port is not None:
+                    redis = RedisStore(f"redis://127.0.0.1:{redis_port}/0",
+                                       f"cpu-{path}{suffix}:")
+                    out[f"{path}.redis{suffix}"] = await _one(redis, path, n, background)
+                    await redis.close()
     return out

@@ -223,7 +223,9 @@ class Gateway:
                 raise
             finally:
                 call.ctx.outcome.backend_seconds = time.monotonic() - started
-        self.tasks.answered(call, answer)  # recorded later, off this call's path
+        written = self.tasks.answered(call, answer)  # recorded later, off this call's path
+        if written is not None:  # ... unless it created a task: in the store before the answer
+            await written
         if isinstance(answer, WireAnswer):
             return answer
         result = self.relay.restore_response(call, answer)
@@ -240,6 +242,7 @@ class Gateway:
             async with self._held(route, call, streaming=True), self.limits.stream(route), \
                     tracing.backend_span(call.ctx, call.op.name):
                 first = True
+                creating = self.tasks.creates(call)  # its task written before it is shown
                 started = time.monotonic()
                 reads = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,
                                        backend.config)
@@ -248,6 +251,9 @@ class Gateway:
                         if first:
                             call.ctx.outcome.backend_seconds = time.monotonic() - started
                         first = False
+                        if creating:
+                            events, written = await self.tasks.written_first(call, events)
+                            creating = not written
                         yield self._streamed(call, events)
                 except A2AError as err:
                     call.ctx.outcome.backend_error = err.kind.reason

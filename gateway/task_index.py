@@ -4,28 +4,35 @@ principal that created it, the backend's dialect); a principal may reach only it
 tasks when ownership is on; ListTasks is answered from the index where the backend cannot
 answer it (task_list.py).
 
-Recording never holds a call up: observations go to a :class:`TaskRecorder`, which
-writes them in the background.
+Recording holds up only the calls that create a task or send a message to one: their
+records are written before they are answered (read-your-writes through any worker or
+replica), and when the store cannot take them the call is refused as unavailable. Every
+other observation goes to a :class:`TaskRecorder`, which writes it in the background.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Iterable, Iterator
+from itertools import chain
 from typing import Any
 
+import structlog
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config import GatewayConfig
-from gateway.state import Store, StoreError
-from gateway.task_record import TaskRecorder, records_of
+from gateway.state import Store, StoreError, TaskRecord, store_unavailable
+from gateway.task_record import TaskRecorder, records_of, wire_records
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
-from translators.errors import a2a_error
+from translators.errors import A2AError, a2a_error
 from translators.task_facts import STATEFUL_EVENTS, TASK_ANSWERS, facts_of
 from translators.versions import V03
+
+log = structlog.get_logger("a2a_gateway.task_index")
 
 # The calls that create a task or add to one: their principal becomes its owner.
 _CREATING = frozenset({ops.SEND, ops.STREAM})
@@ -61,8 +68,10 @@ class TaskIndex:
         settings = config.state.tasks
         self.settings = settings
         self.store = store if settings.record else None
-        self.recorder = (TaskRecorder(store, settings.queue, settings.batch, settings.linger)
+        self.recorder = (TaskRecorder(store, settings.queue, settings.batch, settings.linger,
+                                      settings.write_timeout)
                          if store is not None and settings.record else None)
+        self._probe: asyncio.Task[None] | None = None  # one store ping while it is failing
         self._owned = {name: settings.ownership if t.task_ownership is None
                        else t.task_ownership for name, t in config.tenants.items()}
 
@@ -73,20 +82,73 @@ class TaskIndex:
         principal = call.ctx.principal
         return principal.key if principal is not None and call.op.name in _CREATING else None
 
-    def answered(self, call: Call, result: ProtoMessage | WireAnswer | None) -> None:
-        """A unary answer (canonical, or passed through as the backend sent it)."""
+    def answered(self, call: Call, result: ProtoMessage | WireAnswer | None,
+                 ) -> Awaitable[None] | None:
+        """A unary answer (canonical, or passed through as the backend sent it). For a
+        call that creates a task (SendMessage), the write to wait for before answering;
+        every other call's answer is written later, off its path (None)."""
         if self.recorder is None or result is None or call.op.name not in TASK_ANSWERS \
                 or call.ctx.client_binding == REFRESH_BINDING:
-            return
+            return None
+        creating = call.op.name in _CREATING
         if isinstance(result, WireAnswer):
             if 200 <= result.status < 300:
                 dialect = call.dialect
-                self.recorder.add_wire((call.ctx.tenant or "", self._owner(call),
-                                        backend_label(call), dialect.binding,
-                                        dialect.version, call.op.name, result.body,
-                                        result.document))
-            return
+                item = (call.ctx.tenant or "", self._owner(call), backend_label(call),
+                        dialect.binding, dialect.version, call.op.name, result.body,
+                        result.document)
+                if creating:  # read here: the call waits for its records anyway
+                    return self._write(call, wire_records(item, time.time()))
+                self.recorder.add_wire(item)
+            return None
+        if creating:
+            facts = facts_of(result)
+            return self._write(call, records_of(call.ctx.tenant or "", self._owner(call),
+                                                backend_label(call), facts, time.time())
+                               ) if facts else None
         self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), result)
+        return None
+
+    def creates(self, call: Call) -> bool:
+        """Whether the call's stream must have its task written before its first event
+        goes out (SendStreamingMessage, with the index on)."""
+        return self.recorder is not None and call.op.name in _CREATING
+
+    async def written_first(self, call: Call, events: Iterable[pb.StreamResponse],
+                            ) -> tuple[Iterable[pb.StreamResponse], bool]:
+        """A creating stream's batch of events before the client sees any: read up to the
+        first that shows the task, which is written, as a unary creation is. The batch to
+        send on (what was read, then the rest, still to be read in turns; or the error
+        reading stopped at) and whether a task was written (the later batches then go
+        as any stream's)."""
+        taken: list[pb.StreamResponse] = []
+        rest = iter(events)
+        try:
+            for item in rest:
+                taken.append(item)
+                if item.WhichOneof("payload") in STATEFUL_EVENTS:
+                    facts = facts_of(item)
+                    if facts:
+                        await self._write(call, records_of(
+                            call.ctx.tenant or "", self._owner(call), backend_label(call),
+                            facts, time.time()))
+                        return chain(taken, rest), True
+        except A2AError as err:  # an event the dialect cannot read: after the others
+            return _then_raise(taken, err), False
+        return taken, False
+
+    async def _write(self, call: Call, records: list[TaskRecord]) -> None:
+        """A creating call's records, in the store before the call is answered; the call
+        is refused as unavailable when they cannot be (the agent has the task, but no
+        one is told of it, so no one can look for it in vain)."""
+        assert self.recorder is not None
+        try:
+            await self.recorder.write(records)
+        except StoreError as exc:
+            log.warning("task created but not recorded: the call is refused",
+                        tenant=call.ctx.tenant, tasks=[r.task_id[:64] for r in records],
+                        request_id=call.ctx.request_id, error=str(exc))
+            raise store_unavailable("the task index cannot be written now") from exc
 
     def streamed(self, call: Call, item: pb.StreamResponse) -> None:
         """One event of a stream or a subscription. Only a Task and a status update show
@@ -129,9 +191,12 @@ class TaskIndex:
         """Refuse a call on a task its principal does not own, as if the task did not
         exist (TaskNotFoundError: nothing says whose it is). A task the index holds no
         owner for (not created through the gateway with authentication on) is nobody's:
-        refused too (README "State")."""
+        refused too (README "State"). A call that would create a task while the store
+        is failing is refused before it reaches the agent, unless the store answers now."""
         owner = self.owner_scope(call)
         task_id = task_of(call)
+        if self.recorder is not None and self.recorder.failing and call.op.name in _CREATING:
+            await self._store_back()
         if owner is None or not task_id:
             return
         if await self.owner_of(call.ctx.tenant or "", task_id) != owner:
@@ -139,26 +204,34 @@ class TaskIndex:
                             task_id=task_id[:64])
 
     async def owner_of(self, tenant: str, task_id: str) -> str | None:
-        """The task's first recorded owner, including what is not written yet."""
-        assert self.recorder is not None and self.store is not None
+        """The task's recorded owner: one store read, whether the task exists, is
+        another's or has no owner — the same work, so the time taken tells nothing
+        (issue 27). Nothing needs waiting for: a task's creation is written before it
+        is answered, through whichever worker or replica."""
+        assert self.store is not None
         try:
             stored = await self.store.get_task(tenant, task_id)
-            if stored is None or stored.owner is None:
-                pending = self.recorder.pending(tenant, task_id)
-                if pending is not None and pending.owner is not None:
-                    return pending.owner
-                # A passed-through answer is read by the writer: let it catch up once.
-                await self.recorder.flush()
-                stored = await self.store.get_task(tenant, task_id)
-            if stored is None or stored.owner is None:
-                # Another worker or replica may have just created it and not written it
-                # yet (it lingers up to `linger`): ask once more after that.
-                await asyncio.sleep(2 * self.settings.linger + 0.01)
-                stored = await self.store.get_task(tenant, task_id)
         except StoreError as exc:
-            raise a2a_error("InternalError", "the task index cannot be read now") from exc
+            raise store_unavailable("the task index cannot be read now", exc) from exc
         return None if stored is None else stored.owner
+
+    async def _store_back(self) -> None:
+        """Ping the store that last failed (one ping at a time, shared); unavailable
+        unless it answers."""
+        assert self.store is not None and self.recorder is not None
+        if self._probe is None or self._probe.done():
+            self._probe = asyncio.get_running_loop().create_task(self.store.ping())
+        try:
+            await asyncio.shield(self._probe)
+        except StoreError as exc:
+            raise store_unavailable("the task index cannot be written now", exc) from exc
+        self.recorder.failing = False
 
     async def close(self) -> None:
         if self.recorder is not None:
             await self.recorder.close()
+
+
+def _then_raise(items: list[pb.StreamResponse], err: A2AError) -> Iterator[pb.StreamResponse]:
+    yield from items
+    raise err

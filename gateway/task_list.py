@@ -20,7 +20,14 @@ from dataclasses import replace
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call, CallContext
-from gateway.state import BadPageToken, StoreError, TaskPage, TaskQuery, TaskRecord
+from gateway.state import (
+    BadPageToken,
+    StoreError,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    store_unavailable,
+)
 from gateway.state.base import MAX_PAGE_SIZE, clamp_page_size
 from gateway.task_index import REFRESH_BINDING, TaskIndex
 from translators import operations as ops
@@ -123,7 +130,7 @@ class TaskLister:
         except BadPageToken as exc:
             raise invalid_params(str(exc), field="pageToken") from None
         except StoreError as exc:
-            raise a2a_error("InternalError", "the task index cannot be read now") from exc
+            raise store_unavailable("the task index cannot be read now", exc) from exc
 
     async def _fetch(self, call: Call, records: Sequence[TaskRecord],
                      tasks: dict[str, pb.Task | None]) -> list[TaskRecord]:

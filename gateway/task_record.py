@@ -1,12 +1,18 @@
-"""Writing the task index off the call's path.
+"""Writing the task index off the call's path, except for what a call creates.
 
 A call or an event hands its observations to :class:`TaskRecorder` and goes on: they
 wait in a bounded table, one entry per (tenant, task id) — a task seen again before it
 was written is merged, not queued twice — and one background task writes them in
 batches (it waits up to `linger` for a batch to fill: one write then carries many tasks).
-When the table is full, an observation is dropped and counted; a call never waits for
-the store. Answers passed through as the backend sent them are read (only
-their task fields) by the writer, not by the call.
+When the table is full, an observation is dropped and counted; such a call never waits
+for the store. Answers passed through as the backend sent them are read (only their
+task fields) by the writer, not by the call.
+
+A call that creates a task (or sends a message to one) is different: its owner must find
+the task through any worker or replica as soon as it has the answer. It waits for its
+records to be written (:meth:`TaskRecorder.write`, bounded by `write_timeout`): they join
+the table like any other, and the writer stops lingering while someone waits, so every
+call that waits at one moment shares one write (a group commit).
 """
 
 from __future__ import annotations
@@ -62,12 +68,19 @@ def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
 
 class TaskRecorder:
     def __init__(self, store: Store, capacity: int = 10_000, batch: int = 500,
-                 linger: float = 0.05) -> None:
+                 linger: float = 0.05, write_timeout: float = 5.0) -> None:
         self.store = store
         self.capacity = capacity
         self.batch = batch
         self.linger = linger
+        self.write_timeout = write_timeout
         self._pending: dict[tuple[str, str], TaskRecord] = {}
+        # Callers of write() waiting for a task's record, by task: resolved by the first
+        # write that carries the record as it was when they added it.
+        self._waiting: dict[tuple[str, str], list[asyncio.Future[None]]] = {}
+        # Whether the last write failed (the store is down, as far as this process knows;
+        # the next write that succeeds says otherwise).
+        self.failing = False
         self._wire: deque[WireItem] = deque()
         self._writer: asyncio.Task[None] | None = None
         self._lingering: asyncio.Future[None] | None = None  # the writer waiting for company
@@ -110,6 +123,37 @@ class TaskRecorder:
         """An observation not written yet (the store does not know it so far)."""
         return self._pending.get((tenant, task_id))
 
+    async def write(self, records: Iterable[TaskRecord]) -> None:
+        """Record ``records`` and wait until the store has them: StoreError when it
+        refused them or did not take them within `write_timeout`. Not counted against
+        the table's capacity: those who wait are bounded by the calls in flight."""
+        loop = asyncio.get_running_loop()
+        pending, waiting = self._pending, self._waiting
+        done: list[asyncio.Future[None]] = []
+        for record in records:
+            key = (record.tenant, record.task_id)
+            old = pending.get(key)
+            pending[key] = record if old is None else merged(old, record)
+            future = loop.create_future()
+            waiting.setdefault(key, []).append(future)
+            done.append(future)
+        if not done:
+            return
+        self._stop_lingering()
+        self._wake(len(pending) + len(self._wire))
+        # asyncio.timeout and plain awaits, not wait_for(gather(...)): those make a task
+        # and a future more for every creating call (bench/recording_cpu.py).
+        try:
+            async with asyncio.timeout(self.write_timeout):
+                for future in done:
+                    await future
+        except TimeoutError:
+            raise StoreError(f"the task index was not written within "
+                             f"{self.write_timeout:g} s") from None
+        finally:
+            for future in done:  # given up on (timeout, a failed write, the call cancelled)
+                future.cancel()
+
     def _wake(self, size: int) -> None:
         """``size`` observations wait: the writer hurries when they make a batch, and
         starts when it is not running (it writes everything that comes while it runs)."""
@@ -138,9 +182,9 @@ class TaskRecorder:
     async def _write(self) -> None:
         # Runs while there is something to write, then ends; the next observation starts
         # it again. Everything that arrives while a batch is written joins the next one.
-        pending, wire = self._pending, self._wire
+        pending, wire, waiting = self._pending, self._wire, self._waiting
         while pending or wire:
-            if not self._hurry and len(pending) + len(wire) < self.batch:
+            if not self._hurry and not waiting and len(pending) + len(wire) < self.batch:
                 await self._linger()  # at any rate, one write carries many tasks
             now = time.time()
             while wire:
@@ -151,16 +195,27 @@ class TaskRecorder:
             if len(pending) <= self.batch:
                 batch = list(pending.values())
                 pending.clear()
-            else:
-                batch = [pending.pop(key) for key in list(islice(pending, self.batch))]
+            else:  # those waiting first
+                keys = [key for key in islice(waiting, self.batch) if key in pending]
+                keys += islice((key for key in pending if key not in waiting),
+                               self.batch - len(keys))
+                batch = [pending.pop(key) for key in keys]
+            # Who waits for this batch: only those whose record it carries (a record
+            # added while it is written waits for the next).
+            told = [f for r in batch for f in waiting.pop((r.tenant, r.task_id), ())] \
+                if waiting else []
             try:
                 await self.store.record_tasks(batch)
             except (StoreError, ValueError) as exc:
+                self.failing = True
                 TASK_DROPS.labels("store_error").inc(len(batch))
                 log.warning("task index write failed", backend=self.store.backend,
-                            records=len(batch), error=str(exc))
+                            records=len(batch), waiting=len(told), error=str(exc))
+                _settle_all(told, exc if isinstance(exc, StoreError) else StoreError(str(exc)))
             else:
+                self.failing = False
                 TASK_RECORDS.inc(len(batch))
+                _settle_all(told, None)
 
     async def flush(self) -> None:
         """Wait until everything observed so far is written (or given up on)."""
@@ -184,3 +239,14 @@ class TaskRecorder:
 def _settle(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
+
+
+def _settle_all(futures: list[asyncio.Future[None]], error: StoreError | None) -> None:
+    """Tell those waiting for a batch how its write went (a waiter that gave up has a
+    cancelled future: skipped)."""
+    for future in futures:
+        if not future.done():
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)

@@ -32,18 +32,22 @@ def answers_ping(port: int) -> bool:
 
 class RedisProcess:
     """``start()`` returns once it answers PING; ``stop()`` once the process is gone and
-    its port refuses connections."""
+    its port refuses connections; ``kill()`` is SIGKILL. ``durable``: append-only with a
+    sync per write, so what it acknowledged survives SIGKILL, as with a persistent
+    production Redis (else nothing is kept on disk)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, durable: bool = False) -> None:
         self.port = port
         self.url = f"redis://127.0.0.1:{port}/0"
         self._dir = tempfile.mkdtemp(prefix="a2a-redis-")
+        self._persist = ["--appendonly", "yes", "--appendfsync", "always"] if durable \
+            else ["--appendonly", "no"]
         self._proc: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 10.0) -> RedisProcess:
         self._proc = subprocess.Popen(
             [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", self._dir, "--protected-mode", "yes"],
+             *self._persist, "--dir", self._dir, "--protected-mode", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while not answers_ping(self.port):
@@ -62,6 +66,12 @@ class RedisProcess:
             self._proc.kill()
             self._proc.wait()
         self._proc = None
+
+    def kill(self) -> None:
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+            self._proc = None
 
     def close(self) -> None:
         self.stop()

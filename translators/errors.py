@@ -83,8 +83,9 @@ ERROR_KINDS: tuple[ErrorKind, ...] = (
           domain=GATEWAY_DOMAIN, v03_http=502, v03_grpc="UNAVAILABLE"),
     _kind("BackendTimeoutError", -32603, "DEADLINE_EXCEEDED", 504, "Backend agent timed out",
           domain=GATEWAY_DOMAIN, v03_http=504, v03_grpc="DEADLINE_EXCEEDED"),
-    # The gateway's state store (task index, rate buckets) cannot be reached now: the
-    # call may be retried (Retry-After), it is not the backend's fault nor a bug.
+    # The gateway's state store (task index, rate buckets) cannot be used now: the call
+    # may be retried (Retry-After); it is neither the backend's fault nor a bug, and
+    # nothing was done that the caller would have to know of.
     _kind("StoreUnavailableError", -32603, "UNAVAILABLE", 503,
           "The gateway's state store is unavailable; retry later", domain=GATEWAY_DOMAIN,
           v03_http=503, v03_grpc="UNAVAILABLE"),

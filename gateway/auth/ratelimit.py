@@ -19,8 +19,8 @@ import structlog
 
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
-from gateway.limits import REFUSED, RETRY_AFTER_SECONDS
-from gateway.state import Store, StoreError
+from gateway.limits import REFUSED
+from gateway.state import Store, StoreError, store_unavailable
 from translators.errors import A2AError, a2a_error
 
 log = structlog.get_logger("a2a_gateway.auth")
@@ -119,10 +119,9 @@ class StoreOutage:
              burst: int) -> float | None:
         """The fallback's answer to one take (TrafficLimits' BucketStore contract)."""
         if policy == "refuse":
-            raise a2a_error("StoreUnavailableError", "the gateway cannot check the rate "
-                            f"limits of tenant {tenant} now (its state store is "
-                            f"unavailable); retry in {RETRY_AFTER_SECONDS} s",
-                            retry_after=RETRY_AFTER_SECONDS)
+            # Its cause was logged by failed(), once per period.
+            raise store_unavailable(f"the gateway cannot check the rate limits of tenant "
+                                    f"{tenant} now (its state store is unavailable)")
         if policy == "allow":
             return None
         return self.local.take_now(key, rate, burst)

@@ -14,11 +14,12 @@ from gateway.state.base import (
     TaskPage,
     TaskQuery,
     TaskRecord,
+    store_unavailable,
 )
 from gateway.state.config import RetentionConfig, StateConfig
 
 __all__ = ["BadPageToken", "RetentionConfig", "StateConfig", "Store", "StoreError",
-           "TaskPage", "TaskQuery", "TaskRecord", "open_store"]
+           "TaskPage", "TaskQuery", "TaskRecord", "open_store", "store_unavailable"]
 
 
 def open_store(config: StateConfig, environ: Mapping[str, str] | None = None) -> Store:

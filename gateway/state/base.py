@@ -16,6 +16,12 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+import structlog
+
+from translators.errors import A2AError, a2a_error
+
+log = structlog.get_logger("a2a_gateway.state")
+
 # ListTasks: at most 100 a page, 50 when the client names none (a2a.proto v1.0).
 MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
@@ -23,6 +29,23 @@ DEFAULT_PAGE_SIZE = 50
 
 class StoreError(Exception):
     """The store cannot be reached or used (the message says why)."""
+
+
+# Seconds a caller refused for want of the store is told to wait (Retry-After): a store
+# that restarts is back within seconds, and one that does not is not helped by a storm.
+STORE_RETRY_AFTER = 1
+
+
+def store_unavailable(what: str, cause: StoreError | None = None) -> A2AError:
+    """The caller's error when the store failed a call needs: StoreUnavailableError —
+    HTTP 503 + Retry-After, gRPC UNAVAILABLE + retry-after, JSON-RPC -32603 with reason
+    STORE_UNAVAILABLE — never an InternalError. The cause goes to the log (a warning
+    line "state store unavailable"), not to the caller; pass none if the caller logged
+    it already."""
+    if cause is not None:
+        log.warning("state store unavailable", what=what, error=str(cause))
+    return a2a_error("StoreUnavailableError", f"{what}; retry in {STORE_RETRY_AFTER} s",
+                     retry_after=STORE_RETRY_AFTER)
 
 
 class BadPageToken(ValueError):

@@ -40,6 +40,12 @@ class TaskIndexConfig(_Model):
     # process never wait for it (they flush); other workers and replicas may.
     linger: float = Field(0.05, ge=0, description="Seconds an observation may wait for "
                           "others to be written with it (a full batch goes at once)")
+    # A creating call (SendMessage, SendStreamingMessage) waits for its task's record;
+    # past this it is refused as unavailable (README "State": a store outage).
+    write_timeout: float = Field(5.0, gt=0, description="Seconds a call that creates a "
+                                 "task waits for its record to be written before it is "
+                                 "answered; past it the call is refused (unavailable, "
+                                 "retry)")
     refresh_concurrency: int = Field(8, gt=0, description="ListTasks from the index: "
                                      "GetTask calls to the backend at once")
     refresh_limit: int = Field(100, ge=0, le=100, description="ListTasks from the index: "

@@ -1,14 +1,23 @@
 """The SQLite store: one file in WAL mode, used through one connection on one thread of
 its own (the event loop never waits on the disk). Several processes on one host (gateway
 workers) may open the same file: writes that must be atomic run in BEGIN IMMEDIATE
-transactions, so they see each other's tasks, replay marks and rate-limit buckets."""
+transactions, so they see each other's tasks, replay marks and rate-limit buckets.
+
+Opening is serialized across processes by an exclusive lock on a file beside the
+database (``<path>-init.lock``, see :func:`connect`): switching a fresh file to WAL needs
+SQLite's exclusive lock, and two processes doing it at once may get "database is locked"
+without SQLite's busy handler ever being asked (it refuses to wait where waiting could
+deadlock). With the lock, workers starting together open the file one after the other."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import os
 import sqlite3
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
@@ -85,6 +94,53 @@ _UPSERT, _UPSERT_UNOWNED = _upsert(_ROW), _upsert(_ROW_UNOWNED)
 _CHUNK = 32
 _CHUNKED = {_UPSERT: _upsert(_ROW, _CHUNK), _UPSERT_UNOWNED: _upsert(_ROW_UNOWNED, _CHUNK)}
 
+# Seconds a process waits for another to finish opening the file (the lock below), and
+# for SQLite's own locks (busy_timeout) after that.
+OPEN_WAIT = 10.0
+
+
+@contextlib.contextmanager
+def _opening(path: str) -> Iterator[None]:
+    """Hold the file's opening lock: one process at a time switches it to WAL and creates
+    the schema. A lock file of its own, never the database: closing any descriptor of the
+    database would drop SQLite's POSIX locks of this process. flock is released by the
+    kernel when the holder dies, so a crashed opener blocks nobody. Left in place (removing
+    a lock file races with its next user)."""
+    fd = os.open(f"{path}-init.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        deadline = time.monotonic() + OPEN_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise sqlite3.OperationalError(
+                        f"another process kept {path}-init.lock for {OPEN_WAIT:g} s") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def connect(path: str) -> sqlite3.Connection:
+    """A connection to the store's file, in WAL mode, with the schema in place."""
+    memory = path == ":memory:"
+    try:
+        if not memory:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.nullcontext() if memory else _opening(path):
+            db = sqlite3.connect(path, timeout=OPEN_WAIT, isolation_level=None)
+            db.execute(f"PRAGMA busy_timeout = {int(OPEN_WAIT * 1000)}")
+            if not memory:
+                db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.executescript(_SCHEMA)
+    except (sqlite3.Error, OSError) as exc:
+        raise StoreError(f"cannot open the SQLite store {path}: {exc}") from exc
+    return db
+
+
 _COLUMNS = "tenant, task_id, context_id, state, created_at, updated_at, owner, backend"
 
 
@@ -104,18 +160,7 @@ class SqliteStore:
             raise
 
     def _connect(self) -> None:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        try:
-            db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
-            db.execute("PRAGMA busy_timeout = 10000")
-            if self.path != ":memory:":
-                db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite store {self.path}: {exc}") from exc
-        self._db = db
+        self._db = connect(self.path)
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         if self._db is None:

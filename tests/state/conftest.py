@@ -10,7 +10,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import redis_server
+from helpers import free_port, redis_server
+from redis_process import RedisProcess
 
 from gateway.state import RetentionConfig, Store
 from gateway.state.redis_store import RedisStore
@@ -21,6 +22,14 @@ from gateway.state.sqlite_store import SqliteStore
 def redis_url() -> Iterator[str]:
     with redis_server() as url:
         yield url
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisProcess]:
+    """A durable redis-server of the test's own, which it may kill and start again."""
+    redis = RedisProcess(free_port(), durable=True).start()
+    yield redis
+    redis.close()
 
 
 MakeStore = Callable[..., Store]

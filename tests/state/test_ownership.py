@@ -7,8 +7,11 @@ itself with principals put on the call directly."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-from typing import Any
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any, cast
 
 import aiohttp
 import pytest
@@ -21,7 +24,7 @@ from gateway.config import parse_config
 from gateway.state import Store, TaskRecord
 from gateway.task_index import TaskIndex, task_of
 from translators import operations as ops
-from translators.errors import A2AError
+from translators.errors import A2AError, a2a_error
 
 V10 = {"A2A-Version": "1.0"}
 KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789"}
@@ -165,17 +168,19 @@ async def test_owner_rules_on_the_index(store: Store) -> None:
     # A new task (no task id) and the card need no owner.
     await tasks.admit(call(ops.SEND, pb.SendMessageRequest(message=pb.Message()), "bob"))
     await tasks.admit(call(ops.EXTENDED_CARD, pb.GetExtendedAgentCardRequest(), "bob"))
-    # The creator of a task not written yet owns it already.
+    # A created task is in the store, with its owner, before its creator is answered.
     created = call(ops.SEND, pb.SendMessageRequest(), "carol")
     created.ctx.outcome.backend_binding, created.ctx.outcome.backend_version = "JSONRPC", "0.3"
-    tasks.answered(created, pb.SendMessageResponse(task=pb.Task(
+    written = tasks.answered(created, pb.SendMessageResponse(task=pb.Task(
         id="c1", context_id="c", status=pb.TaskStatus(state=pb.TASK_STATE_SUBMITTED))))
+    assert written is not None
+    await written
+    got = await store.get_task("t", "c1")
+    assert got is not None and got.owner == "api_key:carol"
     await tasks.admit(call(ops.GET_TASK, pb.GetTaskRequest(id="c1"), "carol"))
     with pytest.raises(A2AError):
         await tasks.admit(call(ops.GET_TASK, pb.GetTaskRequest(id="c1"), "dave"))
     await tasks.close()
-    got = await store.get_task("t", "c1")
-    assert got is not None and got.owner == "api_key:carol"
     # ListTasks: scoped to the owner, and served from the index for every backend.
     listing = call(ops.LIST_TASKS, pb.ListTasksRequest(), "alice")
     assert tasks.owner_scope(listing) == "api_key:alice" and tasks.lists(listing, "1.0")
@@ -189,3 +194,102 @@ async def test_ownership_off(store: Store) -> None:
     config = parse_config({"tenants": {"t": v03("http://127.0.0.1:9/")},
                            "state": {"path": ":memory:", "tasks": {"ownership": False}}})
     await TaskIndex(config, store).admit(call(ops.GET_TASK, pb.GetTaskRequest(id="x"), "bob"))
+
+
+class CountingStore:
+    """A real store, with the calls made to it counted by method (what the ownership
+    check does is compared by its work, not by a stopwatch)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self.store, name)
+        if not callable(attr):
+            return attr
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            self.calls[name] += 1
+            return await attr(*args, **kwargs)
+        return counted
+
+
+async def test_no_existence_oracle_in_the_ownership_check(store: Store) -> None:
+    """Another principal's task, a task without an owner and a task that does not exist:
+    the same error (but for the id asked for) after the same store work — one read, no
+    wait for a write — so neither content nor time tells which ids exist (issue 27: the
+    missing one took ~113 ms, re-read after a sleep, the other's ~2 ms)."""
+    counting = CountingStore(store)
+    tasks = index(cast(Store, counting))
+    await store.record_task(TaskRecord("t", "theirs", "c", "TASK_STATE_WORKING", 1.0, 1.0,
+                                       "api_key:alice"))
+    await store.record_task(TaskRecord("t", "ownerless", "c", "TASK_STATE_WORKING", 1.0, 1.0))
+    seen = []
+    for task_id in ("theirs", "ownerless", "missing"):
+        counting.calls.clear()
+        with pytest.raises(A2AError) as refused:
+            await tasks.admit(call(ops.GET_TASK, pb.GetTaskRequest(id=task_id), "bob"))
+        err = refused.value
+        seen.append((err.kind.name, err.message.replace(task_id, "ID"),
+                     {k: v.replace(task_id, "ID") for k, v in err.metadata.items()},
+                     dict(counting.calls)))
+    assert seen == [("TaskNotFoundError", "task 'ID' not found", {"task_id": "ID"},
+                     {"get_task": 1})] * 3
+    await tasks.close()
+
+
+async def test_anothers_task_and_no_task_get_the_same_answer(
+        gateway: str, http: aiohttp.ClientSession) -> None:
+    alice, bob = Caller(http, gateway, "alice"), Caller(http, gateway, "bob")
+    theirs = (await alice.task("input: mine"))["id"]
+    missing = "0" * len(theirs)
+    replies = [await bob.rpc("GetTask", {"id": task}) for task in (theirs, missing)]
+    assert json.dumps(replies[0]).replace(theirs, "ID") == \
+        json.dumps(replies[1]).replace(missing, "ID")
+    assert not_found(replies[0])
+    rest = [await bob.rest("GET", f"/tasks/{task}") for task in (theirs, missing)]
+    assert rest[0][0] == rest[1][0] == 404
+    assert json.dumps(rest[0][1]).replace(theirs, "ID") == \
+        json.dumps(rest[1][1]).replace(missing, "ID")
+
+
+async def test_a_stream_shows_its_task_only_once_it_is_written(store: Store) -> None:
+    """SendStreamingMessage: the first event that shows the task is written (with its
+    owner) before the batch goes on; what follows it is left to be read in turns; an
+    event that cannot be read ends the batch after the ones before it."""
+    tasks = index(store)
+    streaming = call(ops.STREAM, pb.SendMessageRequest(), "carol")
+    streaming.ctx.outcome.backend_binding, streaming.ctx.outcome.backend_version = \
+        "JSONRPC", "0.3"
+    assert tasks.creates(streaming)
+    hello = pb.StreamResponse(message=pb.Message(message_id="m", role=pb.ROLE_AGENT))
+    events = [hello, pb.StreamResponse(task=pb.Task(
+        id="s1", context_id="c", status=pb.TaskStatus(state=pb.TASK_STATE_WORKING))),
+        pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+            task_id="s1", context_id="c", status=pb.TaskStatus(
+                state=pb.TASK_STATE_COMPLETED)))]
+    read: list[pb.StreamResponse] = []
+
+    def reading() -> Iterator[pb.StreamResponse]:
+        for event in events:
+            read.append(event)
+            yield event
+
+    batch, written = await tasks.written_first(streaming, reading())
+    assert written and read == events[:2]
+    got = await store.get_task("t", "s1")
+    assert got is not None and got.owner == "api_key:carol"
+    assert got.state == "TASK_STATE_WORKING"
+    assert list(batch) == events
+
+    def broken() -> Iterator[pb.StreamResponse]:
+        yield hello
+        raise a2a_error("InvalidAgentResponseError", "unreadable")
+
+    batch, written = await tasks.written_first(streaming, broken())
+    sent: list[pb.StreamResponse] = []
+    with pytest.raises(A2AError, match="unreadable"):
+        sent.extend(batch)
+    assert not written and sent == [hello]
+    await tasks.close()

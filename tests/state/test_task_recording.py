@@ -16,7 +16,7 @@ import pytest
 from helpers import MakeGateway, receiving_webhooks, v03
 
 from gateway.metrics import TASK_DROPS, TASK_RECORDS
-from gateway.state import Store, TaskQuery, TaskRecord
+from gateway.state import Store, StoreError, TaskQuery, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.task_record import TaskRecorder
 
@@ -102,6 +102,65 @@ async def test_a_failing_store_is_counted_not_raised(tmp_path: Path) -> None:
     recorder.add(rec("b", T0))
     await recorder.flush()
     assert TASK_DROPS.labels("store_error")._value.get() - failed == 2
+
+
+class Holding(Spy):
+    """Writes each batch only once let go (``release``); records what each carried."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store)
+        self.release = asyncio.Event()
+        self.batches: list[list[str]] = []
+
+    async def record_tasks(self, records: list[TaskRecord]) -> None:
+        self.batches.append([r.task_id for r in records])
+        await self.release.wait()
+        await super().record_tasks(records)
+
+
+async def test_creations_wait_for_their_write_and_share_it(store: Store) -> None:
+    """A creating call's write (read-your-writes): it returns once the store has the
+    record, does not linger, and the calls waiting at one moment share one write; the
+    ones waiting go first when more is queued than a batch holds."""
+    spy = Spy(store)
+    recorder = TaskRecorder(cast(Store, spy), batch=4, linger=30)
+    for i in range(6):
+        recorder.add(rec(f"bg{i}", T0))  # background observations, lingering
+    await asyncio.wait_for(recorder.write([rec("mine", T0, owner="alice")]), 5)
+    got = await store.get_task("t1", "mine")
+    assert got is not None and got.owner == "alice"
+    holding = Holding(store)
+    recorder = TaskRecorder(cast(Store, holding), batch=4, linger=30)
+    first = asyncio.ensure_future(recorder.write([rec("w0", T0)]))
+    while not holding.batches:
+        await asyncio.sleep(0.001)
+    # While that is written, more than a batch queues up, and more callers wait: one
+    # write for all of them, ahead of the queue.
+    for i in range(6):
+        recorder.add(rec(f"q{i}", T0))
+    more = asyncio.gather(*(recorder.write([rec(f"w{i}", T0)]) for i in range(1, 4)))
+    await asyncio.sleep(0.01)
+    holding.release.set()
+    await asyncio.wait_for(asyncio.gather(first, more), 5)
+    assert holding.batches[:2] == [["w0"], ["w1", "w2", "w3", "q0"]]
+    await recorder.close()
+
+
+async def test_a_creation_the_store_cannot_take_is_an_error(tmp_path: Path) -> None:
+    gone = SqliteStore(str(tmp_path / "gone.db"))
+    await gone.close()
+    recorder = TaskRecorder(gone)
+    with pytest.raises(StoreError, match="closed"):
+        await recorder.write([rec("a", T0)])
+    assert recorder.failing
+    stuck = Holding(SqliteStore(str(tmp_path / "ok.db")))
+    slow = TaskRecorder(cast(Store, stuck), write_timeout=0.05)
+    with pytest.raises(StoreError, match=r"not written within 0\.05 s"):
+        await slow.write([rec("b", T0)])
+    stuck.release.set()
+    await slow.close()
+    assert not slow.failing  # the write went through in the end
+    await stuck.store.close()
 
 
 # ---------------------------------------------------------------- through a gateway
