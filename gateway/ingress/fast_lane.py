@@ -36,7 +36,7 @@ from gateway.config import LimitsConfig
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import Reply, app_gateway
 from gateway.ingress.errors import unhandled
-from gateway.ingress.lane_head import MAX_HEAD, REFUSED, LaneCall, asks_to_close, read_request
+from gateway.ingress.lane_head import MAX_HEAD, asks_to_close, checked_until, read_request
 
 log = structlog.get_logger("a2a_gateway.http")
 
@@ -214,16 +214,11 @@ class FastLane(asyncio.Protocol):
             return
         # Pipelined requests: aiohttp's parser answers a read with one refused request in
         # it by one 400 for the whole read, so such a read is aiohttp's from its start.
-        pos = max(request.end, self._checked)
-        while pos < len(buffer):
-            later = read_request(buffer, pos, max_body)
-            if not isinstance(later, LaneCall):
-                if later in REFUSED:
-                    self._hand_over("not_plain")
-                    return
-                break
-            pos = later.end
-        self._checked = pos - request.end
+        checked = checked_until(buffer, max(request.end, self._checked))
+        if checked is None:
+            self._hand_over("not_plain")
+            return
+        self._checked = checked - request.end
         del buffer[:request.end]
         lane_request = LaneRequest(self._app, request.headers, self._transport, request.path)
         self._task = self._loop.create_task(self._serve(lane_request, request.head,

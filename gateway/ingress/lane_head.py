@@ -67,7 +67,7 @@ def parse_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
         elif lower in _NOT_HERE or (lower == "connection" and "upgrade" in value.lower()):
             return None
         fields.append((name, value))
-    if length is None:
+    if length is None or "host" not in seen:  # aiohttp refuses HTTP/1.1 without Host
         return None
     return line.group(1).decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), length
 
@@ -94,10 +94,6 @@ class LaneCall(NamedTuple):
     headers: CIMultiDictProxy[str]
     body: bytes
     end: int  # where the next request begins in the buffer
-
-
-# What the lane hands over for a reason aiohttp's parser refuses a whole read for.
-REFUSED = frozenset({"not_plain", "long_head"})
 
 
 def read_request(buffer: bytearray, pos: int, max_body: int) -> LaneCall | str | None:
@@ -131,3 +127,25 @@ def asks_to_close(headers: CIMultiDictProxy[str]) -> bool:
     """Whether any `Connection` field names `close` (aiohttp reads every one)."""
     return "close" in (token.strip() for value in headers.getall("Connection", ())
                        for token in value.lower().split(","))
+
+
+def checked_until(buffer: bytearray, pos: int) -> int | None:
+    """Pipelined requests from ``pos`` on, checked the way aiohttp's parser reads them:
+    None if one of them is refused (aiohttp then answers the whole read with one 400),
+    else where the checked requests end (a request still coming is not checked)."""
+    while pos < len(buffer):
+        end = buffer.find(b"\r\n\r\n", pos, pos + MAX_HEAD + 4)
+        if end < 0:
+            partial = len(buffer) - pos <= MAX_HEAD and may_become_plain(
+                bytes(buffer[pos:pos + MAX_HEAD]))
+            return pos if partial else None
+        parsed = parse_head(bytes(buffer[pos:end + 2]))
+        if parsed is None:
+            return None
+        after = end + 4 + parsed[2]
+        if after > len(buffer):
+            return pos
+        if after < len(buffer) and asks_to_close(parsed[1]):
+            return None
+        pos = after
+    return pos
