@@ -127,6 +127,7 @@ class FastLane(asyncio.Protocol):
         self._write_paused = False
         self._read_paused = False
         self._eof = False
+        self._tls = False
         self._checked = 0  # bytes at the buffer's start seen to be plain requests
         # The idle deadline: one timer, re-armed when it fires early (see connections.py).
         self._idle_since = 0.0
@@ -136,6 +137,7 @@ class FastLane(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        self._tls = transport.get_extra_info("sslcontext") is not None
 
     def data_received(self, data: bytes) -> None:
         if self._aiohttp is not None:
@@ -156,7 +158,11 @@ class FastLane(asyncio.Protocol):
         self._eof = True
         if self._task is None:
             self._close()
-        return True  # an answer under way is still written; then the connection closes
+            return None
+        # An answer under way is still written, then the connection closes. Not over TLS:
+        # its transport cannot stay half-open (it closes, and warns in plain text on
+        # stderr when asked to keep it), so there the call ends as aiohttp's would.
+        return None if self._tls else True
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._aiohttp is not None:
