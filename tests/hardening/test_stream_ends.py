@@ -131,9 +131,13 @@ TICK = 0.01  # seconds between a ticking stream's events
 
 async def ticking_sse(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
     """A stream that sends a working status every TICK, for ever: at SIGTERM the
-    gateway's stream tasks are anywhere in their loop (reading, framing, writing)."""
+    gateway's stream tasks are anywhere in their loop (reading, framing, writing). For
+    a message whose text begins with "silent", one that sends nothing, for ever."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
+    if body["params"].get("message", {}).get("parts", [{}])[0].get("text", "").startswith(
+            "silent"):
+        await asyncio.sleep(3600)
     event = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
         "kind": "status-update", "taskId": "t", "contextId": "c",
         "status": {"state": "working"}, "final": False}})
@@ -209,6 +213,16 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
         try:
             await asyncio.to_thread(wait_for_port, port, 30, proc)
             sse = await _sse_streams(http, f"http://127.0.0.1:{port}", each)
+            # Streams still waiting for their first event (both SSE kinds of answer).
+            silent = [asyncio.create_task(post(
+                http, f"http://127.0.0.1:{port}/", rpc_body("message/stream", {
+                    "message": j03_message(f"silent{i}")}, rid=f"silent{i}")))
+                for i in range(each)]
+            silent.append(asyncio.create_task(post(
+                http, f"http://127.0.0.1:{port}/message:stream",
+                {"message": p10_message("silent-rest")}, headers={"A2A-Version": "1.0"})))
+            while sum(str(b.get("params")).count("silent") for b in backend.seen) < each + 1:
+                await asyncio.sleep(0.02)
             # Subscriptions that failed before SIGTERM (the agent's task lookup is broken)
             # left the backend's stream open until the loop's end, once.
             for i in range(each):
@@ -227,9 +241,10 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
                 proc.send_signal(signal.SIGTERM)
                 # Read as clients do, all at once. A reset would raise here (aiohttp: the
                 # chunked body broke off; gRPC: a status other than OK).
-                tails, codes = await asyncio.gather(
+                tails, codes, unopened = await asyncio.gather(
                     asyncio.gather(*(asyncio.wait_for(r.content.read(), 10) for r in sse)),
-                    asyncio.gather(*(asyncio.wait_for(_grpc_end(call), 10) for call in calls)))
+                    asyncio.gather(*(asyncio.wait_for(_grpc_end(call), 10) for call in calls)),
+                    asyncio.gather(*(asyncio.wait_for(t, 10) for t in silent)))
             code = await asyncio.to_thread(proc.wait, SHUTDOWN_GRACE + 10)
             elapsed = time.monotonic() - started
         finally:
@@ -237,6 +252,13 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
     frames = [frame.strip() for tail in tails for frame in tail.split(b"\n\n") if frame.strip()]
     assert frames and all(f.startswith(b"data: ") and b"error" not in f for f in frames)
     assert codes == [grpc.StatusCode.OK] * each
+    # Not yet opened: an error in the client's dialect, "unavailable, retry" (README
+    # "Shutdown"), not a reset after the grace. JSON-RPC: a stream of one error frame.
+    *rpc_replies, rest_reply = unopened
+    errors = [json.loads(text.removeprefix("data: ")) for _, _, text in rpc_replies]
+    assert [(f["id"], f["error"]["code"], f["error"]["data"]["reason"]) for f in errors] == [
+        (f"silent{i}", -32603, "BACKEND_UNAVAILABLE") for i in range(each)]
+    assert (rest_reply[0], rest_reply[2]["error"]["status"]) == (502, "UNAVAILABLE")
     assert code == 0
     assert elapsed < SHUTDOWN_GRACE  # streams end at once; no unary call held it
     lines = [(name, line) for name in ("out", "err")
