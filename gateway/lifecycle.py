@@ -36,6 +36,10 @@ class Streams:
     def track(self, binding: str) -> Iterator[None]:
         task = asyncio.current_task()
         assert task is not None
+        if self.draining:
+            # It began after the drain cancelled the others: it ends the same way, at its
+            # next wait.
+            task.cancel()
         self._tasks.add(task)
         OPEN_STREAMS.labels(binding).inc()
         try:

@@ -55,15 +55,29 @@ async def with_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None
     whether an update was the last.
     """
     flags = _FinalFlags()
-    async for events in source:
-        yield flags.flagged(events)
+    try:
+        async for events in source:
+            yield flags.flagged(events)
+    finally:
+        await close_stream(source)
     if flags.unended is not None:
         yield ((flags.unended, True),)
 
 
 async def without_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None]:
-    async for events in source:
-        yield ((item, False) for item in events)
+    try:
+        async for events in source:
+            yield ((item, False) for item in events)
+    finally:
+        await close_stream(source)
+
+
+async def close_stream(source: EventBatches) -> None:
+    """Close the stream a wrapper reads, whenever the wrapper ends: `async for` does not,
+    and a stream left open (its backend connection, its slots) is closed only when the
+    collector finds it, or at the loop's end, concurrently with the streams it wraps (a
+    RuntimeError "generator didn't stop after athrow()" at shutdown)."""
+    await source.aclose()  # type: ignore[attr-defined]
 
 
 async def bounded_stream(source: EventBatches, call: Call, config: BackendConfig,
@@ -96,4 +110,4 @@ async def bounded_stream(source: EventBatches, call: Call, config: BackendConfig
     except TimeoutError:
         raise backend_timeout(call, config, shown, waiting_for) from None
     finally:
-        await source.aclose()  # type: ignore[attr-defined]
+        await close_stream(source)

@@ -21,7 +21,7 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.egress.base import Backend, EventBatches
-from gateway.streams import TERMINAL, ends_stream
+from gateway.streams import TERMINAL, close_stream, ends_stream
 from translators import operations as ops
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03, V10
@@ -84,7 +84,7 @@ async def settled_end(backend: Backend, call: Call, source: EventBatches) -> Eve
         async for events in source:
             yield seen.watch(events)
     finally:
-        await source.aclose()  # type: ignore[attr-defined]
+        await close_stream(source)
     if seen.ended or not seen.task_id:
         return
     try:
@@ -128,27 +128,30 @@ async def task_first(backend: Backend, call: Call, source: EventBatches) -> Even
 
     pending = asyncio.ensure_future(first_read())  # opens the backend's stream
     try:
-        done, _ = await asyncio.wait({pending}, timeout=TASK_FIRST_GRACE_SECONDS)
         try:
-            first = pending.result() if done else None
-        except A2AError as err:
-            raise await _failed_subscribe(backend, call, err) or err from None
-        if first is None or not first[0].HasField("task"):
-            if done and first is None:  # the backend ended the stream without an event
-                refusal = await _failed_subscribe(backend, call, None)
-                if refusal is not None:
-                    raise refusal
-                return
-            task_id = call.request.id
-            yield (pb.StreamResponse(task=await current_task(backend, call, task_id)),)
-            first = await pending
-            if first is None:
-                return
-        item, rest = first
-        yield itertools.chain((item,), rest)
+            done, _ = await asyncio.wait({pending}, timeout=TASK_FIRST_GRACE_SECONDS)
+            try:
+                first = pending.result() if done else None
+            except A2AError as err:
+                raise await _failed_subscribe(backend, call, err) or err from None
+            if first is None or not first[0].HasField("task"):
+                if done and first is None:  # the backend ended the stream without an event
+                    refusal = await _failed_subscribe(backend, call, None)
+                    if refusal is not None:
+                        raise refusal
+                    return
+                task_id = call.request.id
+                yield (pb.StreamResponse(task=await current_task(backend, call, task_id)),)
+                first = await pending
+                if first is None:
+                    return
+            item, rest = first
+            yield itertools.chain((item,), rest)
+        finally:
+            if not pending.done():
+                pending.cancel()
+                await asyncio.wait({pending})  # the source must be idle before it closes
+        async for events in source:
+            yield events
     finally:
-        if not pending.done():
-            pending.cancel()
-            await asyncio.wait({pending})  # the source must be idle before it closes
-    async for events in source:
-        yield events
+        await close_stream(source)  # after the first read is idle

@@ -20,7 +20,6 @@ reading no further while an answer cannot be written.
 from __future__ import annotations
 
 import asyncio
-import re
 import socket
 import time
 from collections.abc import Callable, Iterable
@@ -31,7 +30,7 @@ import structlog
 from aiohttp import web
 from aiohttp.helpers import rfc822_formatted_time
 from aiohttp.http import SERVER_SOFTWARE
-from multidict import CIMultiDict, CIMultiDictProxy, MultiDict, MultiDictProxy
+from multidict import CIMultiDictProxy, MultiDict, MultiDictProxy
 from prometheus_client import Counter
 
 from gateway import access
@@ -40,32 +39,15 @@ from gateway.config import LimitsConfig
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import Reply, app_gateway
 from gateway.ingress.errors import unhandled
-from translators import operations as ops
+from gateway.ingress.lane_head import MAX_HEAD, asks_to_close, checked_until, read_request
 
 log = structlog.get_logger("a2a_gateway.http")
 
 HANDOVERS = Counter("a2a_gateway_fast_lane_handovers_total", "Connections the fast lane "
                     "handed to aiohttp, by what their next request was", ["reason"])
 
-# What aiohttp's parser takes (web_protocol.RequestHandler's defaults): a head within
-# these bounds is one aiohttp would read too.
-MAX_HEAD = 8190
-MAX_FIELDS = 128
-
-# `POST /` or `POST /{tenant}[/]` over HTTP/1.1, the tenant in unreserved characters
-# (nothing to percent-decode); token field names, no obs-fold, no control characters.
-_REQUEST_LINE = re.compile(rb"POST (/(?:[A-Za-z0-9._~-]+/?)?) HTTP/1\.1")
-_FIELDS = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*\r\n)+")
-_NOT_HERE = frozenset({"transfer-encoding", "expect", "upgrade"})
 _NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
-# A streaming method's name, in either version, is in its body (the decoded method is
-# checked again: JSON escapes can spell it otherwise).
-_STREAMING = re.compile(b"|".join(re.escape(name.encode()) for op in ops.OPERATIONS
-                                  if op.streaming for name in (op.name, op.jsonrpc_v03)
-                                  if name))
-
-
 class LaneRequest:
     """What the JSON-RPC codec reads from a request, for one the lane parsed."""
 
@@ -100,40 +82,6 @@ class LaneRequest:
         return str(peer[0]) if isinstance(peer, tuple | list) and peer else None
 
 
-
-
-def parse_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
-    """(path, headers, content length) of a head (request line and fields, each ending
-    in CRLF) the lane serves; None for anything else."""
-    line_end = head.find(b"\r\n")
-    line = _REQUEST_LINE.fullmatch(head, 0, line_end)
-    if line is None or _FIELDS.fullmatch(head, line_end + 2) is None:
-        return None
-    raw_fields = head[line_end + 2:-2].split(b"\r\n")
-    if len(raw_fields) > MAX_FIELDS:
-        return None
-    fields: list[tuple[str, str]] = []
-    length: int | None = None
-    for raw in raw_fields:
-        name_b, _, value_b = raw.partition(b":")
-        name = name_b.decode("ascii")
-        value = value_b.strip(b" \t").decode("utf-8", "surrogateescape")
-        lower = name.lower()
-        if lower == "content-length":
-            if length is not None or not value.isdigit() or not value.isascii():
-                return None
-            length = int(value)
-        elif lower in _NOT_HERE or (lower == "connection" and "upgrade" in value.lower()):
-            return None
-        fields.append((name, value))
-    if length is None:
-        return None
-    return line.group(1).decode("ascii"), CIMultiDictProxy(CIMultiDict(fields)), length
-
-
-def _asks_to_close(connection: str | None) -> bool:
-    return connection is not None and "close" in (
-        token.strip() for token in connection.lower().split(","))
 
 
 def reply_bytes(reply: Reply, close: bool) -> bytes:
@@ -186,6 +134,8 @@ class FastLane(asyncio.Protocol):
         self._write_paused = False
         self._read_paused = False
         self._eof = False
+        self._tls = False
+        self._checked = 0  # bytes at the buffer's start seen to be plain requests
         # The idle deadline: one timer, re-armed when it fires early (see connections.py).
         self._idle_since = 0.0
         self._timer: asyncio.TimerHandle | None = None
@@ -194,6 +144,7 @@ class FastLane(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
+        self._tls = transport.get_extra_info("sslcontext") is not None
 
     def data_received(self, data: bytes) -> None:
         if self._aiohttp is not None:
@@ -214,7 +165,11 @@ class FastLane(asyncio.Protocol):
         self._eof = True
         if self._task is None:
             self._close()
-        return True  # an answer under way is still written; then the connection closes
+            return None
+        # An answer under way is still written, then the connection closes. Not over TLS:
+        # its transport cannot stay half-open (it closes, and warns in plain text on
+        # stderr when asked to keep it), so there the call ends as aiohttp's would.
+        return None if self._tls else True
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self._aiohttp is not None:
@@ -263,31 +218,24 @@ class FastLane(asyncio.Protocol):
         buffer = self._buffer
         if not buffer or self._write_paused or self._transport is None:
             return
-        end = buffer.find(b"\r\n\r\n", 0, MAX_HEAD + 4)
-        if end < 0:
-            if len(buffer) > MAX_HEAD:
-                self._hand_over("long_head")
+        max_body = app_gateway(self._app).config.max_body_bytes
+        request = read_request(buffer, 0, max_body)
+        if request is None:
             return
-        head = bytes(buffer[:end + 2])
-        parsed = parse_head(head)
-        if parsed is None:
+        if isinstance(request, str):
+            self._hand_over(request)
+            return
+        # Pipelined requests: aiohttp's parser answers a read with one refused request in
+        # it by one 400 for the whole read, so such a read is aiohttp's from its start.
+        checked = checked_until(buffer, max(request.end, self._checked))
+        if checked is None:
             self._hand_over("not_plain")
             return
-        path, headers, length = parsed
-        start = end + 4
-        if length > app_gateway(self._app).config.max_body_bytes:
-            self._hand_over("large_body")  # aiohttp's route refuses it
-            return
-        if len(buffer) < start + length:
-            self._hand_over("body_pending")  # aiohttp waits for it, bounded
-            return
-        body = bytes(buffer[start:start + length])
-        if _STREAMING.search(body) is not None:
-            self._hand_over("stream")
-            return
-        del buffer[:start + length]
-        request = LaneRequest(self._app, headers, self._transport, path)
-        self._task = self._loop.create_task(self._serve(request, head, body))
+        self._checked = checked - request.end
+        del buffer[:request.end]
+        lane_request = LaneRequest(self._app, request.headers, self._transport, request.path)
+        self._task = self._loop.create_task(self._serve(lane_request, request.head,
+                                                        request.body))
 
     async def _serve(self, request: LaneRequest, head: bytes, body: bytes) -> None:
         conn: Any = request.transport.get_protocol()
@@ -347,7 +295,7 @@ class FastLane(asyncio.Protocol):
         """Whether the connection ends with this answer: the client asked, or sent its
         end, or the gateway is shutting down."""
         return (self._eof or getattr(conn, "closing", False)
-                or _asks_to_close(request.headers.get("Connection")))
+                or asks_to_close(request.headers))
 
     # ---------------------------------------------------------------- idle and close
 

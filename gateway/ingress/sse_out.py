@@ -45,8 +45,21 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     reads = (with_final_flags(source) if ctx.client_version == V03
              else without_final_flags(source))
     first_error: A2AError | None = None
+    streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     try:
-        events = await _opening(reads)
+        # Tracked from here: at shutdown a stream still waiting for its first event is
+        # answered too, not left to the connection drain's reset after the grace.
+        with streams.track(ctx.client_binding):
+            events = await _opening(reads)
+    except asyncio.CancelledError:
+        if not streams.draining:
+            await reads.aclose()
+            raise
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        events = None
+        first_error = a2a_error("BackendUnavailableError", "the gateway is shutting down "
+                                "before the stream's first event; retry")
+        log_call(ctx, call.op.name, first_error)
     except Exception as exc:  # A2AError, or a bug of ours: answer in the client's dialect
         events = None
         first_error = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
@@ -68,7 +81,6 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     opening = True
     frames: list[bytes] = []  # framed, not written yet
     write_timeout = gateway.config.limits.write_timeout
-    streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     error: BaseException | None = None
     try:
         # A client that stops reading must not hold the stream (and its backend

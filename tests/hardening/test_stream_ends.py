@@ -6,17 +6,42 @@ from __future__ import annotations
 
 import asyncio
 import gc
-from collections.abc import Iterator
+import json
+import signal
+import subprocess
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import aiohttp
 import grpc
+import pytest
 from a2a.types import a2a_pb2 as pb
-from hardening_support import ScriptedBackend, endless_sse, j03_message, rpc_body
-from helpers import MakeGateway, free_port, v03
+from aiohttp import web
+from hardening_support import (
+    ScriptedBackend,
+    endless_sse,
+    j03_message,
+    p10_message,
+    post,
+    rpc_body,
+)
+from helpers import (
+    MakeGateway,
+    free_port,
+    gateway_cmd,
+    stop_process,
+    v03,
+    wait_for_port,
+    write_config,
+)
 from prometheus_client import REGISTRY
 
 from gateway import metrics
+from gateway.egress.base import EventBatches
+from gateway.streams import Flagged, with_final_flags, without_final_flags
 
 STREAMS = 10
 
@@ -75,3 +100,153 @@ async def test_a_client_that_leaves_is_counted_and_leaves_no_cycles(
         for binding, was in before.items():
             assert _cancelled(binding) - was == STREAMS, binding
         assert garbage == [], f"stream handlers left in cycles: {sorted(set(garbage))}"
+
+
+@pytest.mark.parametrize("wrap", [with_final_flags, without_final_flags])
+async def test_a_stream_wrapper_closes_the_stream_it_wraps(
+        wrap: Callable[[EventBatches], AsyncIterator[Flagged]]) -> None:
+    """Closed between two reads (its client left, or shutdown cancelled a write), a
+    wrapper closes its source at once: not the collector, later, nor the loop's end, all
+    streams at once (`generator didn't stop after athrow()`)."""
+    closed: list[str] = []
+
+    async def source() -> AsyncIterator[list[pb.StreamResponse]]:
+        try:
+            while True:
+                yield [pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(task_id="t"))]
+        finally:
+            closed.append("source")
+
+    reads = wrap(source())
+    assert [item.status_update.task_id for item, _ in await anext(reads)] == ["t"]
+    await reads.aclose()  # type: ignore[attr-defined]
+    assert closed == ["source"]
+
+
+# ---------------------------------------------------------------- shutdown
+
+SHUTDOWN_GRACE = 5.0
+TICK = 0.01  # seconds between a ticking stream's events
+
+
+async def ticking_sse(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+    """A stream that sends a working status every TICK, for ever: at SIGTERM the
+    gateway's stream tasks are anywhere in their loop (reading, framing, writing). For
+    a message whose text begins with "silent", one that sends nothing, for ever."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    if body["params"].get("message", {}).get("parts", [{}])[0].get("text", "").startswith(
+            "silent"):
+        await asyncio.sleep(3600)
+    event = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+        "kind": "status-update", "taskId": "t", "contextId": "c",
+        "status": {"state": "working"}, "final": False}})
+    while True:
+        await response.write(f"data: {event}\n\n".encode())
+        await asyncio.sleep(TICK)
+
+
+async def _open_sse(http: aiohttp.ClientSession, url: str, body: object,
+                    headers: dict[str, str] | None = None) -> aiohttp.ClientResponse:
+    """A stream whose first event is through."""
+    resp = await http.post(url, json=body, headers=headers)
+    assert resp.status == 200 and resp.content_type == "text/event-stream"
+    while not (await resp.content.readline()).startswith(b"data:"):
+        pass
+    return resp
+
+
+async def working_task(request: web.Request, body: dict[str, Any]) -> web.Response:
+    """Task `t`, working; for any other id, not a task (a broken agent)."""
+    result = {"kind": "task", "id": "t", "contextId": "c", "status": {"state": "working"}}
+    if body["params"]["id"] != "t":
+        result = {"kind": "message", "messageId": "x", "role": "agent", "parts": []}
+    return web.json_response({"jsonrpc": "2.0", "id": body["id"], "result": result})
+
+
+async def _sse_streams(http: aiohttp.ClientSession, base: str, each: int,
+                       ) -> list[aiohttp.ClientResponse]:
+    """``each`` streams of JSON-RPC v0.3, JSON-RPC v1.0 and REST v1.0, and v1.0
+    subscriptions (the gateway sends a v0.3 backend's task first: its own wrapper)."""
+    v10 = {"A2A-Version": "1.0"}
+    opened: list[aiohttp.ClientResponse] = []
+    for i in range(each):
+        opened.append(await _open_sse(http, base + "/", rpc_body(
+            "message/stream", {"message": j03_message(f"a{i}")}, rid=i)))
+        opened.append(await _open_sse(http, base + "/", rpc_body(
+            "SendStreamingMessage", {"message": p10_message(f"b{i}")}, rid=i), v10))
+        opened.append(await _open_sse(http, base + "/message:stream",
+                                      {"message": p10_message(f"c{i}")}, v10))
+        opened.append(await _open_sse(http, base + "/", rpc_body(
+            "SubscribeToTask", {"id": "t"}, rid=i), v10))
+    return opened
+
+
+async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
+        tmp_path: Path) -> None:
+    """SIGTERM with SSE streams open (JSON-RPC v0.3 and v1.0, REST v1.0, subscriptions),
+    their events flowing, and others not yet opened: the process exits 0 within its
+    grace; every open SSE response ends properly (its last chunk, no reset, no error
+    frame), every unopened one with an error in its dialect (README "Shutdown"); stdout
+    and stderr are JSON lines only. A stream's wrappers left
+    the streams they wrap open, for the loop's end to close all at once: `RuntimeError:
+    generator didn't stop after athrow()` and tracebacks on stderr."""
+    port = free_port()
+    each = 3
+    async with ScriptedBackend().running() as backend, aiohttp.ClientSession() as http:
+        backend.handlers["message/stream"] = backend.handlers["tasks/resubscribe"] = ticking_sse
+        backend.handlers["tasks/get"] = working_task
+        config = write_config(tmp_path / "gw.yaml", {
+            "listen": {"http": f"127.0.0.1:{port}"},
+            "tenants": {"b": v03(backend.url)}, "default_tenant": "b",
+            "shutdown_grace": SHUTDOWN_GRACE, "reload_interval": 0})
+        with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
+            proc = subprocess.Popen(gateway_cmd(config), stdout=out, stderr=err)
+        try:
+            await asyncio.to_thread(wait_for_port, port, 30, proc)
+            sse = await _sse_streams(http, f"http://127.0.0.1:{port}", each)
+            # Streams still waiting for their first event (both SSE kinds of answer).
+            silent = [asyncio.create_task(post(
+                http, f"http://127.0.0.1:{port}/", rpc_body("message/stream", {
+                    "message": j03_message(f"silent{i}")}, rid=f"silent{i}")))
+                for i in range(each)]
+            silent.append(asyncio.create_task(post(
+                http, f"http://127.0.0.1:{port}/message:stream",
+                {"message": p10_message("silent-rest")}, headers={"A2A-Version": "1.0"})))
+            while sum(str(b.get("params")).count("silent") for b in backend.seen) < each + 1:
+                await asyncio.sleep(0.02)
+            # Subscriptions that failed before SIGTERM (the agent's task lookup is broken)
+            # left the backend's stream open until the loop's end, once.
+            for i in range(each):
+                reply = await post(http, f"http://127.0.0.1:{port}/", rpc_body(
+                    "SubscribeToTask", {"id": f"gone{i}"}, rid=i), headers={"A2A-Version": "1.0"})
+                assert reply[2]["error"]["code"] == -32006, reply  # InvalidAgentResponse
+            started = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            # Read as clients do, all at once. A reset would raise here (aiohttp: the
+            # chunked body broke off).
+            tails, unopened = await asyncio.gather(
+                asyncio.gather(*(asyncio.wait_for(r.content.read(), 10) for r in sse)),
+                asyncio.gather(*(asyncio.wait_for(t, 10) for t in silent)))
+            code = await asyncio.to_thread(proc.wait, SHUTDOWN_GRACE + 10)
+            elapsed = time.monotonic() - started
+        finally:
+            stop_process(proc)
+    frames = [frame.strip() for tail in tails for frame in tail.split(b"\n\n") if frame.strip()]
+    assert frames and all(f.startswith(b"data: ") and b"error" not in f for f in frames)
+    # Not yet opened: an error in the client's dialect, "unavailable, retry" (README
+    # "Shutdown"), not a reset after the grace. JSON-RPC: a stream of one error frame.
+    *rpc_replies, rest_reply = unopened
+    errors = [json.loads(text.removeprefix("data: ")) for _, _, text in rpc_replies]
+    assert [(f["id"], f["error"]["code"], f["error"]["data"]["reason"]) for f in errors] == [
+        (f"silent{i}", -32603, "BACKEND_UNAVAILABLE") for i in range(each)]
+    assert (rest_reply[0], rest_reply[2]["error"]["status"]) == (502, "UNAVAILABLE")
+    assert code == 0
+    assert elapsed < SHUTDOWN_GRACE  # streams end at once; no unary call held it
+    lines = [(name, line) for name in ("out", "err")
+             for line in (tmp_path / name).read_text().splitlines()]
+    bad = [f"{name}: {line}" for name, line in lines
+           if not line.startswith("{") or "Traceback" in line or "RuntimeError" in line]
+    assert bad == [], "\n".join(bad[:40])
+    events = [json.loads(line)["event"] for _, line in lines]
+    assert events.count("stopped") == 1

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import ssl
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from aiohttp import web
+from auth_pki import issue, make_ca
 from helpers import MakeGateway, serving
 
 from gateway.ingress.fast_lane import HANDOVERS
@@ -248,3 +252,35 @@ async def test_connection_close_is_honoured(make_gateway: MakeGateway, backend: 
         assert await asyncio.wait_for(reader.read(), 5) == b""
     finally:
         writer.close()
+
+
+async def test_a_tls_client_that_closes_leaves_no_asyncio_warning(
+        make_gateway: MakeGateway, backend: str, tmp_path: Path,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A TLS client's close_notify, after its answer or before it: the lane ends the
+    connection as aiohttp does. Its eof_received once returned True (keep the half-open
+    connection, which TLS cannot): asyncio's plain-text "returning true from
+    eof_received() has no effect when using ssl" on stderr, outside the JSON log."""
+    ca = make_ca("lane CA")
+    cert, key = issue(ca, "gateway", server=True).write(tmp_path, "server")
+    tenants = {"q": {"backend": {"url": backend, "version": "0.3"}}}
+    gw = await make_gateway(tenants, auth={"server_tls": {"cert_file": cert, "key_file": key}})
+    client = ssl.create_default_context(cadata=ca.cert_pem.decode())
+    client.check_hostname = False
+    port = int(gw.rsplit(":", 1)[1])
+    caplog.set_level(logging.DEBUG, logger="asyncio")
+    answers = []
+    for wait_for_answer in (True, False):
+        reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client)
+        writer.write(request_bytes(SEND, "/q"))
+        if wait_for_answer:
+            answers.append(await read_answer(reader))
+        writer.close()  # close_notify
+        await writer.wait_closed()
+    # A call on a fresh connection: every earlier close has been handled by now.
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client)
+    writer.write(request_bytes(SEND, "/q"))
+    answers.append(await read_answer(reader))
+    writer.close()
+    assert [status for status, _, _ in answers] == ["HTTP/1.1 200 OK"] * 2
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []

@@ -7,7 +7,15 @@ import pytest
 from aiohttp import web
 
 from gateway.ingress.common import Reply, as_response
-from gateway.ingress.fast_lane import MAX_FIELDS, parse_head, reply_bytes, response_bytes
+from gateway.ingress.fast_lane import reply_bytes, response_bytes
+from gateway.ingress.lane_head import (
+    MAX_FIELDS,
+    LaneCall,
+    checked_until,
+    may_become_plain,
+    parse_head,
+    read_request,
+)
 from translators.dialects.base import HttpAnswer
 
 PLAIN = b"POST /t1 HTTP/1.1\r\nHost: gw\r\nContent-Length: 12\r\nX-A:  spaced  \r\n"
@@ -38,13 +46,85 @@ def test_a_plain_head_is_parsed() -> None:
     b"POST / HTTP/1.1\r\nContent-Length: +1\r\n",
     b"POST / HTTP/1.1\r\nContent-Length: \xd9\xa1\r\n",        # a non-ASCII digit
     b"POST / HTTP/1.1\r\nHost: gw\r\n",                         # no length
+    b"POST / HTTP/1.1\r\nContent-Length: 1\r\n",                # no Host (aiohttp: 400)
     b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n",
     b"POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 1\r\n",
     b"POST / HTTP/1.1\r\nConnection: Upgrade\r\nUpgrade: h2c\r\nContent-Length: 1\r\n",
     b"POST / HTTP/1.1\r\n" + b"X: y\r\n" * MAX_FIELDS + b"Content-Length: 1\r\n",
+    # What aiohttp's parser refuses goes to it, for its answer: a field it takes once...
+    b"POST / HTTP/1.1\r\nHost: a\r\nHOST: b\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\nContent-Type: a/b\r\ncontent-type: a/b\r\nContent-Length: 1\r\n",
+    b"POST / HTTP/1.1\r\nUser-Agent: a\r\nUser-Agent: a\r\nContent-Length: 1\r\n",
+    # ...and a length past int()'s 4300 digits, or past any limit (leading zeros too).
+    b"POST / HTTP/1.1\r\nContent-Length: " + b"1" * 5000 + b"\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: " + b"0" * 5000 + b"1\r\n",
+    b"POST / HTTP/1.1\r\nContent-Length: " + b"0" * 18 + b"1\r\n",
 ])
 def test_anything_else_goes_to_aiohttp(head: bytes) -> None:
     assert parse_head(head) is None
+
+
+def test_fields_aiohttp_takes_more_than_once_are_kept() -> None:
+    parsed = parse_head(b"POST / HTTP/1.1\r\nHost: gw\r\nConnection: keep-alive\r\nConnection: close\r\n"
+                        b"Accept: a\r\nAccept: b\r\nContent-Length: " + b"0" * 17 + b"1\r\n")
+    assert parsed is not None
+    _, headers, length = parsed
+    assert headers.getall("Connection") == ["keep-alive", "close"] and length == 1
+
+
+@pytest.mark.parametrize("partial, plain", [
+    (b"", True),
+    (b"PO", True),
+    (b"POST / HTTP/1.1\r", True),
+    (b"POST / HTTP/1.1\r\nHost: gw\r\nConte", True),
+    (b"POST / HTTP/1.1\nHost: gw\n\n", False),                # bare LF line ends
+    (b"POST / HTTP/1.1\r\nHost: gw\n", False),
+    (b"POST / HTTP/1.1\r\nHost: g\rw", False),                 # a bare CR
+    (b'"}}', False),                                            # not a request
+    (b"GET / HTTP/1.1\r\n", False),
+    (b"POST / HTTP/1.0\r\nHost: gw\r\n", False),
+    (b"POST / HTTP/1.1\r\nBad Name: x\r\nHo", False),
+])
+def test_a_head_still_coming_is_handed_over_once_it_cannot_be_plain(
+        partial: bytes, plain: bool) -> None:
+    """aiohttp answers a broken head at once; the lane must not wait for its end."""
+    assert may_become_plain(partial) is plain
+
+
+CALL = b"POST / HTTP/1.1\r\nHost: gw\r\nContent-Length: 2\r\n\r\n{}"
+
+
+@pytest.mark.parametrize("data, verdict", [
+    (CALL, LaneCall),
+    (CALL[:20], None),                                          # its head still coming
+    (CALL[:-1], "body_pending"),
+    (CALL.replace(b"Host: gw", b"Host: gw\r\nConnection: close"), LaneCall),
+    # A request that closes the connection, with bytes after it: aiohttp refuses the read.
+    (CALL.replace(b"Host: gw", b"Host: gw\r\nConnection: keep-alive\r\nConnection: close") + CALL,
+     "not_plain"),
+    (CALL.replace(b"Host: gw", b"Host: gw\r\nConnection: x, Close") + b"P", "not_plain"),
+    (CALL.replace(b"\r\n", b"\n"), "not_plain"),               # bare LF: no waiting
+])
+def test_a_request_is_read_whole_or_left_to_aiohttp(data: bytes, verdict: object) -> None:
+    got = read_request(bytearray(data), 0, 1000)
+    assert (type(got) if isinstance(got, LaneCall) else got) == verdict
+
+
+@pytest.mark.parametrize("after, checked", [
+    (b"", 0),
+    (CALL + CALL, 2 * len(CALL)),
+    (CALL + CALL[:30], len(CALL)),                              # the next still coming
+    (CALL + CALL[:-1], len(CALL)),
+    (CALL + CALL.replace(b"Host: gw", b"Host: gw\r\nHost: gw"), None),  # aiohttp: 400
+    (CALL + b'"}}', None),
+    (CALL.replace(b"Host: gw", b"Connection: close\r\nHost: gw") + CALL, None),
+])
+def test_pipelined_requests_are_all_checked_before_the_first_is_served(
+        after: bytes, checked: int | None) -> None:
+    """aiohttp answers a read with one refused request in it by one 400 for all of it."""
+    buffer = bytearray(CALL + after)
+    assert checked_until(buffer, len(CALL)) == (None if checked is None
+                                                 else len(CALL) + checked)
 
 
 def test_an_answer_is_written_with_the_headers_aiohttp_adds() -> None:
