@@ -98,7 +98,8 @@ class Gateway:
         # server owns it and closes it.
         self.store = store
         self.relay = PushRelay(config, self.fetch_task, store=store)  # webhooks (relay/)
-        self.tasks = TaskIndex(config, store)  # what calls show of tasks, who owns them
+        # What calls show of tasks, who owns them.
+        self.tasks = TaskIndex(config, store, shared=shared_state)
         self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index
         self._in_flight = 0
         self._idle: asyncio.Event | None = None

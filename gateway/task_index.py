@@ -64,12 +64,18 @@ class TaskIndex:
     """One gateway config's view of the index; off (records nothing, refuses nothing)
     without a store or with `state.tasks.record: false`."""
 
-    def __init__(self, config: GatewayConfig, store: Store | None) -> None:
+    def __init__(self, config: GatewayConfig, store: Store | None, shared: bool = True,
+                 ) -> None:
+        """``shared``: other processes (workers, replicas) read ``store`` too, so a task
+        is written before its creation is answered; alone (one process on SQLite), the
+        readers of this process flush first instead, and the creation goes on at once
+        (its records kept until written: gateway/task_record.py)."""
         settings = config.state.tasks
         self.settings = settings
         self.store = store if settings.record else None
+        self.waits = shared or settings.wait_for_writes == "always"
         self.recorder = (TaskRecorder(store, settings.queue, settings.batch, settings.linger,
-                                      settings.write_timeout)
+                                      settings.write_timeout, retain=not shared)
                          if store is not None and settings.record else None)
         self._probe: asyncio.Task[None] | None = None  # one store ping while it is failing
         self._owned = {name: settings.ownership if t.task_ownership is None
@@ -97,11 +103,11 @@ class TaskIndex:
                 item = (call.ctx.tenant or "", self._owner(call), backend_label(call),
                         dialect.binding, dialect.version, call.op.name, result.body,
                         result.document)
-                if creating:  # read here: the call waits for its records anyway
+                if creating and self._must_wait():  # read here: it waits for them anyway
                     return self._write(call, wire_records(item, time.time()))
                 self.recorder.add_wire(item)
             return None
-        if creating:
+        if creating and self._must_wait():
             facts = facts_of(result)
             return self._write(call, records_of(call.ctx.tenant or "", self._owner(call),
                                                 backend_label(call), facts, time.time())
@@ -109,10 +115,17 @@ class TaskIndex:
         self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), result)
         return None
 
+    def _must_wait(self) -> bool:
+        """Whether a creating call waits for its records: when other processes read the
+        store, or when the table is full (alone: what a full table would drop must not be
+        a creation, so the call waits for room instead)."""
+        assert self.recorder is not None
+        return self.waits or self.recorder.full()
+
     def creates(self, call: Call) -> bool:
         """Whether the call's stream must have its task written before its first event
-        goes out (SendStreamingMessage, with the index on)."""
-        return self.recorder is not None and call.op.name in _CREATING
+        goes out (SendStreamingMessage, with the index on, other processes reading it)."""
+        return self.recorder is not None and call.op.name in _CREATING and self._must_wait()
 
     async def written_first(self, call: Call, events: Iterable[pb.StreamResponse],
                             ) -> tuple[Iterable[pb.StreamResponse], bool]:
@@ -206,10 +219,13 @@ class TaskIndex:
     async def owner_of(self, tenant: str, task_id: str) -> str | None:
         """The task's recorded owner: one store read, whether the task exists, is
         another's or has no owner — the same work, so the time taken tells nothing
-        (issue 27). Nothing needs waiting for: a task's creation is written before it
-        is answered, through whichever worker or replica."""
-        assert self.store is not None
+        (issue 27). A task's creation is written before it is answered when other
+        processes read the store; alone, this process's flush comes first (the same
+        for every id)."""
+        assert self.store is not None and self.recorder is not None
         try:
+            if not self.waits:  # alone: what this process created, written first
+                await self.recorder.flush()
             stored = await self.store.get_task(tenant, task_id)
         except StoreError as exc:
             raise store_unavailable("the task index cannot be read now", exc) from exc

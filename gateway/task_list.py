@@ -98,7 +98,7 @@ class TaskLister:
         query = query_of(request, call.ctx.tenant or "", self.index.owner_scope(call))
         size = clamp_page_size(request.page_size if request.HasField("page_size") else None)
         tasks: dict[str, pb.Task | None] = {}
-        await recorder.flush()  # what this gateway has seen so far, written
+        await self._flush()  # what this gateway has seen so far, written
         # First what may have moved since it was recorded: the unfinished tasks in the
         # call's scope (its filters but state and time), most recently updated first.
         limit = self.index.settings.refresh_limit
@@ -108,7 +108,7 @@ class TaskLister:
             moved = _moved(unfinished, await self._fetch(call, unfinished, tasks))
             if moved:
                 recorder.add_all(moved)
-                await recorder.flush()  # the page below is read with them where they are
+                await self._flush()  # the page below is read with them where they are
         page = await self._page(query, size, request.page_token)
         todo = [r for r in page.records if r.task_id not in tasks]
         moved = _moved(todo, await self._fetch(call, todo, tasks))
@@ -122,6 +122,13 @@ class TaskLister:
                 answer.tasks.append(task if task is not None else skeleton(record))
         enforce_answer_rules(request, answer)
         return answer
+
+    async def _flush(self) -> None:
+        assert self.index.recorder is not None
+        try:
+            await self.index.recorder.flush()
+        except StoreError as exc:
+            raise store_unavailable("the task index cannot be read now", exc) from exc
 
     async def _page(self, query: TaskQuery, size: int, token: str) -> TaskPage:
         assert self.index.store is not None

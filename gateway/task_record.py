@@ -13,6 +13,12 @@ the task through any worker or replica as soon as it has the answer. It waits fo
 records to be written (:meth:`TaskRecorder.write`, bounded by `write_timeout`): they join
 the table like any other, and the writer stops lingering while someone waits, so every
 call that waits at one moment shares one write (a group commit).
+
+Where no other process reads the store (SQLite with one process: `retain`), a creating
+call need not wait: readers in this process flush first, so they see it. Its records
+must still never be lost, so a write that fails puts its batch back and is tried again
+later (backing off), until the store takes it; the gateway meanwhile refuses new
+creations (gateway/task_index.py) and readers' flushes give up after `write_timeout`.
 """
 
 from __future__ import annotations
@@ -68,8 +74,11 @@ def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
 
 class TaskRecorder:
     def __init__(self, store: Store, capacity: int = 10_000, batch: int = 500,
-                 linger: float = 0.05, write_timeout: float = 5.0) -> None:
+                 linger: float = 0.05, write_timeout: float = 5.0,
+                 retain: bool = False) -> None:
         self.store = store
+        self.retain = retain
+        self._backoff = 0.0  # seconds before retrying a batch put back (retain)
         self.capacity = capacity
         self.batch = batch
         self.linger = linger
@@ -88,6 +97,9 @@ class TaskRecorder:
 
     def __len__(self) -> int:
         return len(self._pending) + len(self._wire)
+
+    def full(self) -> bool:
+        return len(self._pending) + len(self._wire) >= self.capacity
 
     def add(self, record: TaskRecord) -> None:
         self.add_all((record,))
@@ -208,29 +220,51 @@ class TaskRecorder:
                 await self.store.record_tasks(batch)
             except (StoreError, ValueError) as exc:
                 self.failing = True
+                _settle_all(told, exc if isinstance(exc, StoreError) else StoreError(str(exc)))
+                if self.retain and isinstance(exc, StoreError):
+                    await self._put_back(batch, exc)
+                    continue
                 TASK_DROPS.labels("store_error").inc(len(batch))
                 log.warning("task index write failed", backend=self.store.backend,
                             records=len(batch), waiting=len(told), error=str(exc))
-                _settle_all(told, exc if isinstance(exc, StoreError) else StoreError(str(exc)))
             else:
                 self.failing = False
+                self._backoff = 0.0
                 TASK_RECORDS.inc(len(batch))
                 _settle_all(told, None)
 
+    async def _put_back(self, batch: list[TaskRecord], exc: StoreError) -> None:
+        """A batch the store refused, kept for the next try (what came since is newer and
+        merged over it), after a pause that doubles up to 5 s."""
+        pending = self._pending
+        for record in batch:
+            key = (record.tenant, record.task_id)
+            newer = pending.get(key)
+            pending[key] = record if newer is None else merged(record, newer)
+        self._backoff = min(max(self._backoff * 2, 0.1), 5.0)
+        log.warning("task index write failed; kept, retrying", backend=self.store.backend,
+                    records=len(batch), retry_in=self._backoff, error=str(exc))
+        await asyncio.sleep(self._backoff)
+
     async def flush(self) -> None:
-        """Wait until everything observed so far is written (or given up on)."""
+        """Wait until everything observed so far is written (or given up on). StoreError
+        when kept records (retain) are still not written after `write_timeout`."""
         self._hurry += 1
         try:
-            while self._writer is not None and not self._writer.done():
-                self._stop_lingering()
-                await asyncio.shield(self._writer)
+            async with asyncio.timeout(self.write_timeout if self.retain else None):
+                while self._writer is not None and not self._writer.done():
+                    self._stop_lingering()
+                    await asyncio.shield(self._writer)
+        except TimeoutError:
+            raise StoreError(f"the task index was not written within "
+                             f"{self.write_timeout:g} s") from None
         finally:
             self._hurry -= 1
 
     async def close(self, timeout: float = 5.0) -> None:
         try:
             await asyncio.wait_for(self.flush(), timeout)
-        except TimeoutError:
+        except (TimeoutError, StoreError):
             log.warning("task index: observations not written at shutdown", left=len(self))
             if self._writer is not None:
                 self._writer.cancel()

@@ -50,7 +50,12 @@ async def read_body(request: web.Request, gateway: Gateway) -> bytes:
 
 async def _read_body(request: web.Request, gateway: Gateway) -> bytes:
     limit = gateway.config.max_body_bytes
-    declared = request.content_length
+    try:
+        declared = request.content_length
+    except ValueError:
+        # More digits than int() reads (zero-padded: HTTP allows it, and aiohttp's parser
+        # read the body by its value): the bounded read below says how large it is.
+        declared = None
     if declared is not None and declared > limit:
         raise _too_large(limit)
     content = request.content

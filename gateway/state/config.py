@@ -46,6 +46,13 @@ class TaskIndexConfig(_Model):
                                  "task waits for its record to be written before it is "
                                  "answered; past it the call is refused (unavailable, "
                                  "retry)")
+    # auto: a creating call waits when other processes (workers, replicas) read the store;
+    # one process alone on SQLite flushes before its own reads instead (README "State").
+    wait_for_writes: Literal["auto", "always"] = Field(
+        "auto", description="When a call that creates a task waits for its record: `auto`, "
+        "when other workers or replicas read the store (one process alone on SQLite keeps "
+        "the record, written within `linger`, and flushes before its own reads); `always`, "
+        "also alone (a crash of the process then loses no record it acknowledged)")
     refresh_concurrency: int = Field(8, gt=0, description="ListTasks from the index: "
                                      "GetTask calls to the backend at once")
     refresh_limit: int = Field(100, ge=0, le=100, description="ListTasks from the index: "

@@ -155,6 +155,17 @@ async def test_the_probe_is_answered_and_keeps_the_connection(both: tuple[int, i
     assert end == "open"
 
 
+async def test_a_zero_padded_length_of_5000_digits_is_served(both: tuple[int, int]) -> None:
+    """HTTP allows leading zeros in Content-Length; past int()'s 4,300 digits the aiohttp
+    path answered -32603 with a traceback (both paths: the lane hands it over)."""
+    padded = _request([HOST, JSON_TYPE, b"Content-Length: " + b"0" * 5000
+                       + b"%d" % len(BODY)], BODY)
+    for port in both:
+        answers, end = await exchange(port, padded)
+        assert [a[2] for a in answers][:1] == [("c1", "result")], answers
+        assert end == "open"
+
+
 @pytest.mark.parametrize("name", list(KNOWN))
 @pytest.mark.parametrize("probe", [True, False], ids=["then-probe", "alone"])
 async def test_known_differences_are_gone(both: tuple[int, int], name: str, probe: bool) -> None:
