@@ -4,6 +4,7 @@ environment overrides of any option (README "Command line"), help on every optio
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -164,8 +165,13 @@ def test_make_run_installs_the_runtime_and_starts_one_worker(tmp_path: Path) -> 
         pytest.skip("make is not installed")
 
     def dry(*extra: str) -> list[str]:
-        res = subprocess.run(["make", "-n", "run", f"VENV={tmp_path}/venv", *extra],
-                             capture_output=True, text=True, cwd=ROOT, timeout=60)
+        # Under `make test` this is a sub-make: it would print "make[1]: Leaving
+        # directory" lines, so it runs as a make of its own.
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+        res = subprocess.run(["make", "--no-print-directory", "-n", "run",
+                              f"VENV={tmp_path}/venv", *extra],
+                             capture_output=True, text=True, cwd=ROOT, timeout=60, env=env)
         assert res.returncode == 0, res.stderr
         return res.stdout.splitlines()
 
