@@ -29,7 +29,7 @@ from gateway.config import parse_config
 from gateway.state import Store
 from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore
-from gateway.task_index import TaskIndex
+from gateway.tasks.index import TaskIndex
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V10

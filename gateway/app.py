@@ -16,13 +16,13 @@ import structlog
 from aiohttp import web
 
 from gateway import metrics, tracing
-from gateway.access import ACCESS_LOGGER, AccessLogger
 from gateway.admin import add_admin_routes, build_admin_app
 from gateway.auth.tls import ReloadingServerContext, grpc_server_credentials
 from gateway.config import GatewayConfig
 from gateway.egress.http import client_session
 from gateway.heap import settle_after_start
 from gateway.ingress import cards, jsonrpc, rest
+from gateway.ingress import relay as relay_endpoint
 from gateway.ingress.common import GATEWAY_KEY
 from gateway.ingress.connections import (
     ConnectionGuard,
@@ -34,10 +34,10 @@ from gateway.ingress.errors import answer_in_dialect
 from gateway.ingress.fast_lane import lane_for
 from gateway.ingress.grpc import start_grpc_server
 from gateway.lifecycle import ConfigWatcher, Streams
+from gateway.logs.access import ACCESS_LOGGER, AccessLogger
 from gateway.observe import configure_logging
 from gateway.pipeline import Gateway
 from gateway.preflight.startup import binding, check_listeners_free, start_failure
-from gateway.relay import endpoint as relay_endpoint
 from gateway.state import Store, open_store
 from gateway.state.config import redact_url
 from gateway.state.retention import prune_forever
@@ -71,7 +71,7 @@ def build_http_app(holder: GatewayHolder) -> web.Application:
     for path in ("/.well-known/agent-card.json", "/.well-known/agent.json",
                  "/{tenant}/.well-known/agent-card.json"):
         app.router.add_get(path, cards.handle)
-    # Backends POST push notifications for relayed webhooks here (relay/endpoint.py).
+    # Backends POST push notifications for relayed webhooks here (gateway/ingress/relay.py).
     app.router.add_post("/_relay/{sealed}", relay_endpoint.handle)
     # Everything else goes through the REST router, which also hands `POST /{tenant}`
     # (JSON-RPC with the tenant in the path) back to the JSON-RPC codec. Any verb and any

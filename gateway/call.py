@@ -65,7 +65,7 @@ class CallContext:
     principal: Any = None  # gateway.auth.principal.Principal, once admitted
     # The gateway's own call (the relay reading a task): no caller to authenticate.
     internal: bool = False
-    # What its access line says (gateway/access.py): the operation, once known, and the
+    # What its access line says (gateway/logs/access.py): the operation, once known, and the
     # error it ended with (also a refusal before the operation was known).
     operation: str | None = None
     error: BaseException | None = None

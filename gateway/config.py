@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gateway.auth.config import AuthConfig, effective
 from gateway.config_env import EnvOverrideError, apply_env_overrides, name_the_variable
-from gateway.log_config import OLDER_LEVEL, LogConfig, LogLevel
+from gateway.logs.config import OLDER_LEVEL, LogConfig, LogLevel
 from gateway.state.config import StateConfig
 from gateway.tracing_config import TracingConfig
 from translators.loss import LossPolicy

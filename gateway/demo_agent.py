@@ -17,9 +17,9 @@ import argparse
 import structlog
 from aiohttp import web
 
-from gateway.access import ACCESS_LOGGER, AccessLogger
 from gateway.demo.server import build_app
-from gateway.log_config import LogConfig
+from gateway.logs.access import ACCESS_LOGGER, AccessLogger
+from gateway.logs.config import LogConfig
 from gateway.observe import configure_logging
 
 __all__ = ["build_app", "main", "start_demo_agent"]

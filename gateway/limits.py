@@ -13,9 +13,10 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 
-from prometheus_client import Counter, Gauge
+from prometheus_client import Gauge
 
 from gateway.config import BackendConfig, GatewayConfig
+from gateway.metrics import LIMIT_REFUSALS
 from gateway.tenants import TenantRoute
 from translators.errors import A2AError, a2a_error
 
@@ -24,8 +25,6 @@ IN_USE = Gauge("a2a_gateway_limit_in_use", "Slots held now, by limit",
 # Summed over live workers, as IN_USE is: each worker holds its own slots.
 CAPACITY = Gauge("a2a_gateway_limit_capacity", "Slots a limit allows",
                  ["limit", "scope"], multiprocess_mode="livesum")
-REFUSED = Counter("a2a_gateway_limit_refusals_total", "Calls refused because a limit was "
-                  "reached", ["limit", "scope"])
 
 # Seconds a refused caller is told to wait before retrying (Retry-After).
 RETRY_AFTER_SECONDS = 1
@@ -43,7 +42,7 @@ class Slots:
         CAPACITY.labels(limit, scope).set(size)
 
     def _refusal(self, wait: float) -> A2AError:
-        REFUSED.labels(self.limit, self.scope).inc()
+        LIMIT_REFUSALS.labels(self.limit, self.scope).inc()
         waited = f" within {wait:g} s" if wait > 0 else ""
         return a2a_error("ResourceExhaustedError", f"the gateway's limit {self.limit} "
                          f"({self.size}) for {self.scope} is reached and no slot freed "

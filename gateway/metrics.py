@@ -47,6 +47,10 @@ GATEWAY_SECONDS = Histogram("a2a_gateway_added_seconds",
 BACKEND_SECONDS = Histogram("a2a_gateway_backend_duration_seconds",
                             "Backend time: the answer, or a stream's first event",
                             ["backend_binding", "operation"], buckets=_LATENCY_BUCKETS)
+# Counted by the gateway's limits (gateway/limits.py) and the tenants' rate limits
+# (gateway/auth/ratelimit.py) alike.
+LIMIT_REFUSALS = Counter("a2a_gateway_limit_refusals_total", "Calls refused because a limit "
+                         "was reached", ["limit", "scope"])
 OPEN_STREAMS = Gauge("a2a_gateway_open_streams", "Streams open now", ["client_binding"],
                      multiprocess_mode="livesum")
 STREAM_EVENTS = Counter("a2a_gateway_stream_events_total", "Stream events relayed to clients",

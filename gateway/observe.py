@@ -1,7 +1,7 @@
 """Logging: one structured JSON line per request, never payloads or credentials.
 
-Where lines go and in what format: gateway/log_setup.py; the access line (one per
-request, the call's fields in it): gateway/access.py. Here: what a call's end records
+Where lines go and in what format: gateway/logs/setup.py; the access line (one per
+request, the call's fields in it): gateway/logs/access.py. Here: what a call's end records
 (metrics, trace, the fields its access line will carry) and the dropped-fields line.
 """
 
@@ -11,10 +11,12 @@ import time
 
 import structlog
 
-from gateway import access, log_setup, tracing
-from gateway.access import outcome_of
+from gateway import tracing
 from gateway.call import CallContext
-from gateway.log_config import LogConfig
+from gateway.logs import access
+from gateway.logs import setup as log_setup
+from gateway.logs.access import outcome_of
+from gateway.logs.config import LogConfig
 from gateway.metrics import LOSSES, record_call
 
 __all__ = ["configure_logging", "log_call", "log_dropped", "outcome_of"]
@@ -41,7 +43,7 @@ log = structlog.get_logger("a2a_gateway.call")
 
 def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
     """A call's end: counted, its span ended, and what its access line says noted on
-    ``ctx`` (the transport writes the line once the answer is out: gateway/access.py)."""
+    ``ctx`` (the transport writes the line once the answer is out: gateway/logs/access.py)."""
     seconds = time.monotonic() - ctx.started
     ctx.operation = operation
     access.note_error(ctx, error)

@@ -40,8 +40,8 @@ from gateway.limits import CallLimits
 from gateway.relay.hooks import PushRelay
 from gateway.state import Store
 from gateway.streams import bounded_stream
-from gateway.task_index import TaskIndex
-from gateway.task_list import TaskLister
+from gateway.tasks.index import TaskIndex
+from gateway.tasks.listing import TaskLister
 from gateway.tenants import TenantRoute
 from gateway.v03_streams import v03_repaired
 from translators import operations as ops

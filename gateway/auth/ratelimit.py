@@ -19,7 +19,7 @@ import structlog
 
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
-from gateway.limits import REFUSED
+from gateway.metrics import LIMIT_REFUSALS
 from gateway.state import Store, StoreError, store_unavailable
 from translators.errors import A2AError, a2a_error
 
@@ -153,7 +153,7 @@ class Concurrency:
 
 
 def exhausted(limit: str, tenant: str, retry_after: float, what: str) -> A2AError:
-    REFUSED.labels(limit, tenant).inc()
+    LIMIT_REFUSALS.labels(limit, tenant).inc()
     seconds = max(1, math.ceil(retry_after))
     return a2a_error("ResourceExhaustedError", f"{what} (tenant {tenant}); retry in "
                      f"{seconds} s", limit=limit, retry_after=seconds)

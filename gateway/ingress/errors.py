@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 import structlog
 from aiohttp import web
 
-from gateway.access import client_gone
 from gateway.ingress.common import header_version
+from gateway.logs.access import client_gone
 from translators.dialects import DIALECTS, HTTP_JSON, JSONRPC
 from translators.errors import A2AError, a2a_error
 from translators.rest_routes import dialect_of_path, is_jsonrpc_path

@@ -18,12 +18,13 @@ from typing import Any, NoReturn
 import grpc
 from grpc_reflection.v1alpha import reflection
 
-from gateway import access, tracing
+from gateway import tracing
 from gateway.auth.peer import grpc_peer_cert
 from gateway.call import Call, CallContext
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
 from gateway.lifecycle import Streams
+from gateway.logs import access
 from gateway.observe import log_call
 from gateway.pipeline import Gateway
 from gateway.streams import with_final_flags, without_final_flags

@@ -1,6 +1,6 @@
 """Delivery to the client's webhook, in the background.
 
-The relay endpoint (endpoint.py) has checked the seal, the relay token and the body,
+The relay endpoint (gateway/ingress/relay.py) has checked the seal, the relay token and the body,
 and answered the backend 202; then:
 
 - the body is translated for the client's version (translators/webhooks.py); a v0.3

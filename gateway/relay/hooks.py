@@ -105,7 +105,7 @@ class PushRelay:
             issued_at=int(time.time()))
         if isinstance(call.request, pb.SendMessageRequest) and not target.task_id:
             # An inline config belongs to the message's task when it names one; a new
-            # task's seal is bound to the first task it is used for (endpoint.py).
+            # task's seal is bound to the first task it is used for (gateway/ingress/relay.py).
             target = replace(target, task_id=call.request.message.task_id)
         register_relay(cfg, self.base + self.sealer.seal(target), target.relay_token,
                        backend_version)

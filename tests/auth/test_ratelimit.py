@@ -9,7 +9,7 @@ from helpers import ManualClock
 from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
 from gateway.auth.ratelimit import Concurrency, LocalBuckets, StoreOutage, TrafficLimits
-from gateway.limits import REFUSED
+from gateway.metrics import LIMIT_REFUSALS as REFUSED
 from gateway.state import StoreError
 from translators.errors import A2AError
 

@@ -15,7 +15,7 @@ from test_ownership import call
 from gateway.config import parse_config
 from gateway.state import Store, StoreError, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
-from gateway.task_index import TaskIndex
+from gateway.tasks.index import TaskIndex
 from translators import operations as ops
 from translators.errors import A2AError
 

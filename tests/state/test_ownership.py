@@ -22,7 +22,7 @@ from gateway.auth.principal import Principal
 from gateway.call import Call, CallContext
 from gateway.config import parse_config
 from gateway.state import Store, TaskRecord
-from gateway.task_index import TaskIndex, task_of
+from gateway.tasks.index import TaskIndex, task_of
 from translators import operations as ops
 from translators.errors import A2AError, a2a_error
 

@@ -18,7 +18,7 @@ from helpers import MakeGateway, receiving_webhooks, v03
 from gateway.metrics import TASK_DROPS, TASK_RECORDS
 from gateway.state import Store, StoreError, TaskQuery, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
-from gateway.task_record import TaskRecorder
+from gateway.tasks.record import TaskRecorder
 
 T0 = 1_700_000_000.0
 V10 = {"A2A-Version": "1.0"}

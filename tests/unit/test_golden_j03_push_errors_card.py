@@ -21,10 +21,10 @@ from golden_support import (
     through_proto,
 )
 
-from translators import cards
 from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
 from translators.errors import A2AError, error_from_jsonrpc
+from translators.j03 import cards
 from translators.j03 import requests as r
 from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10

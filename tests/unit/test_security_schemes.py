@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from translators.cards import scheme_to_j03, scheme_to_p10
+from translators.j03.cards import scheme_to_j03, scheme_to_p10
 from translators.loss import LossReport
 
 TABLE: list[tuple[dict[str, Any], dict[str, Any]]] = [

@@ -238,7 +238,7 @@ class J03Rules:
 
 
 def _card_rules() -> J03Rules:
-    from translators.cards import card_to_j03, card_to_p10
+    from translators.j03.cards import card_to_j03, card_to_p10
 
     def to_j03(card: JSON, loss: LossReport) -> JSON:
         # Only the v0.3 interfaces: a v0.3 card cannot say which entries speak 1.0.

@@ -1,7 +1,7 @@
 """Agent card: v0.3 proto card ⇄ v1.0 proto card (reference §4.2-§4.4, §6.3).
 
 This is the card v0.3 gRPC `GetAgentCard` answers with. (v0.3 REST `/v1/card` and the
-well-known card are J03 on every binding, reference §4.1: see translators/cards.py.)
+well-known card are J03 on every binding, reference §4.1: see translators/j03/cards.py.)
 The security schemes, OAuth flows, skills, extensions and signatures kept their field
 names, so they are copied by name; the interface fields and the extended-card flag are
 restructured here. Signatures are not: a JWS covers one shape of the card (§4.6).

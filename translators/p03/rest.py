@@ -14,8 +14,8 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
-from translators import cards
 from translators import operations as ops
+from translators.j03 import cards
 from translators.loss import LossReport
 from translators.p03.card import card_to_p10
 from translators.p03.common import BytesMode

@@ -25,7 +25,7 @@ from google.protobuf.message import Message as ProtoMessage
 from gateway.call import Call
 from gateway.config import GatewayConfig
 from gateway.state import Store, StoreError, TaskRecord, store_unavailable
-from gateway.task_record import TaskRecorder, records_of, wire_records
+from gateway.tasks.record import TaskRecorder, records_of, wire_records
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError, a2a_error
@@ -69,7 +69,7 @@ class TaskIndex:
         """``shared``: other processes (workers, replicas) read ``store`` too, so a task
         is written before its creation is answered; alone (one process on SQLite), the
         readers of this process flush first instead, and the creation goes on at once
-        (its records kept until written: gateway/task_record.py)."""
+        (its records kept until written: gateway/tasks/record.py)."""
         settings = config.state.tasks
         self.settings = settings
         self.store = store if settings.record else None

@@ -18,7 +18,7 @@ Where no other process reads the store (SQLite with one process: `retain`), a cr
 call need not wait: readers in this process flush first, so they see it. Its records
 must still never be lost, so a write that fails puts its batch back and is tried again
 later (backing off), until the store takes it; the gateway meanwhile refuses new
-creations (gateway/task_index.py) and readers' flushes give up after `write_timeout`.
+creations (gateway/tasks/index.py) and readers' flushes give up after `write_timeout`.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from gateway.log_lines import stamp as stamp_json
+from gateway.logs.lines import stamp as stamp_json
 
 
 class LineWriter:

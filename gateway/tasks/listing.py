@@ -29,7 +29,7 @@ from gateway.state import (
     store_unavailable,
 )
 from gateway.state.base import MAX_PAGE_SIZE, clamp_page_size
-from gateway.task_index import REFRESH_BINDING, TaskIndex
+from gateway.tasks.index import REFRESH_BINDING, TaskIndex
 from translators import operations as ops
 from translators.answers import enforce_answer_rules
 from translators.errors import A2AError, a2a_error, invalid_params

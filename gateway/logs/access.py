@@ -6,10 +6,10 @@ status and the bytes: aiohttp's access-logger hook (:class:`AccessLogger`), the 
 call itself adds (tenant, operation, dialects, outcome, trace id) comes from its
 CallContext, which `observe.log_call` completes; a request that never became a call (a
 card, a probe, a malformed head) has a line too, without those fields. The fields, their
-order and meaning: `gateway.log_config.ACCESS_FIELDS`, README "Logs".
+order and meaning: `gateway.logs.config.ACCESS_FIELDS`, README "Logs".
 
 Every call writes one, so its cost counts: the fields go in one dict, rendered by
-gateway/log_lines.py and written by the process's LineWriter straight (no structlog
+gateway/logs/lines.py and written by the process's LineWriter straight (no structlog
 layers) in the JSON format; sampling and a field list cost nothing when not configured.
 """
 
@@ -27,9 +27,9 @@ from aiohttp.abc import AbstractAccessLogger
 
 from gateway import tracing
 from gateway.call import CallContext
-from gateway.log_config import AccessLogConfig
-from gateway.log_lines import render_unstamped
-from gateway.log_writer import LineWriter
+from gateway.logs.config import AccessLogConfig
+from gateway.logs.lines import render_unstamped
+from gateway.logs.writer import LineWriter
 from translators.errors import A2AError
 
 # Where the ingress leaves a request's CallContext for its access line.
