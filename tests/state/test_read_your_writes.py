@@ -82,7 +82,8 @@ async def _rounds(first: Client, second: Client) -> list[str]:
 def _call_workers(log: Path) -> dict[str, int]:
     """Request id -> the worker that logged the call."""
     return {line["request_id"]: line["worker"] for line in
-            (json.loads(raw) for raw in log.read_text().splitlines() if raw.startswith("{"))
+            (json.loads(raw) for raw in log.read_text().splitlines()
+             if raw.startswith("{") and raw.endswith("}"))  # not a line still being written
             if line.get("event") == "call" and "worker" in line}
 
 
