@@ -1,5 +1,6 @@
 """The SQLite store: one file in WAL mode, used through one connection on one thread of
-its own (the event loop never waits on the disk). Several processes on one host (gateway
+its own (the event loop never waits for a lock or an fsync; small task-index writes are
+tried on the loop's own connection first when the lock is free: sqlite_loop.py). Several processes on one host (gateway
 workers) may open the same file: writes that must be atomic run in BEGIN IMMEDIATE
 transactions, so they see each other's tasks, replay marks and rate-limit buckets.
 
@@ -23,6 +24,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
+import structlog
+
 from gateway.state.base import (
     StoreError,
     TaskPage,
@@ -34,6 +37,9 @@ from gateway.state.base import (
     encode_token,
 )
 from gateway.state.config import RetentionConfig
+from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
+
+log = structlog.get_logger("a2a_gateway.state")
 
 T = TypeVar("T")
 
@@ -153,6 +159,9 @@ class SqliteStore:
         self.retention = retention or RetentionConfig()
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-state")
         self._db: sqlite3.Connection | None = None
+        # Small writes (a creation's record) on the loop's own connection when the lock
+        # is free: gateway/state/sqlite_loop.py.
+        self.loop_writer = None if path == ":memory:" else LoopWriter(path)
         try:
             self._pool.submit(self._connect).result()
         except BaseException:
@@ -216,8 +225,30 @@ class SqliteStore:
                                list(chain.from_iterable(rows[start:start + _CHUNK])))
                 if whole < len(rows):
                     db.executemany(statement, rows[whole:])
-        if runs:
-            await self._run(self._tx, write)
+        if not runs:
+            return
+        loop_writer = self.loop_writer
+        if loop_writer is not None and self._db is not None and len(records) <= LOOP_ROWS:
+            try:
+                written = loop_writer.try_write(write)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+            if written:
+                if loop_writer.checkpoint_due():
+                    self._pool.submit(self._checkpoint)
+                return
+        await self._run(self._tx, write)
+
+    def _checkpoint(self) -> None:
+        """A passive checkpoint (on the store's thread: it fsyncs) of what the loop's
+        connection wrote, which never checkpoints itself. Passive: it never waits for a
+        reader or a writer; what it cannot copy now, the next one does."""
+        try:
+            if self._db is not None:
+                self._db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        except sqlite3.Error as exc:
+            log.warning("SQLite checkpoint failed; retried later", path=self.path,
+                        error=str(exc))
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         def get() -> TaskRecord | None:
@@ -351,6 +382,8 @@ class SqliteStore:
         await self._run(ping)
 
     async def close(self) -> None:
+        if self.loop_writer is not None:
+            self.loop_writer.close()
         db, self._db = self._db, None
         if db is not None:
             await asyncio.get_running_loop().run_in_executor(self._pool, db.close)

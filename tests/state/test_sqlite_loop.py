@@ -1,0 +1,101 @@
+"""The SQLite store's small writes on the loop's own connection (gateway/state/sqlite_loop.py):
+written at once when the lock is free, sent to the store's thread when it is not (the loop
+never waits for the lock), checkpointed on the thread since the loop's connection never
+checkpoints itself."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from gateway.state import TaskRecord, sqlite_loop
+from gateway.state.sqlite_store import SqliteStore
+
+
+def _record(task_id: str, updated: float = 2.0) -> TaskRecord:
+    return TaskRecord("t", task_id, "c", "TASK_STATE_WORKING", 1.0, updated, None, "b")
+
+
+def _rows(path: Path, *, immutable: bool = False) -> list[str]:
+    """Task ids in the file; ``immutable``: in the main database file only (the WAL is not
+    read), i.e. what a checkpoint has copied there."""
+    uri = f"file:{path}?immutable=1" if immutable else f"file:{path}"
+    db = sqlite3.connect(uri, uri=True)
+    try:
+        return sorted(r[0] for r in db.execute("SELECT task_id FROM tasks"))
+    finally:
+        db.close()
+
+
+async def test_a_small_write_is_committed_on_the_loop_and_seen_by_another_connection(
+        tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SqliteStore(str(path))
+    try:
+        await store.record_tasks([_record("a"), _record("b")])
+        assert store.loop_writer is not None
+        assert (store.loop_writer.written, store.loop_writer.deferred) == (1, 0)
+        assert _rows(path) == ["a", "b"]  # another process's connection sees it now
+        assert (await store.get_task("t", "a")) == _record("a")
+    finally:
+        await store.close()
+
+
+async def test_a_write_while_another_holds_the_lock_goes_to_the_thread_and_the_loop_runs_on(
+        tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    store = SqliteStore(str(path))
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another worker writing
+        writing = asyncio.ensure_future(store.record_tasks([_record("a")]))
+        ticks = 0
+        for _ in range(50):  # the loop keeps turning while the write waits on the thread
+            await asyncio.sleep(0)
+            ticks += 1
+        assert ticks == 50 and not writing.done()
+        assert store.loop_writer is not None and store.loop_writer.deferred == 1
+        other.execute("COMMIT")
+        await asyncio.wait_for(writing, 10)
+        assert _rows(path) == ["a"]
+        assert store.loop_writer.written == 0
+    finally:
+        other.close()
+        await store.close()
+
+
+async def test_the_loops_commits_are_checkpointed_on_the_thread(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_loop, "CHECKPOINT_EVERY", 3)
+    path = tmp_path / "state.db"
+    store = SqliteStore(str(path))
+    db = sqlite3.connect(path)  # the schema into the main file: only rows stay in the WAL
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    try:
+        for task_id in ("a", "b"):
+            await store.record_tasks([_record(task_id)])
+        await store.ping()  # the store's thread is idle: nothing was queued on it
+        assert _rows(path, immutable=True) == []  # in the WAL only: no checkpoint yet
+        await store.record_tasks([_record("c")])
+        await store.ping()  # runs after the checkpoint queued on the same thread
+        assert _rows(path, immutable=True) == ["a", "b", "c"]
+    finally:
+        await store.close()
+
+
+async def test_a_large_batch_and_an_in_memory_store_stay_on_the_thread(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "state.db"))
+    memory = SqliteStore()
+    try:
+        await store.record_tasks([_record(f"t{i}") for i in range(sqlite_loop.LOOP_ROWS + 1)])
+        assert store.loop_writer is not None and store.loop_writer.written == 0
+        assert memory.loop_writer is None
+        await memory.record_tasks([_record("a")])
+        assert (await memory.get_task("t", "a")) == _record("a")
+    finally:
+        await store.close()
+        await memory.close()
