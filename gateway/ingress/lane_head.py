@@ -26,6 +26,8 @@ MAX_LENGTH_DIGITS = 18
 _REQUEST_LINE = re.compile(rb"POST (/(?:[A-Za-z0-9._~-]+/?)?) HTTP/1\.1")
 _FIELDS = re.compile(rb"(?:[!#$%&'*+.^_`|~0-9A-Za-z-]+:[\t\x20-\x7e\x80-\xff]*\r\n)+")
 _NOT_HERE = frozenset({"transfer-encoding", "expect", "upgrade"})
+# Every field name parse_head looks at twice.
+_SPECIAL = frozenset(SINGLETON_HEADERS) | _NOT_HERE | {"content-length", "connection", "host"}
 # In a head not complete yet: a line ending other than CRLF (aiohttp refuses it at once).
 _ODD_LINE_END = re.compile(rb"(?<!\r)\n|\r(?=[^\n])")
 _METHOD = b"POST /"
@@ -45,27 +47,30 @@ def parse_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
     line = _REQUEST_LINE.fullmatch(head, 0, line_end)
     if line is None or _FIELDS.fullmatch(head, line_end + 2) is None:
         return None
-    raw_fields = head[line_end + 2:-2].split(b"\r\n")
+    # One decode for every field: names are ASCII (the pattern above), values as aiohttp
+    # reads them (UTF-8, undecodable bytes kept as surrogates).
+    raw_fields = head[line_end + 2:-2].decode("utf-8", "surrogateescape").split("\r\n")
     if len(raw_fields) > MAX_FIELDS:
         return None
     fields: list[tuple[str, str]] = []
     seen: set[str] = set()
     length: int | None = None
     for raw in raw_fields:
-        name_b, _, value_b = raw.partition(b":")
-        name = name_b.decode("ascii")
-        value = value_b.strip(b" \t").decode("utf-8", "surrogateescape")
+        name, _, value = raw.partition(":")
+        value = value.strip(" \t")
         lower = name.lower()
-        if lower in SINGLETON_HEADERS:
-            if lower in seen:
+        if lower in _SPECIAL:  # most fields are none of these: one look-up for them
+            if lower in SINGLETON_HEADERS:
+                if lower in seen:
+                    return None
+                seen.add(lower)
+            if lower == "content-length":
+                if not (value.isdigit() and value.isascii()
+                        and len(value) <= MAX_LENGTH_DIGITS):
+                    return None
+                length = int(value)
+            elif lower in _NOT_HERE or (lower == "connection" and "upgrade" in value.lower()):
                 return None
-            seen.add(lower)
-        if lower == "content-length":
-            if not (value.isdigit() and value.isascii() and len(value) <= MAX_LENGTH_DIGITS):
-                return None
-            length = int(value)
-        elif lower in _NOT_HERE or (lower == "connection" and "upgrade" in value.lower()):
-            return None
         fields.append((name, value))
     if length is None or "host" not in seen:  # aiohttp refuses HTTP/1.1 without Host
         return None
