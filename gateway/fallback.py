@@ -95,10 +95,12 @@ class FallbackBackend:
 
     async def unary(self, call: Call) -> ProtoMessage | None:
         op = call.op.name
+        # What decoding the client's request lost, before any interface adds its own.
+        decoded = call.ctx.loss.fork()
         known = self._served_by.get(op)
         if known is not None and known in self._others:
             try:
-                return await self._on(self._others[known], known, call)
+                return await self._on(self._others[known], known, call, decoded)
             except A2AError as err:
                 if not not_served(op, err):
                     raise
@@ -108,14 +110,15 @@ class FallbackBackend:
         except A2AError as err:
             if not not_served(op, err):
                 raise
-            return await self._fall_back(call, err)
+            return await self._fall_back(call, err, decoded)
 
-    async def _fall_back(self, call: Call, refused: A2AError) -> ProtoMessage | None:
+    async def _fall_back(self, call: Call, refused: A2AError, decoded: LossReport,
+                         ) -> ProtoMessage | None:
         parsed = await self._card.get()
         for entry in alternatives(parsed.p10, self.config) if parsed is not None else []:
             key, backend = self._other(entry)
             try:
-                result = await self._on(backend, key, call)
+                result = await self._on(backend, key, call, decoded)
             except A2AError as err:
                 if not_served(call.op.name, err):
                     continue
@@ -127,9 +130,11 @@ class FallbackBackend:
             return result
         raise refused
 
-    async def _on(self, backend: Backend, key: Interface, call: Call) -> ProtoMessage | None:
-        # The other dialect's translation starts from the canonical request afresh.
-        call.ctx.loss = LossReport(policy=call.ctx.loss.policy)
+    async def _on(self, backend: Backend, key: Interface, call: Call, decoded: LossReport,
+                  ) -> ProtoMessage | None:
+        # The other dialect's translation starts again from the canonical request: the
+        # losses of the client's decoding stay, the refused interface's are dropped.
+        call.ctx.loss = decoded.fork()
         call.ctx.outcome.backend_binding = key[0]
         result = await backend.unary(call)
         FALLBACKS.labels(self._tenant, call.op.name, key[0]).inc()

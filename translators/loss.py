@@ -42,6 +42,14 @@ class LossReport:
             if path not in self.dropped:
                 self.dropped.append(path)
 
+    def fork(self) -> LossReport:
+        """A copy to go on from: a fallback translates the canonical request again for
+        another interface, and what the client's own request lost on the way to it (its
+        decoding) must stay in the report, while one interface's losses are that
+        attempt's alone."""
+        return LossReport(self.policy, list(self.request), list(self.response),
+                          self.answering, dict(self.held), list(self.dropped))
+
     def drop(self, path: str) -> None:
         side = self.response if self.answering else self.request
         if path not in side:

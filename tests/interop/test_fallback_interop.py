@@ -70,3 +70,32 @@ async def test_push_list_and_delete_over_the_agents_json_rpc(
     assert off["deleted"]["error"]["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
     off = await push_crud(http, f"{gw}/grpc-off")
     assert off["listed"][0]["error"]["data"][0]["reason"] == "UNSUPPORTED_OPERATION"
+
+
+async def test_what_the_clients_own_request_lost_is_still_reported_after_a_fallback(
+        deployment: Deployment, make_gateway: MakeGateway, http: aiohttp.ClientSession,
+        ) -> None:
+    """A v0.3 client's `tasks/pushNotificationConfig/list` with `metadata` (which v1.0's
+    request has no place for: dropped while decoding it) to a tenant configured for the
+    agent's REST interface, which lacks the operation: served through JSON-RPC, and
+    `params.metadata` is still reported — on the first call (the fallback found) and on
+    later ones (the interface known). Without the fork of the loss report the fallback
+    started from an empty one, and the caller was never told."""
+    agent = deployment.agents["0.3"]
+    rest = {"url": f"http://127.0.0.1:{agent.rest}", "version": "0.3", "binding": "HTTP+JSON"}
+    gw = await make_gateway({"rest": {"backend": rest}})
+    url = f"{gw}/rest"
+    message = {"messageId": os.urandom(6).hex(), "role": "ROLE_USER",
+               "parts": [{"text": "input: x"}]}
+    task = (await rpc(http, url, "SendMessage", {"message": message}))["result"]["task"]
+    cfg = {"taskId": task["id"], "id": "c1", "url": "http://127.0.0.1:9/hook"}
+    assert "result" in await rpc(http, url, "CreateTaskPushNotificationConfig", cfg)
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tasks/pushNotificationConfig/list",
+            "params": {"id": task["id"], "metadata": {"trace": "x"}}}
+    for _ in range(2):  # the fallback found, then the interface known
+        async with http.post(url, json=body) as resp:
+            answer = await resp.json()
+            dropped = resp.headers.get("A2A-Gateway-Dropped", "")
+        assert [c["pushNotificationConfig"]["id"] for c in answer["result"]] == ["c1"], answer
+        assert "params.metadata" in dropped.split(","), (dropped, answer)
+    await rpc(http, url, "CancelTask", {"id": task["id"]})
