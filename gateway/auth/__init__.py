@@ -3,6 +3,6 @@ often (`ratelimit`), what credential reaches the backend (`backend_creds`), and 
 (`tls`); `service.GatewayAuth` holds it all per tenant. Pure of aiohttp and grpc request
 objects: ingresses pass plain header / metadata mappings and the peer certificate.
 
-Nothing is imported here: `gateway.config` imports `gateway.auth.config`, which must stay
+Nothing is imported here: `gateway.config` imports `gateway.config.auth`, which must stay
 light (no aiohttp, grpc or PyJWT at config-check time).
 """

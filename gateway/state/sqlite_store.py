@@ -23,6 +23,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
+from gateway.config.state import RetentionConfig
 from gateway.state.base import (
     StoreError,
     TaskPage,
@@ -33,7 +34,6 @@ from gateway.state.base import (
     decode_token,
     encode_token,
 )
-from gateway.state.config import RetentionConfig
 
 T = TypeVar("T")
 

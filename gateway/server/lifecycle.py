@@ -11,12 +11,12 @@ from urllib.parse import urlsplit
 
 import structlog
 
-from gateway.config import ConfigError, GatewayConfig, load_config
-from gateway.metrics import OPEN_STREAMS, RELOADS
+from gateway.config.models import ConfigError, GatewayConfig, load_config
+from gateway.observability.metrics import OPEN_STREAMS, RELOADS
 from gateway.preflight import preflight
+from gateway.routing.tenants import TenantRoute
 from gateway.state import Store, StoreError
-from gateway.tenants import TenantRoute
-from gateway.turns import Openings
+from gateway.streams.turns import Openings
 
 log = structlog.get_logger("a2a_gateway.lifecycle")
 
@@ -25,7 +25,7 @@ class Streams:
     """The streams open now, so that shutdown can end them cleanly: each stream's task is
     cancelled with `draining` set, and the SSE writer then closes the response properly
     instead of dropping the connection. Their serving loops let the calls starting on
-    the same worker (`openings`) go first (gateway/turns.py)."""
+    the same worker (`openings`) go first (gateway/streams/turns.py)."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
