@@ -26,8 +26,8 @@ from gateway.observability import tracing
 from gateway.observability.logs import access
 from gateway.observability.observe import log_call
 from gateway.pipeline.core import Gateway
-from gateway.server.lifecycle import Streams
 from gateway.streams.events import with_final_flags, without_final_flags
+from gateway.streams.registry import Streams
 from gateway.streams.turns import Turn
 from translators.dialects import grpc as wire
 from translators.dialects.base import WireAnswer

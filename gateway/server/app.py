@@ -37,9 +37,10 @@ from gateway.pipeline.core import Gateway
 from gateway.preflight.startup import binding, check_listeners_free, start_failure
 from gateway.server.admin import add_admin_routes, build_admin_app
 from gateway.server.heap import settle_after_start
-from gateway.server.lifecycle import ConfigWatcher, Streams
+from gateway.server.lifecycle import ConfigWatcher
 from gateway.state import Store, open_store
 from gateway.state.retention import prune_forever
+from gateway.streams.registry import Streams
 from gateway.tls.context import ReloadingServerContext, grpc_server_credentials
 from gateway.workers.worker import WorkerRole
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
