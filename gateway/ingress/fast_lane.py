@@ -284,7 +284,8 @@ class FastLane(asyncio.Protocol):
 
     def _access_line(self, request: LaneRequest, status: int, size_in: int, size_out: int,
                      ) -> None:
-        """The request's access line (gateway/observability/logs/access.py), as aiohttp's hook writes it."""
+        """The request's access line (gateway/observability/logs/access.py), as aiohttp's
+        hook writes it."""
         ctx = request.ctx
         if self._transport is None:  # the client left before its answer
             status, size_out = access.CLIENT_CLOSED, 0

@@ -1,8 +1,9 @@
 """Logging: one structured JSON line per request, never payloads or credentials.
 
-Where lines go and in what format: gateway/observability/logs/setup.py; the access line (one per
-request, the call's fields in it): gateway/observability/logs/access.py. Here: what a call's end records
-(metrics, trace, the fields its access line will carry) and the dropped-fields line.
+Where lines go and in what format: gateway/observability/logs/setup.py; the access line
+(one per request, the call's fields in it): gateway/observability/logs/access.py. Here:
+what a call's end records (metrics, trace, the fields its access line will carry) and the
+dropped-fields line.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ log = structlog.get_logger("a2a_gateway.call")
 
 def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
     """A call's end: counted, its span ended, and what its access line says noted on
-    ``ctx`` (the transport writes the line once the answer is out: gateway/observability/logs/access.py)."""
+    ``ctx`` (the transport writes the line once the answer is out:
+    gateway/observability/logs/access.py)."""
     seconds = time.monotonic() - ctx.started
     ctx.operation = operation
     access.note_error(ctx, error)

@@ -79,8 +79,8 @@ def test_kept_lines_are_written_by_flush() -> None:
 
 def test_a_calls_line_is_the_one_structlog_would_write(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The access line skips structlog's layers (gateway/observability/logs/access.py) but not its output:
-    the same fields in the same order, a worker's index included."""
+    """The access line skips structlog's layers (gateway/observability/logs/access.py) but
+    not its output: the same fields in the same order, a worker's index included."""
     import structlog
 
     from gateway.call import CallContext
