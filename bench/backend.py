@@ -1,6 +1,6 @@
 """The built-in demo agent (v0.3 JSON-RPC) as a benchmark backend.
 
-Same agent as `python -m gateway.demo_agent`, started through `start_demo_agent`, which
+Same agent as `python -m gateway.demo.agent`, started through `start_demo_agent`, which
 has no access log: a log line per request would cost the backend more than the gateway
 adds, and every scenario shares the backend.
 
@@ -13,7 +13,7 @@ import argparse
 import asyncio
 import signal
 
-from gateway.demo_agent import start_demo_agent
+from gateway.demo.agent import start_demo_agent
 
 
 async def serve(host: str, port: int) -> None:

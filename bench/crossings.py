@@ -27,9 +27,9 @@ from typing import Any
 
 import aiohttp
 
-from gateway.app import Server
-from gateway.config import parse_config
-from gateway.demo_agent import start_demo_agent
+from gateway.config.models import parse_config
+from gateway.demo.agent import start_demo_agent
+from gateway.server.app import Server
 from tests.helpers import free_port, gateway_cmd, running, write_config
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -177,7 +177,7 @@ def gateway_config(gw_port: int, stub_port: int, echo_port: int) -> dict[str, An
         "default_tenant": "t10",
     }
     try:  # one process on one core, whatever the default becomes
-        from gateway.config import GatewayConfig
+        from gateway.config.models import GatewayConfig
         if "workers" in GatewayConfig.model_fields:
             config["workers"] = 1
     except ImportError:

@@ -63,7 +63,7 @@ async def forward(request: web.Request) -> web.StreamResponse:
 
 
 async def _open(app: web.Application) -> None:
-    # Same pool shape as the gateway's backend session (gateway/app.py new_session).
+    # Same pool shape as the gateway's backend session (gateway/server/app.py new_session).
     connector = aiohttp.TCPConnector(limit=512, limit_per_host=128)
     app[SESSION] = aiohttp.ClientSession(connector=connector, auto_decompress=False,
                                          timeout=aiohttp.ClientTimeout(total=None))

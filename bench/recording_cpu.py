@@ -25,7 +25,7 @@ from a2a.types import a2a_pb2 as pb
 
 from bench import nginx
 from gateway.call import Call, CallContext
-from gateway.config import parse_config
+from gateway.config.models import parse_config
 from gateway.state import Store
 from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore

@@ -57,7 +57,8 @@ class CallContext:
     started: float = field(default_factory=time.monotonic)
     loss: LossReport = field(default_factory=LossReport)
     outcome: CallOutcome = field(default_factory=CallOutcome)
-    trace: Any = None  # gateway.tracing.CallTrace: the client's trace context, the spans
+    # gateway.observability.tracing.CallTrace: the client's trace context, the spans
+    trace: Any = None
     # What authentication reads (gateway/auth): the request's headers or gRPC metadata,
     # and the verified client certificate of the connection, if any.
     credentials: Mapping[str, Any] = field(default_factory=dict)
@@ -65,8 +66,9 @@ class CallContext:
     principal: Any = None  # gateway.auth.principal.Principal, once admitted
     # The gateway's own call (the relay reading a task): no caller to authenticate.
     internal: bool = False
-    # What its access line says (gateway/logs/access.py): the operation, once known, and the
-    # error it ended with (also a refusal before the operation was known).
+    # What its access line says (gateway/observability/logs/access.py): the operation,
+    # once known, and the error it ended with (also a refusal before the operation was
+    # known).
     operation: str | None = None
     error: BaseException | None = None
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-from gateway.config import ConfigError, json_schema, load_config
-from gateway.config_env import CONFIG_PATH_ENV
+from gateway.config.env import CONFIG_PATH_ENV
+from gateway.config.models import ConfigError, json_schema, load_config
+from gateway.config.state import redact_url
 from gateway.preflight import ConfigProblems, preflight, problems_of
-from gateway.state.config import redact_url
 from gateway.workers.count import worker_count
 
 
@@ -39,7 +39,7 @@ def _start(args: argparse.Namespace) -> int:
     preflight(config)
     loop = os.environ.get("A2A_GATEWAY_LOOP") or config.event_loop
     if args.worker is not None:  # started by a supervisor (gateway/workers)
-        from gateway.app import serve
+        from gateway.server.app import serve
         from gateway.workers.worker import WorkerRole
 
         role = WorkerRole(args.worker, args.ready_fd, args.supervisor)
@@ -47,7 +47,7 @@ def _start(args: argparse.Namespace) -> int:
         return run_on_loop(serve(config, Path(args.config), role), loop)
     count, why = worker_count(config)
     if count == 1:
-        from gateway.app import serve
+        from gateway.server.app import serve
 
         return run_on_loop(serve(config, Path(args.config)), loop)
     from gateway.workers.supervisor import supervise
@@ -133,7 +133,7 @@ def _hash_key(_: argparse.Namespace) -> int:
 def _dev_cert(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from gateway.auth.devcert import write_dev_cert
+    from gateway.tls.devcert import write_dev_cert
 
     made = write_dev_cert(Path(args.dir), args.host or ["localhost", "127.0.0.1"])
     print(f"{'wrote' if made else 'kept'} ca.crt, tls.crt, tls.key in {args.dir}")
@@ -141,7 +141,7 @@ def _dev_cert(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from gateway.demo_agent import main as demo_main
+    from gateway.demo.agent import main as demo_main
 
     return demo_main(["--host", args.host, "--port", str(args.port)])
 
@@ -159,7 +159,7 @@ def _usage(args: argparse.Namespace) -> int:
 
 
 def _keygen(args: argparse.Namespace) -> int:
-    from gateway import keygen
+    from gateway.auth import keygen
 
     if args.kind == "relay":
         print(keygen.relay_key())

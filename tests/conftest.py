@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from helpers import MakeGateway, free_port
 
-from gateway.app import Server
-from gateway.config import parse_config
-from gateway.demo_agent import start_demo_agent
+from gateway.config.models import parse_config
+from gateway.demo.agent import start_demo_agent
+from gateway.server.app import Server
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import hashlib
 import hmac
 from dataclasses import dataclass
 
-from gateway.auth.config import ApiKeyEntry, ApiKeysConfig
 from gateway.auth.principal import Principal
 from gateway.auth.secrets import read_secret
+from gateway.config.auth import ApiKeyEntry, ApiKeysConfig
 
 
 def hash_key(key: str) -> str:

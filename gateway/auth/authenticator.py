@@ -5,11 +5,11 @@ ingress passes a plain mapping of headers and the peer certificate it has."""
 from __future__ import annotations
 
 from gateway.auth.apikeys import ApiKeys
-from gateway.auth.config import AuthConfig, MtlsConfig
 from gateway.auth.jwks import JwksSource
 from gateway.auth.jwt_bearer import JwtVerifier, TokenRefused, looks_like_jwt
 from gateway.auth.mtls import PeerCert, cert_principal
 from gateway.auth.principal import Headers, Principal, lower_headers, unauthenticated
+from gateway.config.auth import AuthConfig, MtlsConfig
 
 
 class Authenticator:

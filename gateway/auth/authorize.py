@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gateway.auth.config import AllowRule
 from gateway.auth.principal import Principal, permission_denied
+from gateway.config.auth import AllowRule
 
 ANYONE = "*"
 

@@ -21,8 +21,8 @@ from urllib.parse import quote
 import aiohttp
 import structlog
 
-from gateway.auth.config import BackendAuthConfig, OAuthClientConfig
 from gateway.auth.secrets import read_source
+from gateway.config.auth import BackendAuthConfig, OAuthClientConfig
 from translators.errors import a2a_error
 
 log = structlog.get_logger("a2a_gateway.auth")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gateway.auth.config import AuthConfig
+from gateway.config.auth import AuthConfig
 
 JSON = dict[str, Any]
 

@@ -17,7 +17,7 @@ import structlog
 from jwt import PyJWK
 from jwt.exceptions import InvalidKeyError, PyJWKError
 
-from gateway.auth.config import JwtConfig
+from gateway.config.auth import JwtConfig
 from translators.errors import A2AError, a2a_error
 
 log = structlog.get_logger("a2a_gateway.auth")

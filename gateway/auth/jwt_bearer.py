@@ -9,9 +9,9 @@ from typing import Any
 
 import jwt
 
-from gateway.auth.config import JwtConfig
 from gateway.auth.jwks import JwksSource, SigningKey
 from gateway.auth.principal import Principal
+from gateway.config.auth import JwtConfig
 
 
 class TokenRefused(Exception):

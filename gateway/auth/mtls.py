@@ -11,8 +11,8 @@ from typing import Any
 from cryptography import x509
 from cryptography.x509.oid import NameOID
 
-from gateway.auth.config import MtlsConfig
 from gateway.auth.principal import Principal
+from gateway.config.auth import MtlsConfig
 
 PeerCert = Mapping[str, Any] | bytes | None
 

@@ -17,9 +17,9 @@ from typing import Literal, Protocol
 
 import structlog
 
-from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
-from gateway.metrics import LIMIT_REFUSALS
+from gateway.config.auth import RateLimitsConfig
+from gateway.observability.metrics import LIMIT_REFUSALS
 from gateway.state import Store, StoreError, store_unavailable
 from translators.errors import A2AError, a2a_error
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import structlog
 
-from gateway.auth.config import SecretSource
+from gateway.config.auth import SecretSource
 
 log = structlog.get_logger("a2a_gateway.auth")
 

@@ -11,7 +11,6 @@ from gateway.auth.apikeys import ApiKeys
 from gateway.auth.authenticator import Authenticator
 from gateway.auth.authorize import Authorizer
 from gateway.auth.backend_creds import BackendCredentials
-from gateway.auth.config import AuthConfig, JwtConfig, effective
 from gateway.auth.jwks import JwksSource
 from gateway.auth.jwt_bearer import JwtVerifier
 from gateway.auth.mtls import PeerCert
@@ -23,6 +22,7 @@ from gateway.auth.ratelimit import (
     StoreOutage,
     TrafficLimits,
 )
+from gateway.config.auth import AuthConfig, JwtConfig, effective
 
 
 @dataclass

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 
 _FORWARDED = ("X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-Prefix")
 

@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import aiohttp
 import structlog
 
-from gateway.config import BackendConfig
-from gateway.metrics import CARD_REFRESHES, card_hit
+from gateway.config.models import BackendConfig
+from gateway.observability.metrics import CARD_REFRESHES, card_hit
 from translators.card_serving import ParsedCard, parse_any_card
 from translators.json_text import parse_json
 

@@ -20,11 +20,11 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 
 from gateway.auth.card import card_security, with_security
-from gateway.auth.config import effective
 from gateway.call import CallContext
 from gateway.cards.addresses import PublicAddress
 from gateway.cards.signing import CardSigner
-from gateway.config import GatewayConfig
+from gateway.config.auth import effective
+from gateway.config.models import GatewayConfig
 from translators.card_serving import (
     ParsedCard,
     card_in_shape,

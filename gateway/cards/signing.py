@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
     encode_dss_signature,
 )
 
-from gateway.config import CardSigningConfig
+from gateway.config.models import CardSigningConfig
 
 
 def canonical_json(value: Any) -> bytes:

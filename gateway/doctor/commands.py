@@ -16,7 +16,7 @@ from typing import Any
 
 import structlog
 
-from gateway.config import load_config
+from gateway.config.models import load_config
 from gateway.doctor import render as doctor_render
 from gateway.doctor import usage as usage_mod
 from gateway.doctor.runner import Options, doctor, silent, stderr_progress

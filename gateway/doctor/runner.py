@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import aiohttp
 
 from gateway.cards.backend import default_card_url
-from gateway.config import BackendConfig, GatewayConfig
+from gateway.config.models import BackendConfig, GatewayConfig
 from gateway.doctor.probe import Probed, detect, operations
 from gateway.doctor.report import Report, TargetReport
 from gateway.doctor.seeds import run_seeds

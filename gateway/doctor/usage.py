@@ -1,6 +1,6 @@
 """`a2a-gateway usage URL`: who still calls, from a gateway's /metrics.
 
-Reads the counter `a2a_gateway_calls_total` (gateway/metrics.py) and says, per tenant
+Reads the counter `a2a_gateway_calls_total` (gateway/observability/metrics.py) and says, per tenant
 when the counter carries a `tenant` label (else for the gateway as a whole), which client
 versions and bindings call and how much: the numbers a team needs to decide when v0.3
 can go.

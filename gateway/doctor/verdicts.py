@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gateway.config import BackendConfig, DiscoveryConfig
+from gateway.config.models import BackendConfig, DiscoveryConfig
 from gateway.doctor.answers import answer_losses
 from gateway.doctor.report import ERROR, ClientVerdict, Loss, OperationResult, Refusal
 from gateway.doctor.samples import client_ops, sample

@@ -15,9 +15,9 @@ import structlog
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
-from gateway import tracing
 from gateway.call import Call
-from gateway.config import BackendConfig
+from gateway.config.models import BackendConfig
+from gateway.observability import tracing
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS, WireAnswer
 from translators.errors import A2AError, a2a_error
 from translators.versions import V10
@@ -29,7 +29,7 @@ ECHOED_HEADERS = ("a2a-extensions", "x-a2a-extensions")
 
 # A stream as it arrives: the events of each read of the backend, decoded as they are
 # taken (a read may hold hundreds; whoever serves them takes turns between them,
-# gateway/turns.py). A batch is never empty. Events that arrived together travel
+# gateway/streams/turns.py). A batch is never empty. Events that arrived together travel
 # together: each layer of the pipeline and each write to the client costs once per read,
 # not once per event.
 EventBatches = AsyncIterator[Iterable[pb.StreamResponse]]

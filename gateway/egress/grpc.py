@@ -18,10 +18,9 @@ from typing import Any
 import grpc
 from google.protobuf.message import Message as ProtoMessage
 
-from gateway.auth.tls import grpc_channel_credentials, grpc_channel_options
-from gateway.auth.tls_config import ClientTlsConfig
 from gateway.call import Call
-from gateway.config import BackendConfig
+from gateway.config.models import BackendConfig
+from gateway.config.tls import ClientTlsConfig
 from gateway.egress.base import (
     ECHOED_HEADERS,
     EventBatches,
@@ -30,6 +29,7 @@ from gateway.egress.base import (
     backend_unavailable,
     too_large,
 )
+from gateway.tls.context import grpc_channel_credentials, grpc_channel_options
 from translators.dialects.base import WireAnswer
 from translators.dialects.grpc import (
     GRPC_V03,

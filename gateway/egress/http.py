@@ -14,7 +14,7 @@ import aiohttp
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
-from gateway.config import BackendConfig
+from gateway.config.models import BackendConfig
 from gateway.egress.base import (
     ECHOED_HEADERS,
     EventBatches,

@@ -13,7 +13,7 @@ import aiohttp
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
-from gateway.config import BackendConfig
+from gateway.config.models import BackendConfig
 from gateway.egress.base import EventBatches, backend_headers
 from gateway.egress.http import (
     backend_request,

@@ -14,7 +14,7 @@ from email.utils import parsedate_to_datetime
 from aiohttp import web
 
 from gateway.ingress.common import DROPPED_HEADER, gateway_of, header_version
-from gateway.observe import log_dropped
+from gateway.observability.observe import log_dropped
 from translators.errors import A2AError
 from translators.json_text import dumps
 from translators.rest_errors import error_to_rest_v10

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from gateway import tracing
 from gateway.auth.peer import http_peer_cert
 from gateway.auth.principal import CHALLENGE_KEY
 from gateway.call import Call, CallContext, new_request_id
-from gateway.logs.access import CALL_KEY, note_error
-from gateway.pipeline import Gateway
+from gateway.observability import tracing
+from gateway.observability.logs.access import CALL_KEY, note_error
+from gateway.pipeline.core import Gateway
 from translators.dialects.base import DecodedCall, HttpAnswer
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03, V10, normalize_version
@@ -134,7 +134,7 @@ def client_context(request: web.Request, gateway: Gateway, binding: str) -> Call
     # Read only by the extended card: not worked out for every call.
     ctx.public_base = lambda: gateway.cards.address.http_base(request)
     tracing.take(ctx, headers)
-    request[CALL_KEY] = ctx  # for its access line (gateway/logs/access.py)
+    request[CALL_KEY] = ctx  # for its access line (gateway/observability/logs/access.py)
     return ctx
 
 

@@ -23,8 +23,8 @@ from typing import Any, cast
 from aiohttp import web
 from prometheus_client import Counter, Gauge
 
-from gateway.config import LimitsConfig
-from gateway.turns import Opening, Openings
+from gateway.config.models import LimitsConfig
+from gateway.streams.turns import Opening, Openings
 
 OPEN_CONNECTIONS = Gauge("a2a_gateway_open_connections", "HTTP connections open now",
                          multiprocess_mode="livesum")

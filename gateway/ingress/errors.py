@@ -10,7 +10,7 @@ import structlog
 from aiohttp import web
 
 from gateway.ingress.common import header_version
-from gateway.logs.access import client_gone
+from gateway.observability.logs.access import client_gone
 from translators.dialects import DIALECTS, HTTP_JSON, JSONRPC
 from translators.errors import A2AError, a2a_error
 from translators.rest_routes import dialect_of_path, is_jsonrpc_path

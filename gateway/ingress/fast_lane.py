@@ -34,12 +34,12 @@ from multidict import CIMultiDictProxy, MultiDict, MultiDictProxy
 from prometheus_client import Counter
 
 from gateway.call import CallContext
-from gateway.config import LimitsConfig
+from gateway.config.models import LimitsConfig
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import Reply, app_gateway
 from gateway.ingress.errors import unhandled
 from gateway.ingress.lane_head import MAX_HEAD, asks_to_close, checked_until, read_request
-from gateway.logs import access
+from gateway.observability.logs import access
 
 log = structlog.get_logger("a2a_gateway.http")
 
@@ -284,7 +284,8 @@ class FastLane(asyncio.Protocol):
 
     def _access_line(self, request: LaneRequest, status: int, size_in: int, size_out: int,
                      ) -> None:
-        """The request's access line (gateway/logs/access.py), as aiohttp's hook writes it."""
+        """The request's access line (gateway/observability/logs/access.py), as aiohttp's
+        hook writes it."""
         ctx = request.ctx
         if self._transport is None:  # the client left before its answer
             status, size_out = access.CLIENT_CLOSED, 0

@@ -18,17 +18,17 @@ from typing import Any, NoReturn
 import grpc
 from grpc_reflection.v1alpha import reflection
 
-from gateway import tracing
 from gateway.auth.peer import grpc_peer_cert
 from gateway.call import Call, CallContext
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
-from gateway.lifecycle import Streams
-from gateway.logs import access
-from gateway.observe import log_call
-from gateway.pipeline import Gateway
-from gateway.streams import with_final_flags, without_final_flags
-from gateway.turns import Turn
+from gateway.observability import tracing
+from gateway.observability.logs import access
+from gateway.observability.observe import log_call
+from gateway.pipeline.core import Gateway
+from gateway.streams.events import with_final_flags, without_final_flags
+from gateway.streams.registry import Streams
+from gateway.streams.turns import Turn
 from translators.dialects import grpc as wire
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError, a2a_error

@@ -24,7 +24,7 @@ from gateway.ingress.common import (
     refused,
 )
 from gateway.ingress.sse_out import serve_sse
-from gateway.observe import log_call
+from gateway.observability.observe import log_call
 from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
 from translators.dialects.base import HttpAnswer, WireAnswer

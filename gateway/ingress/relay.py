@@ -19,7 +19,7 @@ from gateway.ingress.common import gateway_of, read_body
 from gateway.relay import trace_context
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, seal_id
-from gateway.streams import TERMINAL
+from gateway.streams.events import TERMINAL
 from translators.dialects.jsonrpc import TRANSPORT_ERRORS
 from translators.errors import A2AError, a2a_error
 from translators.json_text import dumps, number_refusal, parse_json

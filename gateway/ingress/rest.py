@@ -24,7 +24,7 @@ from gateway.ingress.common import (
 )
 from gateway.ingress.errors import render_error
 from gateway.ingress.sse_out import serve_sse
-from gateway.observe import log_call
+from gateway.observability.observe import log_call
 from translators import operations as ops
 from translators.dialects import rest
 from translators.dialects.base import HttpAnswer, WireAnswer

@@ -9,15 +9,15 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
-from gateway import turns
 from gateway.call import Call
-from gateway.deadline import Deadline
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.ingress.connections import answer_started
-from gateway.observe import log_call
-from gateway.sse import SSE_HEADERS
-from gateway.streams import Flagged, FlaggedEvent, with_final_flags, without_final_flags
-from gateway.turns import Turn
+from gateway.observability.observe import log_call
+from gateway.streams import turns
+from gateway.streams.deadline import Deadline
+from gateway.streams.events import Flagged, FlaggedEvent, with_final_flags, without_final_flags
+from gateway.streams.sse import SSE_HEADERS
+from gateway.streams.turns import Turn
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03
 

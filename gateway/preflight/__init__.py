@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 from gateway.preflight.files import check_auth, check_state_path
 from gateway.preflight.keys import check_keys
 from gateway.preflight.problems import ConfigProblems, Problems

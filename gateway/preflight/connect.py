@@ -16,15 +16,15 @@ from urllib.parse import urlsplit
 import aiohttp
 import grpc
 
-from gateway.auth.config import AuthConfig, effective
 from gateway.auth.jwks import JwksError, fetch_jwks
-from gateway.auth.tls import client_context, grpc_channel_credentials, grpc_channel_options
-from gateway.auth.tls_config import ClientTlsConfig
 from gateway.cards.backend import MAX_CARD_BYTES
-from gateway.config import BackendConfig, GatewayConfig
+from gateway.config.auth import AuthConfig, effective
+from gateway.config.models import BackendConfig, GatewayConfig
+from gateway.config.state import StateConfig, redact_url
+from gateway.config.tls import ClientTlsConfig
 from gateway.preflight.problems import EXPECTED, describe
 from gateway.state import open_store
-from gateway.state.config import StateConfig, redact_url
+from gateway.tls.context import client_context, grpc_channel_credentials, grpc_channel_options
 from translators.card_serving import parse_any_card
 from translators.errors import A2AError
 from translators.json_text import parse_json

@@ -8,12 +8,12 @@ import tempfile
 from functools import partial
 from pathlib import Path
 
-from gateway.auth.config import AuthConfig, SecretSource
 from gateway.auth.jwks import read_jwks_file
 from gateway.auth.secrets import read_secret, read_source
+from gateway.config.auth import AuthConfig, SecretSource
+from gateway.config.state import StateConfig
 from gateway.preflight.problems import Problems
 from gateway.preflight.tls import check_client_tls, check_server_tls
-from gateway.state.config import StateConfig
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 

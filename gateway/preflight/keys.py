@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from functools import partial
 
 from gateway.cards.signing import CardSigner
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 from gateway.preflight.problems import Problems
 from gateway.preflight.tls import load_private_key
 from gateway.relay.seals import load_keys

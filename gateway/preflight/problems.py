@@ -11,7 +11,7 @@ from cryptography.exceptions import UnsupportedAlgorithm
 
 from gateway.auth.jwks import JwksError
 from gateway.auth.secrets import SecretError
-from gateway.config import ConfigError, ConfigProblems
+from gateway.config.models import ConfigError, ConfigProblems
 from gateway.state.base import StoreError
 
 __all__ = ["EXPECTED", "ConfigProblems", "Problems", "describe"]

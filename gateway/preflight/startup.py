@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from gateway.auth.jwks import JwksError
 from gateway.auth.secrets import SecretError
-from gateway.config import ConfigError, GatewayConfig
+from gateway.config.models import ConfigError, GatewayConfig
 from gateway.preflight import problems_of
 from gateway.preflight.problems import EXPECTED, ConfigProblems, describe
 from gateway.state.base import StoreError

@@ -14,9 +14,9 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 
-from gateway.auth.tls import client_context, server_context
-from gateway.auth.tls_config import ClientTlsConfig, ServerTlsConfig
+from gateway.config.tls import ClientTlsConfig, ServerTlsConfig
 from gateway.preflight.problems import Problems
+from gateway.tls.context import client_context, server_context
 
 MAX_PEM_BYTES = 1024 * 1024  # a PEM file larger than this is not a certificate chain
 

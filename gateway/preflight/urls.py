@@ -7,8 +7,8 @@ from __future__ import annotations
 from functools import partial
 from urllib.parse import urlsplit
 
-from gateway.auth.config import AuthConfig
-from gateway.config import GatewayConfig, _host_port
+from gateway.config.auth import AuthConfig
+from gateway.config.models import GatewayConfig, _host_port
 from gateway.preflight.problems import Problems
 
 
@@ -27,7 +27,7 @@ def check_http_url(url: str) -> None:
 
 
 def check_otlp_endpoint(exporter: str, endpoint: str) -> None:
-    """otlp-grpc takes host:port or a URL; otlp-http a URL (gateway/tracing.py)."""
+    """otlp-grpc takes host:port or a URL; otlp-http a URL (gateway/observability/tracing.py)."""
     if exporter == "otlp-grpc" and "://" not in endpoint:
         _host_port(endpoint)
     else:

@@ -34,8 +34,8 @@ import aiohttp
 import structlog
 from a2a.types import a2a_pb2 as pb
 
-from gateway.config import PushRelayConfig
-from gateway.metrics import PUSH_DELIVERIES
+from gateway.config.models import PushRelayConfig
+from gateway.observability.metrics import PUSH_DELIVERIES
 from gateway.relay import trace_context
 from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
 from translators.errors import A2AError
@@ -67,7 +67,7 @@ def _log() -> Any:
 @dataclass
 class RelayCounters:
     """Process-wide relay counters; :meth:`bump` also feeds the Prometheus counter
-    `a2a_gateway_push_deliveries_total{outcome}` (gateway/metrics.py)."""
+    `a2a_gateway_push_deliveries_total{outcome}` (gateway/observability/metrics.py)."""
 
     accepted: int = 0  # notifications a backend posted and the relay took on
     delivered: int = 0  # reached the client's webhook (2xx)

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import DefaultResolver
 
-from gateway.config import PushRelayConfig
+from gateway.config.models import PushRelayConfig
 from translators.errors import A2AError, invalid_params
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address

@@ -27,7 +27,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 from gateway.relay.delivery import COUNTERS, Delivery, FetchTask
 from gateway.relay.guard import WebhookGuard
 from gateway.relay.seals import Sealer, SealError, load_keys, relay_base, sealed_part

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from gateway.config import ConfigError, GatewayConfig, PushRelayConfig
+from gateway.config.models import ConfigError, GatewayConfig, PushRelayConfig
 from translators.webhooks import RelayTarget
 
 RELAY_PATH = "/_relay/"

@@ -1,6 +1,6 @@
 """The push relay's trace context: a backend's webhook notification parents the deliveries
 it causes, and each delivery carries its span's context (or the notification's, unchanged,
-when tracing is off). gateway/tracing.py traces the calls."""
+when tracing is off). gateway/observability/tracing.py traces the calls."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import contextvars
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
-from gateway import tracing
+from gateway.observability import tracing
 
 # The trace context a backend's webhook notification came with, for the delivery tasks
 # the relay endpoint starts (asyncio tasks copy the context they are created in).

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from gateway.config.state import RetentionConfig, StateConfig
 from gateway.state.base import (
     BadPageToken,
     Store,
@@ -16,7 +17,6 @@ from gateway.state.base import (
     TaskRecord,
     store_unavailable,
 )
-from gateway.state.config import RetentionConfig, StateConfig
 
 __all__ = ["BadPageToken", "RetentionConfig", "StateConfig", "Store", "StoreError",
            "TaskPage", "TaskQuery", "TaskRecord", "open_store", "store_unavailable"]

@@ -17,6 +17,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
+from gateway.config.state import RetentionConfig, redact_url
 from gateway.state.base import (
     StoreError,
     TaskPage,
@@ -26,7 +27,6 @@ from gateway.state.base import (
     decode_token,
     encode_token,
 )
-from gateway.state.config import RetentionConfig, redact_url
 from gateway.state.redis_lua import (
     CLAIM,
     DELETE,

@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from gateway.config.state import RetentionConfig
 from gateway.state.base import (
     StoreError,
     TaskPage,
@@ -36,7 +37,6 @@ from gateway.state.base import (
     decode_token,
     encode_token,
 )
-from gateway.state.config import RetentionConfig
 from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
 
 log = structlog.get_logger("a2a_gateway.state")

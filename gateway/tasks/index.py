@@ -23,7 +23,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 from gateway.state import Store, StoreError, TaskRecord, store_unavailable
 from gateway.tasks.record import TaskRecorder, records_of, wire_records
 from translators import operations as ops

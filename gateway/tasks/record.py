@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 
-from gateway.metrics import TASK_DROPS, TASK_RECORDS
+from gateway.observability.metrics import TASK_DROPS, TASK_RECORDS
 from gateway.state import Store, StoreError, TaskRecord
 from translators.task_facts import TaskFacts, document_facts, wire_facts
 

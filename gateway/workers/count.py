@@ -13,7 +13,7 @@ import math
 import os
 from pathlib import Path
 
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 
 _CGROUP = Path("/sys/fs/cgroup")
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import structlog
 
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 from gateway.preflight.startup import check_listeners_free
 from gateway.relay.seals import GENERATED_KEY_ENV, export_generated_key
 from gateway.workers import metrics_dir
@@ -205,7 +205,7 @@ class Supervisor:
 
 async def supervise(config: GatewayConfig, config_path: Path, count: int, why: str) -> int:
     """Run ``count`` workers of the gateway configured in ``config_path`` until stopped."""
-    from gateway.observe import configure_logging
+    from gateway.observability.observe import configure_logging
 
     configure_logging(config.log)
     check_listeners_free(config, demo_agent=False)  # worker 0 runs the demo agent

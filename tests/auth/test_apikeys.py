@@ -14,9 +14,9 @@ import pytest
 from gateway.auth import apikeys
 from gateway.auth.apikeys import hash_key
 from gateway.auth.authenticator import Authenticator
-from gateway.auth.config import AuthConfig
 from gateway.auth.principal import CHALLENGE_KEY
 from gateway.cli import main as cli
+from gateway.config.auth import AuthConfig
 from translators.errors import A2AError
 
 KEY = "k-3f9a1c2e7b"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from gateway.auth.config import READ_ONLY, AuthConfig, effective
-from gateway.config import ConfigError, parse_config
+from gateway.config.auth import READ_ONLY, AuthConfig, effective
+from gateway.config.models import ConfigError, parse_config
 
 JWKS = {"jwks_url": "https://issuer.example/jwks.json"}
 

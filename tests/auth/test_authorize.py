@@ -9,10 +9,10 @@ import pytest
 
 from gateway.auth.apikeys import hash_key
 from gateway.auth.authorize import Authorizer
-from gateway.auth.config import AllowRule
 from gateway.auth.principal import Principal
 from gateway.auth.service import GatewayAuth
-from gateway.config import AuthConfig
+from gateway.config.auth import AllowRule
+from gateway.config.models import AuthConfig
 from translators.errors import A2AError
 from translators.operations import OPERATIONS
 

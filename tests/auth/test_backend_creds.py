@@ -16,7 +16,7 @@ from aiohttp import web
 from helpers import ManualClock, serving
 
 from gateway.auth.backend_creds import BackendCredentials, OAuthTokens
-from gateway.auth.config import BackendAuthConfig, OAuthClientConfig
+from gateway.config.auth import BackendAuthConfig, OAuthClientConfig
 from translators.errors import A2AError
 
 CLIENT = {"authorization": "Bearer client-token", "x-request-id": "r1"}

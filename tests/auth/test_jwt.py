@@ -22,10 +22,10 @@ from helpers import ManualClock, serving
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from gateway.auth.authenticator import Authenticator
-from gateway.auth.config import AuthConfig, JwtConfig
 from gateway.auth.jwks import JwksSource, parse_jwks
 from gateway.auth.jwt_bearer import JwtVerifier, TokenRefused, algorithm_fits_key
 from gateway.auth.principal import CHALLENGE_KEY
+from gateway.config.auth import AuthConfig, JwtConfig
 from translators.errors import A2AError
 
 ISSUER, AUDIENCE = "https://issuer.test", "a2a-gateway"
@@ -246,9 +246,9 @@ async def test_tenants_claim_binds_the_principal(jwks_server: JwksServer) -> Non
 
 async def test_prime_loads_at_start_and_refuses_a_broken_file(
         tmp_path: Path, jwks_server: JwksServer, unused_tcp_port: int) -> None:
-    from gateway.auth.config import AuthConfig
     from gateway.auth.jwks import JwksError
     from gateway.auth.service import GatewayAuth
+    from gateway.config.auth import AuthConfig
 
     auth = GatewayAuth(AuthConfig.model_validate({"jwt": {"jwks_url": jwks_server.url}}),
                        {"a": None, "b": None})

@@ -6,8 +6,8 @@ from __future__ import annotations
 from auth_pki import issue, make_ca
 from cryptography.hazmat.primitives import serialization
 
-from gateway.auth.config import MtlsConfig
 from gateway.auth.mtls import cert_principal
+from gateway.config.auth import MtlsConfig
 
 CA = make_ca()
 CLIENT = issue(CA, "billing-agent", dns=("billing.internal",),

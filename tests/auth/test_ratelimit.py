@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from helpers import ManualClock
 
-from gateway.auth.config import RateLimitsConfig
 from gateway.auth.principal import Principal
 from gateway.auth.ratelimit import Concurrency, LocalBuckets, StoreOutage, TrafficLimits
-from gateway.metrics import LIMIT_REFUSALS as REFUSED
+from gateway.config.auth import RateLimitsConfig
+from gateway.observability.metrics import LIMIT_REFUSALS as REFUSED
 from gateway.state import StoreError
 from translators.errors import A2AError
 
@@ -93,8 +93,8 @@ def test_concurrent_calls_and_streams_per_principal() -> None:
 
 
 async def test_a_rebuilt_policy_keeps_buckets_and_open_calls() -> None:
-    from gateway.auth.config import AuthConfig
     from gateway.auth.service import GatewayAuth
+    from gateway.config.auth import AuthConfig
 
     cfg = AuthConfig.model_validate({"rate_limits": {"principal": {"rate": 0.1, "burst": 1},
                                                      "max_calls_per_principal": 1}})

@@ -17,10 +17,11 @@ import pytest
 from aiohttp import web
 from auth_pki import Issued, issue, make_ca
 
-from gateway.auth.config import MtlsConfig
 from gateway.auth.mtls import cert_principal
 from gateway.auth.peer import grpc_peer_cert, http_peer_cert
-from gateway.auth.tls import (
+from gateway.config.auth import MtlsConfig
+from gateway.config.tls import ClientTlsConfig, ServerTlsConfig
+from gateway.tls.context import (
     ReloadingServerContext,
     client_context,
     grpc_channel_credentials,
@@ -28,7 +29,6 @@ from gateway.auth.tls import (
     grpc_server_credentials,
     server_context,
 )
-from gateway.auth.tls_config import ClientTlsConfig, ServerTlsConfig
 
 CA, OTHER_CA = make_ca("gateway test CA"), make_ca("another CA")
 SERVER = issue(CA, "server-1", server=True)

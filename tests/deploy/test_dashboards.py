@@ -36,9 +36,9 @@ from deploy_support import DEPLOY, load_file
 from helpers import free_port, receiving_webhooks, v03, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
-from gateway.app import Server
-from gateway.config import load_config
+from gateway.config.models import load_config
 from gateway.relay.delivery import RelayCounters
+from gateway.server.app import Server
 from translators.errors import ERROR_KINDS
 from translators.operations import OPERATIONS
 
@@ -193,8 +193,8 @@ def _declared_labels() -> dict[str, set[str]]:
     from prometheus_client.metrics import MetricWrapperBase
 
     import gateway.ingress.connections as connections
-    import gateway.limits as limits
-    import gateway.metrics as metrics
+    import gateway.observability.metrics as metrics
+    import gateway.pipeline.limits as limits
 
     declared: dict[str, set[str]] = {}
     for module in (metrics, limits, connections):

@@ -44,8 +44,8 @@ from deploy_support import (
     secret_text,
 )
 
-from gateway.config import GatewayConfig, PushRelayConfig, parse_config
-from gateway.keygen import relay_key
+from gateway.auth.keygen import relay_key
+from gateway.config.models import GatewayConfig, PushRelayConfig, parse_config
 from gateway.relay.seals import load_keys
 
 # --- what every gateway workload must look like -----------------------------------------------

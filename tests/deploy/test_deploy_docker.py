@@ -26,7 +26,7 @@ from deploy_support import (
     load_file,
 )
 
-from gateway.config import parse_config
+from gateway.config.models import parse_config
 
 # --- Dockerfile, config/docker.yaml -----------------------------------------------------------
 

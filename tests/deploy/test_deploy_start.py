@@ -52,7 +52,7 @@ from deploy_support import (
 )
 from helpers import ROOT, VENV_BIN, free_port, redis_server, stop_process
 
-from gateway.config import PushRelayConfig
+from gateway.config.models import PushRelayConfig
 from gateway.relay.seals import load_keys
 
 CLI = str(VENV_BIN / "a2a-gateway")

@@ -12,7 +12,7 @@ from helpers import MakeGateway, free_port, v03, write_config
 from interop_support import Agent
 from schema_check import errors
 
-from gateway.config import parse_config
+from gateway.config.models import parse_config
 from gateway.doctor.runner import Options, doctor, silent
 
 pytestmark = pytest.mark.interop

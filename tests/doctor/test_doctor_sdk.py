@@ -9,7 +9,7 @@ import pytest
 from doctor_support import http
 from interop_support import Agent
 
-from gateway.config import parse_config
+from gateway.config.models import parse_config
 from gateway.doctor.report import OperationResult, Report, TargetReport
 from gateway.doctor.runner import Options, doctor, silent
 

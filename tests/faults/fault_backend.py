@@ -20,7 +20,7 @@ from fault_http import HttpFaultServer
 from fault_wire import Dialect
 from helpers import free_port
 
-# The bounds the gateway must enforce for every fault backend (gateway/config.py).
+# The bounds the gateway must enforce for every fault backend (gateway/config/models.py).
 BACKEND_BOUNDS: dict[str, Any] = {
     "timeout": 0.5,
     "connect_timeout": 0.5,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from helpers import VENV_BIN, free_port, running, v03, write_config
 
-from gateway.config import ConfigError, parse_config
+from gateway.config.models import ConfigError, parse_config
 
 
 def _config(port: int, demo: int, **extra: Any) -> dict[str, Any]:

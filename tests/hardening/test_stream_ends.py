@@ -39,15 +39,15 @@ from helpers import (
 )
 from prometheus_client import REGISTRY
 
-from gateway import metrics
 from gateway.egress.base import EventBatches
-from gateway.streams import Flagged, with_final_flags, without_final_flags
+from gateway.observability import metrics
+from gateway.streams.events import Flagged, with_final_flags, without_final_flags
 
 STREAMS = 10
 
 
 def _cancelled(binding: str) -> float:
-    metrics.flush()  # the calls of the last moments are batched (gateway/metrics.py)
+    metrics.flush()  # the calls of the last moments are batched (gateway/observability/metrics.py)
     return REGISTRY.get_sample_value("a2a_gateway_calls_total", {
         "tenant": "b", "operation": "SendStreamingMessage", "client_version": "0.3" if binding != "GRPC"
         else "1.0", "client_binding": binding, "backend_version": "0.3",

@@ -6,7 +6,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from gateway.demo_agent import build_app
+from gateway.demo.agent import build_app
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from demo_support import JSON, result, rpc, send, send_follow_up, user_message
 
-from gateway.demo_agent import start_demo_agent
+from gateway.demo.agent import start_demo_agent
 
 # --- push notifications ---------------------------------------------------------
 

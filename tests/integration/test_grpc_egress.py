@@ -25,8 +25,8 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_support import V10_MD, p03_send, p10_send, v03_stub, v10_stub
 from helpers import MakeGateway, free_port, v03
 
-from gateway.app import Server
-from gateway.config import parse_config
+from gateway.config.models import parse_config
+from gateway.server.app import Server
 
 V10_HEADERS = dict(V10_MD)
 

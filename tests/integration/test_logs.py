@@ -225,7 +225,7 @@ async def test_every_line_is_json_with_access_fields_and_no_credential(
 async def test_the_demo_agent_writes_json_lines_with_access_lines(tmp_path: Path) -> None:
     port = free_port()
     with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
-        proc = subprocess.Popen([str(VENV_BIN / "python"), "-m", "gateway.demo_agent",
+        proc = subprocess.Popen([str(VENV_BIN / "python"), "-m", "gateway.demo.agent",
                                  "--port", str(port)], stdout=out, stderr=err)
     try:
         wait_for_port(port, 30, proc)

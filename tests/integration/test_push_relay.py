@@ -18,7 +18,7 @@ from aiohttp import web
 from helpers import MakeGateway, free_port, serving, v03
 from structlog.testing import capture_logs
 
-from gateway.config import PushRelayConfig, parse_config
+from gateway.config.models import PushRelayConfig, parse_config
 from gateway.relay.delivery import COUNTERS
 from gateway.relay.guard import WebhookGuard
 from gateway.relay.hooks import PushRelay

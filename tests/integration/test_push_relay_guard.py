@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from helpers import v03
 
-from gateway.config import ConfigError, PushRelayConfig, parse_config
+from gateway.config.models import ConfigError, PushRelayConfig, parse_config
 from gateway.relay.guard import WebhookGuard
 from translators.errors import A2AError
 

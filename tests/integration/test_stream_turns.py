@@ -1,5 +1,5 @@
 """A stream whose events arrive many to a read takes turns with the rest of the worker
-(gateway/turns.py): the event loop is never held for the whole read. The gateway, its
+(gateway/streams/turns.py): the event loop is never held for the whole read. The gateway, its
 backend and a ticker share one loop here; the ticker measures how late its 1 ms sleeps
 wake while the stream is served."""
 
@@ -15,10 +15,10 @@ import pytest
 from aiohttp import web
 from helpers import MakeGateway, free_port, serving
 
-from gateway import turns
-from gateway.app import Server
-from gateway.config import parse_config
-from gateway.turns import Openings
+from gateway.config.models import parse_config
+from gateway.server.app import Server
+from gateway.streams import turns
+from gateway.streams.turns import Openings
 
 EVENTS = 3000
 SEND = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {

@@ -14,7 +14,7 @@ from helpers import MakeGateway
 from interop_support import Deployment, card_url
 from structlog.testing import capture_logs
 
-from gateway.metrics import FALLBACKS
+from gateway.observability.metrics import FALLBACKS
 
 V10 = {"A2A-Version": "1.0"}
 LIST, DELETE = "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig"

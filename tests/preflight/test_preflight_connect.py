@@ -16,7 +16,7 @@ from auth_pki import make_ca
 from helpers import VENV_BIN, free_port, serving, v03, write_config
 from jwt.algorithms import ECAlgorithm
 
-from gateway.config import parse_config
+from gateway.config.models import parse_config
 from gateway.preflight.connect import CONNECT_TIMEOUT, connect_problems
 
 

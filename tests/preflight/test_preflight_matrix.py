@@ -24,7 +24,7 @@ from preflight_support import (
 from pydantic import BaseModel
 
 from gateway.cli import main
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 
 FAULTS: dict[str, Callable[[Path], None]] = {
     "missing": make_missing, "corrupt": make_corrupt, "unreadable": make_unreadable}

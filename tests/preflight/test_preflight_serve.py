@@ -62,8 +62,8 @@ def test_serve_with_an_address_in_use(option: str, tmp_path: Path) -> None:
 # away between the check and its opening.
 _SERVE_WITHOUT_PREFLIGHT = """
 import asyncio, sys
-from gateway.app import serve
-from gateway.config import load_config
+from gateway.server.app import serve
+from gateway.config.models import load_config
 from gateway.preflight import ConfigProblems
 try:
     asyncio.run(serve(load_config(sys.argv[1])))

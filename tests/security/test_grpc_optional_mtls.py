@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from security_support import PKI, RecordingAgent, grpc_send, keys, rpc_send
 from structlog.testing import capture_logs
 
-from gateway.auth.tls_config import ServerTlsConfig
+from gateway.config.tls import ServerTlsConfig
 
 KEY = "key-of-alice-0123456789"
 

@@ -12,7 +12,7 @@ from a2a.types import a2a_pb2 as pb
 from helpers import v03
 from test_ownership import call
 
-from gateway.config import parse_config
+from gateway.config.models import parse_config
 from gateway.state import Store, StoreError, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.index import TaskIndex

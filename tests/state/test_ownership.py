@@ -20,7 +20,7 @@ from helpers import MakeGateway, v03
 
 from gateway.auth.principal import Principal
 from gateway.call import Call, CallContext
-from gateway.config import parse_config
+from gateway.config.models import parse_config
 from gateway.state import Store, TaskRecord
 from gateway.tasks.index import TaskIndex, task_of
 from translators import operations as ops

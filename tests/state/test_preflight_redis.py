@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers import v03
 
-from gateway.config import GatewayConfig, parse_config
+from gateway.config.models import GatewayConfig, parse_config
 from gateway.preflight.connect import connect_problems
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from helpers import free_port
 
-from gateway.app import Server
-from gateway.config import parse_config
+from gateway.config.models import parse_config
+from gateway.server.app import Server
 from gateway.state import TaskQuery, TaskRecord
 
 T0 = 1_700_000_000.0

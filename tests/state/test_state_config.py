@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from helpers import free_port
 
-from gateway.config import ConfigError, parse_config
+from gateway.config.models import ConfigError, parse_config
 from gateway.state import StoreError, open_store
 from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore

@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 from helpers import free_port, v03
 
-from gateway.app import Server
-from gateway.config import parse_config
+from gateway.config.models import parse_config
+from gateway.server.app import Server
 from gateway.state import TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 from helpers import MakeGateway, receiving_webhooks, v03
 
-from gateway.metrics import TASK_DROPS, TASK_RECORDS
+from gateway.observability.metrics import TASK_DROPS, TASK_RECORDS
 from gateway.state import Store, StoreError, TaskQuery, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.record import TaskRecorder

@@ -1,4 +1,4 @@
-"""Tracing (gateway/tracing.py): W3C trace context across dialect pairs, spans, OTLP.
+"""Tracing (gateway/observability/tracing.py): W3C trace context across dialect pairs, spans, OTLP.
 
     client ──JSON-RPC (v0.3 or v1.0)──▶ B ──gRPC (v1.0)──▶ A ──JSON-RPC v0.3──▶ recorder ──▶ demo
     client ──gRPC (v1.0 or v0.3)──────────────────────────▶ A ──JSON-RPC v0.3──▶ recorder ──▶ demo
@@ -27,7 +27,7 @@ from aiohttp import web
 from helpers import MakeGateway, free_port, serving, v03
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
-from gateway import tracing
+from gateway.observability import tracing
 from translators.webhooks import RelayTarget
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -339,7 +339,7 @@ async def test_relayed_delivery_carries_trace_context(
         http: aiohttp.ClientSession) -> None:
     """A backend's notification with a traceparent reaches the client's webhook in the
     same trace (unchanged when tracing is off, as a delivery span's child when on)."""
-    from gateway.config import parse_config
+    from gateway.config.models import parse_config
     from gateway.relay.hooks import PushRelay
 
     base, received = webhook

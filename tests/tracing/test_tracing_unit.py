@@ -1,12 +1,12 @@
-"""gateway/tracing.py without a gateway: the config section and the log's trace id."""
+"""gateway/observability/tracing.py without a gateway: the config section and the log's trace id."""
 
 from __future__ import annotations
 
 import pytest
 
-from gateway import tracing
 from gateway.call import CallContext
-from gateway.config import ConfigError, parse_config
+from gateway.config.models import ConfigError, parse_config
+from gateway.observability import tracing
 
 TENANTS = {"t": {"backend": {"url": "http://127.0.0.1:1/", "version": "0.3"}}}
 

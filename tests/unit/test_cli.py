@@ -15,7 +15,7 @@ import pytest
 
 from gateway.cli import build_parser
 from gateway.cli import main as cli
-from gateway.config import ConfigError, load_config
+from gateway.config.models import ConfigError, load_config
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "config" / "gateway.yaml"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config import ConfigError, json_schema, load_config, parse_config
+from gateway.config.models import ConfigError, json_schema, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

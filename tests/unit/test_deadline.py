@@ -1,4 +1,4 @@
-"""The per-stream deadline (gateway/deadline.py): what is awaited while armed ends in
+"""The per-stream deadline (gateway/streams/deadline.py): what is awaited while armed ends in
 TimeoutError at the deadline; re-arming moves it; nothing expires while disarmed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from gateway.deadline import Deadline
+from gateway.streams.deadline import Deadline
 
 
 async def test_an_armed_wait_past_the_deadline_ends_in_timeout_error() -> None:

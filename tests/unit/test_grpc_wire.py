@@ -9,7 +9,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
 from google.rpc import error_details_pb2, status_pb2
 
-from gateway.config import ConfigError, parse_config
+from gateway.config.models import ConfigError, parse_config
 from translators import operations as ops
 from translators.dialects import grpc as wire
 from translators.errors import ERROR_KINDS, A2AError, a2a_error

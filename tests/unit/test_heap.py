@@ -1,11 +1,11 @@
 """A serving process, once started, freezes what it holds and collects young objects less
-often (gateway/heap.py); the test process gets its own settings back."""
+often (gateway/server/heap.py); the test process gets its own settings back."""
 
 from __future__ import annotations
 
 import gc
 
-from gateway.heap import YOUNG_THRESHOLD, settle_after_start
+from gateway.server.heap import YOUNG_THRESHOLD, settle_after_start
 
 
 def test_settle_after_start_freezes_the_heap_and_raises_the_young_threshold() -> None:

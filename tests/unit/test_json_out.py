@@ -8,7 +8,7 @@ import json
 
 import orjson
 
-from gateway.logs.lines import render_line
+from gateway.observability.logs.lines import render_line
 from translators.json_text import dump_bytes, dumps
 
 

@@ -11,10 +11,10 @@ from jwt.algorithms import ECAlgorithm
 
 from gateway.auth.apikeys import hash_key
 from gateway.auth.authenticator import Authenticator
-from gateway.auth.config import AuthConfig
 from gateway.cards.signing import CardSigner, verify
 from gateway.cli import main as cli
-from gateway.config import CardSigningConfig, PushRelayConfig, parse_config
+from gateway.config.auth import AuthConfig
+from gateway.config.models import CardSigningConfig, PushRelayConfig, parse_config
 from gateway.relay.seals import Sealer, load_keys
 
 TENANTS = {"t": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"}}}

@@ -15,7 +15,7 @@ from datetime import datetime
 
 import pytest
 
-from gateway.logs.writer import LineWriter
+from gateway.observability.logs.writer import LineWriter
 
 
 class Stream(io.StringIO):
@@ -79,14 +79,14 @@ def test_kept_lines_are_written_by_flush() -> None:
 
 def test_a_calls_line_is_the_one_structlog_would_write(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The access line skips structlog's layers (gateway/logs/access.py) but not its output:
-    the same fields in the same order, a worker's index included."""
+    """The access line skips structlog's layers (gateway/observability/logs/access.py) but
+    not its output: the same fields in the same order, a worker's index included."""
     import structlog
 
     from gateway.call import CallContext
-    from gateway.logs import access
-    from gateway.logs.config import AccessLogConfig
-    from gateway.logs.lines import render_line, stamp
+    from gateway.config.logs import AccessLogConfig
+    from gateway.observability.logs import access
+    from gateway.observability.logs.lines import render_line, stamp
 
     ctx = CallContext(client_version="0.3", client_binding="JSONRPC", request_id="r1",
                       tenant="t", operation="SendMessage")
@@ -116,7 +116,7 @@ async def test_lines_are_written_in_timestamp_order_whoever_writes_them() -> Non
     """A line kept for the end of the turn, then an error and a line from another thread
     (both written at once): they leave in the order written, and their timestamps (put in
     by the writer, under its lock) in the same order."""
-    from gateway.logs.lines import render_unstamped, stamp
+    from gateway.observability.logs.lines import render_unstamped, stamp
 
     out = Stream()
     writer = LineWriter(out, stamp)  # type: ignore[arg-type]
@@ -141,7 +141,7 @@ def run_logging(script: str, level: str = "info") -> list[dict[str, object]]:
     """``script`` in a fresh interpreter after configure_logging(level): its stderr lines,
     each of which must be a JSON object."""
     prelude = ("import asyncio, logging, warnings, structlog\n"
-               "from gateway.observe import configure_logging\n"
+               "from gateway.observability.observe import configure_logging\n"
                f"configure_logging({level!r})\nlog = structlog.get_logger('t')\n")
     done = subprocess.run([sys.executable, "-c", prelude + textwrap.dedent(script)],
                           capture_output=True, text=True, timeout=60, check=False)
@@ -213,9 +213,9 @@ def test_a_malformed_heads_record_is_one_short_debug_line() -> None:
 
 def test_access_sampling_fields_and_skipped_paths_keep_every_failure() -> None:
     from gateway.call import CallContext
-    from gateway.logs import access
-    from gateway.logs.config import AccessLogConfig
-    from gateway.logs.lines import stamp
+    from gateway.config.logs import AccessLogConfig
+    from gateway.observability.logs import access
+    from gateway.observability.logs.lines import stamp
     from translators.errors import a2a_error
 
     out = io.StringIO()
@@ -243,7 +243,7 @@ def test_access_sampling_fields_and_skipped_paths_keep_every_failure() -> None:
 
 
 def test_the_older_log_level_key_still_sets_the_level() -> None:
-    from gateway.config import GatewayConfig
+    from gateway.config.models import GatewayConfig
 
     tenants = {"t": {"backend": {"url": "http://127.0.0.1:1/", "version": "0.3"}}}
     old = GatewayConfig.model_validate({"tenants": tenants, "log_level": "warning"})
@@ -258,8 +258,8 @@ def test_the_older_log_level_key_still_sets_the_level() -> None:
 
 def test_the_console_format_is_text_for_a_person_without_colors_off_a_tty() -> None:
     script = ("import logging, structlog\n"
-              "from gateway.logs.config import LogConfig\n"
-              "from gateway.observe import configure_logging\n"
+              "from gateway.config.logs import LogConfig\n"
+              "from gateway.observability.observe import configure_logging\n"
               "configure_logging(LogConfig.model_validate({'format': 'console'}), 2)\n"
               "structlog.get_logger('t').info('hello', tenant='demo')\n"
               "logging.getLogger('redis').warning('Authorization: Bearer S3')\n")

@@ -1,4 +1,4 @@
-"""The per-call counts and observations wait in a batch (gateway/metrics.py) and reach
+"""The per-call counts and observations wait in a batch (gateway/observability/metrics.py) and reach
 prometheus-client's metrics as if each had been added at once."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import asyncio
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from gateway import metrics
-from gateway.metrics import _LATENCY_BUCKETS, _Batch, _Children
+from gateway.observability import metrics
+from gateway.observability.metrics import _LATENCY_BUCKETS, _Batch, _Children
 
 SECONDS = [0.0, 0.0004, 0.001, 0.0011, 0.0025, 0.07, 1, 29.9, 30, 31, 1e9, float("inf")]
 

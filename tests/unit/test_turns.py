@@ -1,4 +1,4 @@
-"""The open streams take their turns one per pass of the loop, in order (gateway/turns.py);
+"""The open streams take their turns one per pass of the loop, in order (gateway/streams/turns.py);
 while a call is starting their turns are short, and a call stops counting as starting
 when answered or after PRIORITY."""
 
@@ -8,10 +8,10 @@ import asyncio
 
 import pytest
 
-from gateway import turns
-from gateway.config import LimitsConfig
+from gateway.config.models import LimitsConfig
 from gateway.ingress.connections import ConnectionGuard
-from gateway.turns import Openings, Turn
+from gateway.streams import turns
+from gateway.streams.turns import Openings, Turn
 
 
 async def test_an_opening_counts_until_answered_once() -> None:

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gateway.config import ConfigError, parse_config
+from gateway.config.models import ConfigError, parse_config
 from gateway.relay.seals import GENERATED_KEY_ENV
 from gateway.workers.count import available_cpus, quota_cpus, quota_cpus_v1, worker_count
 
@@ -49,7 +49,7 @@ def test_taskset_pins_the_default_to_the_allowed_cpus() -> None:
 
 def test_a_worker_seals_with_its_supervisors_generated_key() -> None:
     key, configured = (base64.urlsafe_b64encode(os.urandom(32)).decode() for _ in "12")
-    code = ("import base64; from gateway.config import PushRelayConfig; "
+    code = ("import base64; from gateway.config.models import PushRelayConfig; "
             "from gateway.relay.seals import load_keys; keys, source = "
             "load_keys(PushRelayConfig()); "
             "print(source, base64.urlsafe_b64encode(keys[0]).decode())")

@@ -129,7 +129,7 @@ class SseEventReader:
 
     def feed(self, chunk: bytes) -> Iterable[pb.StreamResponse]:
         """The chunk's events, each read when it is taken: a read may hold hundreds, and
-        the one serving them takes turns between events (gateway/turns.py), not after
+        the one serving them takes turns between events (gateway/streams/turns.py), not after
         all of them are read. A frame that cannot be read raises when it is reached.
         Empty (false) when the chunk completed no event."""
         frames = self._sse.feed(chunk)

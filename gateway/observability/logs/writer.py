@@ -8,7 +8,7 @@ not of seconds. An error, a line from another thread or from outside the loop, a
 process exit write at once: what explains a crash is never held back.
 
 Every line of the process comes through here (structlog's and, through the stdlib
-bridge, every library's: gateway/observe.py), and a JSON line gets its timestamp here,
+bridge, every library's: gateway/observability/observe.py), and a JSON line gets its timestamp here,
 under the lock that orders the lines: the lines of one process leave in timestamp order.
 """
 
@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from gateway.logs.lines import stamp as stamp_json
+from gateway.observability.logs.lines import stamp as stamp_json
 
 
 class LineWriter:

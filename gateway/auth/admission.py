@@ -8,7 +8,7 @@ from gateway.auth.principal import unauthenticated
 from gateway.auth.ratelimit import StoreBuckets
 from gateway.auth.service import GatewayAuth, TenantAuth
 from gateway.call import Call
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
 from gateway.state import Store
 from translators.operations import EXTENDED_CARD
 

@@ -22,28 +22,28 @@ import aiohttp
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
-from gateway import tracing
-from gateway.admission import admit, build_auth
-from gateway.auth.config import effective
+from gateway.auth.admission import admit, build_auth
 from gateway.auth.service import GatewayAuth
-from gateway.auth.tls import client_context
-from gateway.auth.tls_config import ClientTlsConfig
 from gateway.call import Call, CallContext
 from gateway.cards.publisher import CardPublisher
-from gateway.config import BackendConfig, ConfigError, GatewayConfig
+from gateway.config.auth import effective
+from gateway.config.models import BackendConfig, ConfigError, GatewayConfig
+from gateway.config.tls import ClientTlsConfig
 from gateway.egress.base import Backend, EventBatches
 from gateway.egress.grpc import GrpcBackend
 from gateway.egress.http import client_session
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
-from gateway.limits import CallLimits
+from gateway.observability import tracing
+from gateway.pipeline.limits import CallLimits
 from gateway.relay.hooks import PushRelay
+from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
-from gateway.streams import bounded_stream
+from gateway.streams.events import bounded_stream
+from gateway.streams.v03_repair import v03_repaired
 from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
-from gateway.tenants import TenantRoute
-from gateway.v03_streams import v03_repaired
+from gateway.tls.context import client_context
 from translators import operations as ops
 from translators.dialects.base import WireAnswer, check_backend_card, forwardable
 from translators.errors import A2AError, a2a_error

@@ -9,7 +9,7 @@ unset compose variable (`${X:-}`) changes nothing. A few options have a shorter 
 bad value fails like one in the file, with its YAML path and the variable named; they
 apply on every load (start, each worker, each reload), so all see the same config.
 
-This module imports nothing of the config model (gateway/config.py imports it)."""
+This module imports nothing of the config model (gateway/config/models.py imports it)."""
 
 from __future__ import annotations
 

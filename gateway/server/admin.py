@@ -12,8 +12,8 @@ from aiohttp import web
 
 from gateway.auth.peer import http_peer_cert
 from gateway.ingress.common import GATEWAY_KEY, gateway_of, refused
-from gateway.lifecycle import readiness
-from gateway.metrics import exposition
+from gateway.observability.metrics import exposition
+from gateway.server.lifecycle import readiness
 from translators.dialects.rest import REST_V10
 from translators.errors import A2AError
 

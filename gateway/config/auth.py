@@ -1,7 +1,7 @@
 """The `auth` section: who may call (API keys, JWT, mTLS), what they may do, how often,
 and what credential reaches the backend. One model serves the gateway-wide default and a
 tenant's override: a field a tenant sets replaces the gateway's (see :func:`effective`).
-TLS settings are in :mod:`gateway.auth.tls_config`."""
+TLS settings are in :mod:`gateway.config.tls`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from gateway.auth.tls_config import ClientTlsConfig, ServerTlsConfig
+from gateway.config.tls import ClientTlsConfig, ServerTlsConfig
 from translators.operations import BY_NAME as OPERATIONS
 from translators.operations import (
     EXTENDED_CARD,

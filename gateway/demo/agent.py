@@ -3,7 +3,7 @@
 `make run` starts it behind the gateway so a newcomer sees a real v0.3 peer being
 bridged with nothing else running. Run it alone with:
 
-    python -m gateway.demo_agent --host 127.0.0.1 --port 9009
+    python -m gateway.demo.agent --host 127.0.0.1 --port 9009
 
 What it does is keyed on the first text part of the user message: `task: X`,
 `stream: N`, `input: X`, `slow`, anything else is echoed (see gateway.demo.skills).
@@ -17,10 +17,10 @@ import argparse
 import structlog
 from aiohttp import web
 
+from gateway.config.logs import LogConfig
 from gateway.demo.server import build_app
-from gateway.logs.access import ACCESS_LOGGER, AccessLogger
-from gateway.logs.config import LogConfig
-from gateway.observe import configure_logging
+from gateway.observability.logs.access import ACCESS_LOGGER, AccessLogger
+from gateway.observability.observe import configure_logging
 
 __all__ = ["build_app", "main", "start_demo_agent"]
 
@@ -49,7 +49,7 @@ async def start_demo_agent(host: str, port: int) -> web.AppRunner:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m gateway.demo_agent",
+        prog="python -m gateway.demo.agent",
         description="Run the a2a-gateway demo agent (A2A v0.3 JSON-RPC).",
     )
     parser.add_argument("--host", default="127.0.0.1")

@@ -8,9 +8,9 @@ from collections.abc import AsyncGenerator, Iterable, Iterator
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
-from gateway.config import BackendConfig
-from gateway.deadline import Deadline
+from gateway.config.models import BackendConfig
 from gateway.egress.base import EventBatches, backend_timeout
+from gateway.streams.deadline import Deadline
 from translators.j03.objects import INTERRUPTED_STATES, TERMINAL_STATES
 
 TERMINAL = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES)
@@ -91,7 +91,7 @@ async def bounded_stream(source: EventBatches, call: Call, config: BackendConfig
     wait, what = config.first_event_timeout, "the first event"
     shown, waiting_for = wait, what
     try:
-        # One deadline for the whole stream, re-armed per read (gateway/deadline.py);
+        # One deadline for the whole stream, re-armed per read (gateway/streams/deadline.py);
         # disarmed while the consumer holds a read's events (not the backend's time).
         async with Deadline() as deadline:
             while True:

@@ -1,4 +1,5 @@
-"""The `tracing` section of the configuration (gateway/tracing.py does the tracing)."""
+"""The `tracing` section of the configuration (gateway/observability/tracing.py does the
+tracing)."""
 
 from __future__ import annotations
 

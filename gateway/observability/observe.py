@@ -1,8 +1,9 @@
 """Logging: one structured JSON line per request, never payloads or credentials.
 
-Where lines go and in what format: gateway/logs/setup.py; the access line (one per
-request, the call's fields in it): gateway/logs/access.py. Here: what a call's end records
-(metrics, trace, the fields its access line will carry) and the dropped-fields line.
+Where lines go and in what format: gateway/observability/logs/setup.py; the access line
+(one per request, the call's fields in it): gateway/observability/logs/access.py. Here:
+what a call's end records (metrics, trace, the fields its access line will carry) and the
+dropped-fields line.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ import time
 
 import structlog
 
-from gateway import tracing
 from gateway.call import CallContext
-from gateway.logs import access
-from gateway.logs import setup as log_setup
-from gateway.logs.access import outcome_of
-from gateway.logs.config import LogConfig
-from gateway.metrics import LOSSES, record_call
+from gateway.config.logs import LogConfig
+from gateway.observability import tracing
+from gateway.observability.logs import access
+from gateway.observability.logs import setup as log_setup
+from gateway.observability.logs.access import outcome_of
+from gateway.observability.metrics import LOSSES, record_call
 
 __all__ = ["configure_logging", "log_call", "log_dropped", "outcome_of"]
 
@@ -43,7 +44,8 @@ log = structlog.get_logger("a2a_gateway.call")
 
 def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
     """A call's end: counted, its span ended, and what its access line says noted on
-    ``ctx`` (the transport writes the line once the answer is out: gateway/logs/access.py)."""
+    ``ctx`` (the transport writes the line once the answer is out:
+    gateway/observability/logs/access.py)."""
     seconds = time.monotonic() - ctx.started
     ctx.operation = operation
     access.note_error(ctx, error)

@@ -23,9 +23,9 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.cards.backend import BackendCard
-from gateway.config import BackendConfig
+from gateway.config.models import BackendConfig
 from gateway.egress.base import Backend, EventBatches
-from gateway.metrics import FALLBACKS
+from gateway.observability.metrics import FALLBACKS
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError

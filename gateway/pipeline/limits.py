@@ -15,9 +15,9 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 
 from prometheus_client import Gauge
 
-from gateway.config import BackendConfig, GatewayConfig
-from gateway.metrics import LIMIT_REFUSALS
-from gateway.tenants import TenantRoute
+from gateway.config.models import BackendConfig, GatewayConfig
+from gateway.observability.metrics import LIMIT_REFUSALS
+from gateway.routing.tenants import TenantRoute
 from translators.errors import A2AError, a2a_error
 
 IN_USE = Gauge("a2a_gateway_limit_in_use", "Slots held now, by limit",

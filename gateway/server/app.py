@@ -15,12 +15,9 @@ import grpc
 import structlog
 from aiohttp import web
 
-from gateway import metrics, tracing
-from gateway.admin import add_admin_routes, build_admin_app
-from gateway.auth.tls import ReloadingServerContext, grpc_server_credentials
-from gateway.config import GatewayConfig
+from gateway.config.models import GatewayConfig
+from gateway.config.state import redact_url
 from gateway.egress.http import client_session
-from gateway.heap import settle_after_start
 from gateway.ingress import cards, jsonrpc, rest
 from gateway.ingress import relay as relay_endpoint
 from gateway.ingress.common import GATEWAY_KEY
@@ -33,14 +30,18 @@ from gateway.ingress.connections import (
 from gateway.ingress.errors import answer_in_dialect
 from gateway.ingress.fast_lane import lane_for
 from gateway.ingress.grpc import start_grpc_server
-from gateway.lifecycle import ConfigWatcher, Streams
-from gateway.logs.access import ACCESS_LOGGER, AccessLogger
-from gateway.observe import configure_logging
-from gateway.pipeline import Gateway
+from gateway.observability import metrics, tracing
+from gateway.observability.logs.access import ACCESS_LOGGER, AccessLogger
+from gateway.observability.observe import configure_logging
+from gateway.pipeline.core import Gateway
 from gateway.preflight.startup import binding, check_listeners_free, start_failure
+from gateway.server.admin import add_admin_routes, build_admin_app
+from gateway.server.heap import settle_after_start
+from gateway.server.lifecycle import ConfigWatcher
 from gateway.state import Store, open_store
-from gateway.state.config import redact_url
 from gateway.state.retention import prune_forever
+from gateway.streams.registry import Streams
+from gateway.tls.context import ReloadingServerContext, grpc_server_credentials
 from gateway.workers.worker import WorkerRole
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
@@ -102,7 +103,7 @@ class Server:
         self._retiring: dict[asyncio.Task[None], Gateway] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self.connections: ConnectionGuard | None = None
-        self._traced = False  # this server turned tracing on (gateway/tracing.py)
+        self._traced = False  # this server turned tracing on (gateway/observability/tracing.py)
         self.store: Store | None = None
 
     @property
@@ -123,7 +124,7 @@ class Server:
             check_listeners_free(config)
         self._traced = tracing.configure(config.tracing)  # one tracer per process
         if config.demo_agent is not None and not self.worker:
-            from gateway.demo_agent import start_demo_agent
+            from gateway.demo.agent import start_demo_agent
 
             host, port = split_host_port(config.demo_agent.listen)
             with binding("demo_agent.listen", config.demo_agent.listen):

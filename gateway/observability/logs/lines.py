@@ -8,8 +8,9 @@ second, and the JSON is orjson's.
 
 In the gateway the timestamp is not put in by the renderer but by the writer
 (:func:`render_unstamped`, then :func:`stamp` under the writer's lock,
-gateway/logs/writer.py): a timestamp taken when the line is rendered and a line kept for the end
-of the loop's turn made lines of one process leave out of timestamp order.
+gateway/observability/logs/writer.py): a timestamp taken when the line is rendered and a
+line kept for the end of the loop's turn made lines of one process leave out of timestamp
+order.
 """
 
 from __future__ import annotations

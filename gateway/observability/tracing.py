@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Span, Tracer
 
     from gateway.call import CallContext
-    from gateway.tracing_config import TracingConfig
+    from gateway.config.tracing import TracingConfig
     from translators.dialects.base import DecodedCall
 
 TRACEPARENT = "traceparent"

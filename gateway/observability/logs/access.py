@@ -6,10 +6,10 @@ status and the bytes: aiohttp's access-logger hook (:class:`AccessLogger`), the 
 call itself adds (tenant, operation, dialects, outcome, trace id) comes from its
 CallContext, which `observe.log_call` completes; a request that never became a call (a
 card, a probe, a malformed head) has a line too, without those fields. The fields, their
-order and meaning: `gateway.logs.config.ACCESS_FIELDS`, README "Logs".
+order and meaning: `gateway.config.logs.ACCESS_FIELDS`, README "Logs".
 
 Every call writes one, so its cost counts: the fields go in one dict, rendered by
-gateway/logs/lines.py and written by the process's LineWriter straight (no structlog
+gateway/observability/logs/lines.py and written by the process's LineWriter straight (no structlog
 layers) in the JSON format; sampling and a field list cost nothing when not configured.
 """
 
@@ -25,11 +25,11 @@ import structlog
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from gateway import tracing
 from gateway.call import CallContext
-from gateway.logs.config import AccessLogConfig
-from gateway.logs.lines import render_unstamped
-from gateway.logs.writer import LineWriter
+from gateway.config.logs import AccessLogConfig
+from gateway.observability import tracing
+from gateway.observability.logs.lines import render_unstamped
+from gateway.observability.logs.writer import LineWriter
 from translators.errors import A2AError
 
 # Where the ingress leaves a request's CallContext for its access line.

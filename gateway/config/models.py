@@ -14,11 +14,11 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gateway.auth.config import AuthConfig, effective
-from gateway.config_env import EnvOverrideError, apply_env_overrides, name_the_variable
-from gateway.logs.config import OLDER_LEVEL, LogConfig, LogLevel
-from gateway.state.config import StateConfig
-from gateway.tracing_config import TracingConfig
+from gateway.config.auth import AuthConfig, effective
+from gateway.config.env import EnvOverrideError, apply_env_overrides, name_the_variable
+from gateway.config.logs import OLDER_LEVEL, LogConfig, LogLevel
+from gateway.config.state import StateConfig
+from gateway.config.tracing import TracingConfig
 from translators.loss import LossPolicy
 
 Binding = Literal["JSONRPC", "HTTP+JSON", "GRPC"]
@@ -407,7 +407,7 @@ def parse_config(data: Any, source: str = "<config>",
 
 def load_config(path: str | Path, environ: Mapping[str, str] | None = None) -> GatewayConfig:
     """The config file at ``path`` with the environment's overrides applied
-    (``A2A_GATEWAY__...``, gateway/config_env.py; ``environ`` defaults to os.environ)."""
+    (``A2A_GATEWAY__...``, gateway/config/env.py; ``environ`` defaults to os.environ)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

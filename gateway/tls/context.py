@@ -18,7 +18,7 @@ from collections.abc import Callable
 import grpc
 import structlog
 
-from gateway.auth.tls_config import ClientTlsConfig, ServerTlsConfig
+from gateway.config.tls import ClientTlsConfig, ServerTlsConfig
 
 log = structlog.get_logger("a2a_gateway.tls")
 

@@ -47,7 +47,7 @@ GATEWAY_SECONDS = Histogram("a2a_gateway_added_seconds",
 BACKEND_SECONDS = Histogram("a2a_gateway_backend_duration_seconds",
                             "Backend time: the answer, or a stream's first event",
                             ["backend_binding", "operation"], buckets=_LATENCY_BUCKETS)
-# Counted by the gateway's limits (gateway/limits.py) and the tenants' rate limits
+# Counted by the gateway's limits (gateway/pipeline/limits.py) and the tenants' rate limits
 # (gateway/auth/ratelimit.py) alike.
 LIMIT_REFUSALS = Counter("a2a_gateway_limit_refusals_total", "Calls refused because a limit "
                          "was reached", ["limit", "scope"])

@@ -10,7 +10,7 @@ is an asyncio warning): :func:`library_level` maps those to the level they mean 
 the traceback of a client's bad bytes is dropped — it quotes the bytes, credentials
 included. Any library message, and any traceback, has the values of credential-looking
 headers (`Authorization: ...`, `X-Api-Key=...`) replaced by `[redacted]`
-(gateway/logs/lines.py, redact).
+(gateway/observability/logs/lines.py, redact).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from aiohttp.http_exceptions import HttpProcessingError
 from structlog.processors import format_exc_info
 from structlog.typing import EventDict, Processor, WrappedLogger
 
-from gateway.logs.config import LogConfig
-from gateway.logs.lines import redact, render_unstamped
-from gateway.logs.writer import LineWriter, LineWriterFactory
+from gateway.config.logs import LogConfig
+from gateway.observability.logs.lines import redact, render_unstamped
+from gateway.observability.logs.writer import LineWriter, LineWriterFactory
 
 # asyncio's messages that are a client's doing, not the gateway's, by how they start.
 _ASYNCIO_LEVELS = (
@@ -137,7 +137,7 @@ def configure(config: LogConfig, worker: int | None) -> LineWriter:
         # context of every line.
         processors=[*tag, *render],
         # Straight to the writer: the stdlib logging layer cost ~10% of a call's CPU
-        # (bench/); one write per turn of the event loop (gateway/logs/writer.py).
+        # (bench/); one write per turn of the event loop (gateway/observability/logs/writer.py).
         logger_factory=factory,
         wrapper_class=structlog.make_filtering_bound_logger(level),
         cache_logger_on_first_use=True,

@@ -14,9 +14,9 @@ import structlog
 
 from gateway.call import Call
 from gateway.cards.backend import BackendCard, default_card_url
-from gateway.config import BackendConfig
+from gateway.config.models import BackendConfig
 from gateway.egress.base import Backend, backend_unavailable
-from gateway.fallback import FallbackBackend
+from gateway.routing.fallback import FallbackBackend
 from translators.card_serving import pick_interface
 from translators.j03.common import JSON
 

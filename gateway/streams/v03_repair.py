@@ -21,7 +21,7 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.egress.base import Backend, EventBatches
-from gateway.streams import TERMINAL, close_stream, ends_stream
+from gateway.streams.events import TERMINAL, close_stream, ends_stream
 from translators import operations as ops
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03, V10

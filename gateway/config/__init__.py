@@ -1,0 +1,1 @@
+"""The YAML configuration: one pydantic model per section, the lowest gateway layer."""

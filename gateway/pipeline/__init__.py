@@ -1,0 +1,1 @@
+"""The call pipeline: route a canonical call to its tenant's backend, within limits."""

@@ -1,0 +1,1 @@
+"""A tenant's route to its backend, with per-operation interface fallback."""

@@ -1,0 +1,1 @@
+"""Building and running the servers: app, admin endpoints, readiness and reload."""

@@ -1,0 +1,1 @@
+"""TLS contexts (listeners, backends) and the dev certificate; transport, not auth."""
