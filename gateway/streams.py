@@ -11,20 +11,7 @@ from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.deadline import Deadline
 from gateway.egress.base import EventBatches, backend_timeout
-from translators.j03.objects import INTERRUPTED_STATES, TERMINAL_STATES
-
-TERMINAL = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES)
-_ENDS_V03_STREAM = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES | INTERRUPTED_STATES)
-
-
-def ends_v03_stream(item: pb.StreamResponse) -> bool:
-    return item.HasField("status_update") and item.status_update.status.state in _ENDS_V03_STREAM
-
-
-def ends_stream(state: int) -> bool:
-    """A terminal or interrupted task state: the stream that reports it is over."""
-    return state in _ENDS_V03_STREAM
-
+from translators.vocabulary import ends_v03_stream
 
 FlaggedEvent = tuple[pb.StreamResponse, bool]  # an event and its v0.3 `final` flag
 Flagged = Iterable[FlaggedEvent]  # a read's events, flagged

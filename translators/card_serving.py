@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from translators.j03.cards import STATE_TRANSITION_HISTORY, card_to_j03, card_to_p10
-from translators.j03.common import JSON, need_dict
+from translators.j03.common import need_dict
 from translators.loss import LossReport
 from translators.versions import V03, V10, normalize_version
+from translators.vocabulary import JSON
 
 BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from translators.j03.common import JSON, copy_keys, lookup, need_dict, need_list
+from translators.j03.common import copy_keys, lookup, need_dict, need_list
 from translators.loss import LossReport
+from translators.vocabulary import JSON
 
 # J03 `type` → P10 oneof wrapper key, and the field renames inside (§4.4).
 SCHEME_TYPE_TO_KEY = {

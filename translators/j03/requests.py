@@ -13,7 +13,7 @@ from typing import Any
 
 from translators import operations as ops
 from translators.errors import a2a_error
-from translators.j03.common import JSON, copy_keys, need_dict, need_list, need_str
+from translators.j03.common import copy_keys, need_dict, need_list, need_str
 from translators.j03.objects import (
     message_to_j03,
     message_to_p10,
@@ -24,6 +24,7 @@ from translators.j03.objects import (
 )
 from translators.loss import LossReport
 from translators.versions import V03
+from translators.vocabulary import JSON
 
 # ---------------------------------------------------------------- push configs
 
