@@ -151,6 +151,8 @@ def route_for(op: str, version: str, verb: str | None = None) -> Route:
     for route in V10_ROUTES if version == V10 else V03_ROUTES:
         if route.op == op and (verb is None or route.verb == verb):
             return route
+    if version == V03 and ops.BY_NAME[op].jsonrpc_v03 is None:
+        raise ops.not_in_v03(op)
     raise a2a_error("UnsupportedOperationError",
                     f"{op} has no HTTP+JSON route in A2A {version}; the backend speaks {version}")
 

@@ -90,8 +90,7 @@ def wire_method(op: ops.Operation, version: str) -> WireMethod:
     """The method that carries ``op`` in ``version``; UnsupportedOperationError if none."""
     name = _method_name(op, version)
     if name is None:
-        raise a2a_error("UnsupportedOperationError",
-                        f"{op.name} does not exist in A2A v0.3 and the backend speaks v0.3")
+        raise ops.not_in_v03(op.name)
     return wire_methods(version)[name]
 
 

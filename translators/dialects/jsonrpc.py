@@ -332,8 +332,7 @@ class JsonRpc03(JsonRpcDialect):
 
     def method(self, op: ops.Operation) -> str:
         if op.jsonrpc_v03 is None:
-            raise a2a_error("UnsupportedOperationError",
-                            f"{op.name} does not exist in A2A v0.3 and the backend speaks v0.3")
+            raise ops.not_in_v03(op.name)
         return op.jsonrpc_v03
 
     def _params_in(self, op: ops.Operation, params: dict[str, Any], loss: LossReport) -> Any:

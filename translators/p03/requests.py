@@ -17,7 +17,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from translators import operations as ops
-from translators.errors import a2a_error, invalid_params
+from translators.errors import invalid_params
 from translators.loss import LossReport
 from translators.p03.card import card_to_p03, card_to_p10
 from translators.p03.common import (
@@ -329,9 +329,7 @@ def p03_rules(op: str) -> P03Rules:
     rules = P03_RULES.get(op)
     if rules is None:
         if op in ops.BY_NAME:
-            raise a2a_error("UnsupportedOperationError",
-                            f"{op} does not exist in A2A v0.3 and the v0.3 side cannot "
-                            f"express it")
+            raise ops.not_in_v03(op)
         raise KeyError(op)
     return rules
 
