@@ -10,6 +10,8 @@ from translators.errors import A2AError, a2a_error
 V03 = "0.3"
 V10 = "1.0"
 KNOWN_VERSIONS = (V10, V03)
+# What a v0.3 card says it speaks (Major.Minor.Patch); v1.0 interfaces say Major.Minor.
+V03_CARD_VERSION = "0.3.0"
 
 
 def normalize_version(raw: str | None) -> str:

@@ -22,7 +22,6 @@ from translators.j03.objects import (
     task_to_p10,
 )
 from translators.loss import LossReport
-from translators.versions import V03
 from translators.vocabulary import JSON
 
 # ---------------------------------------------------------------- push configs
@@ -237,13 +236,9 @@ class J03Rules:
 
 
 def _card_rules() -> J03Rules:
-    from translators.j03.cards import card_to_j03, card_to_p10
+    from translators.j03.cards import card_for_v03, card_to_p10
 
-    def to_j03(card: JSON, loss: LossReport) -> JSON:
-        # Only the v0.3 interfaces: a v0.3 card cannot say which entries speak 1.0.
-        return card_to_j03(card, loss, versions=(V03,))
-
-    return J03Rules(_empty, _none, card_to_p10, to_j03)
+    return J03Rules(_empty, _none, card_to_p10, card_for_v03)
 
 
 def _task_result_to_p10(r: Any, loss: LossReport) -> JSON:
