@@ -71,7 +71,3 @@ def negotiate(header_value: str | None, payload_version: str, rules: VersionRule
     if rules.strict and declared != payload_version:
         raise version_not_supported(declared, (payload_version,))
     return payload_version
-
-
-def check_served(version: str, rules: VersionRules) -> A2AError | None:
-    return None if version in rules.supported else version_not_supported(version, rules.supported)
