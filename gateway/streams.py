@@ -11,6 +11,7 @@ from gateway.call import Call
 from gateway.config import BackendConfig
 from gateway.deadline import Deadline
 from gateway.egress.base import EventBatches, backend_timeout
+from translators.versions import V03
 from translators.vocabulary import ends_v03_stream
 
 FlaggedEvent = tuple[pb.StreamResponse, bool]  # an event and its v0.3 `final` flag
@@ -49,6 +50,14 @@ async def with_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None
         await close_stream(source)
     if flags.unended is not None:
         yield ((flags.unended, True),)
+
+
+def final_flags_for(client_version: str, source: EventBatches) -> AsyncGenerator[Flagged, None]:
+    """``source``'s reads with each event's `final` flag: v0.3 clients need it on the
+    last status (reference §3.6); v1.0 has no `final` (every flag False)."""
+    if client_version == V03:
+        return with_final_flags(source)
+    return without_final_flags(source)
 
 
 async def without_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None]:

@@ -16,10 +16,9 @@ from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.ingress.connections import answer_started
 from gateway.observe import log_call
 from gateway.sse import SSE_HEADERS
-from gateway.streams import Flagged, FlaggedEvent, with_final_flags, without_final_flags
+from gateway.streams import Flagged, FlaggedEvent, final_flags_for
 from gateway.turns import Turn
 from translators.errors import A2AError, a2a_error
-from translators.versions import V03
 
 # How long a v0.3 client's status update may wait to learn whether it is the last one.
 
@@ -42,8 +41,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     ctx = call.ctx
     gateway = gateway_of(request)
     source = gateway.stream(call)
-    reads = (with_final_flags(source) if ctx.client_version == V03
-             else without_final_flags(source))
+    reads = final_flags_for(ctx.client_version, source)
     first_error: A2AError | None = None
     streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     try:
