@@ -28,6 +28,9 @@ INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_RE
 # py's convention for a v1.0 data part that is not an object: v0.3 data parts are objects,
 # so the value is wrapped in {"value": ...} and this metadata key says so (reference §3.2).
 DATA_COMPAT_FLAG = "data_part_compat"
+# The media type a text or data part implies. v0.3 puts mediaType on file parts only, so a
+# v1.0 text or data part that names this one loses nothing on its way to v0.3.
+IMPLIED_MEDIA_TYPE = {"text": "text/plain", "data": "application/json"}
 
 TERMINAL = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES)
 _ENDS_STREAM = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES | INTERRUPTED_STATES)

@@ -10,6 +10,7 @@ from a2a.types import a2a_pb2 as pb
 from translators.j03.objects import STATE_P10_TO_J03
 from translators.vocabulary import (
     DATA_COMPAT_FLAG,
+    IMPLIED_MEDIA_TYPE,
     INTERRUPTED_STATES,
     TERMINAL,
     TERMINAL_STATES,
@@ -93,3 +94,8 @@ def test_unnamed_state_and_other_events_end_nothing() -> None:
 def test_data_compat_flag_is_pys_key() -> None:
     """The metadata key py's SDK writes and reads for a wrapped non-object data part."""
     assert DATA_COMPAT_FLAG == "data_part_compat"
+
+
+def test_implied_media_types() -> None:
+    """What a text or a data part's mediaType may say without any loss toward v0.3."""
+    assert IMPLIED_MEDIA_TYPE == {"text": "text/plain", "data": "application/json"}

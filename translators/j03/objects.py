@@ -18,7 +18,7 @@ from translators.j03.common import (
     need_str,
 )
 from translators.loss import CARRY_KEY, LossReport
-from translators.vocabulary import DATA_COMPAT_FLAG, JSON
+from translators.vocabulary import DATA_COMPAT_FLAG, IMPLIED_MEDIA_TYPE, JSON
 
 # Reference §3.1: numbering is shared, spellings are not.
 STATE_J03_TO_P10 = {
@@ -35,7 +35,6 @@ STATE_J03_TO_P10 = {
 STATE_P10_TO_J03 = {v: k for k, v in STATE_J03_TO_P10.items()}
 ROLE_J03_TO_P10 = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
 ROLE_P10_TO_J03 = {v: k for k, v in ROLE_J03_TO_P10.items()}
-_IMPLIED_MEDIA_TYPE = {"text": "text/plain", "data": "application/json"}
 
 
 # ---------------------------------------------------------------- Part
@@ -95,7 +94,7 @@ def part_to_j03(part: JSON, path: str, loss: LossReport) -> JSON:
             out = {"kind": "data", "data": data}
         # v0.3 puts mediaType/filename on files only; the type each kind implies is no loss.
         extra = {k: part[k] for k in ("mediaType", "filename") if k in part}
-        if extra.get("mediaType") == _IMPLIED_MEDIA_TYPE["text" if "text" in part else "data"]:
+        if extra.get("mediaType") == IMPLIED_MEDIA_TYPE["text" if "text" in part else "data"]:
             del extra["mediaType"]
         if extra and loss.carry:
             metadata[CARRY_KEY] = extra

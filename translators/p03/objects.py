@@ -23,11 +23,7 @@ from translators.p03.common import (
     file_bytes_to_p03,
     file_bytes_to_p10,
 )
-from translators.vocabulary import DATA_COMPAT_FLAG
-
-# v0.3 puts mediaType/filename on files only; the type each kind implies is no loss
-# (same rule as the J03 translator).
-_IMPLIED_MEDIA_TYPE = {"text": "text/plain", "data": "application/json"}
+from translators.vocabulary import DATA_COMPAT_FLAG, IMPLIED_MEDIA_TYPE
 
 
 # Role and TaskState keep their numbers across versions (reference §3.1); only the JSON
@@ -133,7 +129,7 @@ def part_to_p03(part: pb.Part, path: str, loss: LossReport, *,
             metadata[DATA_COMPAT_FLAG] = True
         extra = {"mediaType": part.media_type, "filename": part.filename}
         extra = {k: v for k, v in extra.items() if v}
-        if extra.get("mediaType") == _IMPLIED_MEDIA_TYPE[kind]:
+        if extra.get("mediaType") == IMPLIED_MEDIA_TYPE[kind]:
             del extra["mediaType"]
         if extra and loss.carry:
             metadata.fields[CARRY_KEY].struct_value.update(extra)
