@@ -11,7 +11,7 @@ from google.protobuf.message import Message as ProtoMessage
 from translators import operations as ops
 from translators.card_serving import capability, required_extensions
 from translators.errors import A2AError, a2a_error
-from translators.j03.common import JSON
+from translators.vocabulary import JSON
 
 _PUSH_OPS = frozenset({ops.PUSH_CREATE, ops.PUSH_GET, ops.PUSH_LIST, ops.PUSH_DELETE})
 _STREAM_OPS = frozenset({ops.STREAM, ops.SUBSCRIBE})

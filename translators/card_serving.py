@@ -10,17 +10,17 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from translators.j03.cards import STATE_TRANSITION_HISTORY, card_to_j03, card_to_p10
-from translators.j03.common import JSON, need_dict
+from translators.j03.cards import STATE_TRANSITION_HISTORY, card_for_v03, card_to_p10
+from translators.j03.common import need_dict
 from translators.loss import LossReport
 from translators.versions import V03, V10, normalize_version
+from translators.vocabulary import JSON
 
 BINDINGS = ("JSONRPC", "HTTP+JSON", "GRPC")
 
 
-# The shapes a served card can take: v1.0, v0.3, or both side by side (§4.6).
+# A served card's shape is V10, V03, or this one: both side by side (§4.6).
 UNION = "union"
-CARD_SHAPES = (UNION, V10, V03)
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def card_in_shape(card: JSON, held: dict[str, Any], shape: str) -> tuple[JSON, l
     has_v03 = any(i.get("protocolVersion") == V03 for i in card.get("supportedInterfaces", []))
     if shape == UNION and not has_v03:
         return card, loss.fields()
-    legacy = card_to_j03(card, loss, versions=(V03,))
+    legacy = card_for_v03(card, loss)
     return (legacy if shape == V03 else _deep_merge(card, legacy)), loss.fields()
 
 

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
+from translators.errors import A2AError, a2a_error
+
 
 @dataclass(frozen=True)
 class Operation:
@@ -63,4 +65,10 @@ OPERATIONS: tuple[Operation, ...] = (
 
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 BY_JSONRPC_V03: dict[str, Operation] = {op.jsonrpc_v03: op for op in OPERATIONS if op.jsonrpc_v03}
-BY_GRPC_V03: dict[str, Operation] = {op.grpc_v03: op for op in OPERATIONS if op.grpc_v03}
+
+
+def not_in_v03(name: str) -> A2AError:
+    """The refusal of an operation v0.3 has no form for (ListTasks), when the side that
+    speaks v0.3 is the backend: the client asked for something the backend cannot do."""
+    return a2a_error("UnsupportedOperationError",
+                     f"{name} does not exist in A2A v0.3 and the backend speaks v0.3")

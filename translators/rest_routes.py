@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from translators import operations as ops
 from translators.errors import a2a_error, invalid_params
-from translators.versions import V03, V10
+from translators.versions import V03, V10, is_major_1
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def match_route(verb: str, path: str, header_version: str) -> Match | None:
     under_tenant = [] if prefixed is None else [
         (V03_ROUTES, prefixed["rest"], prefixed["tenant"]),
         (V10_ROUTES, prefixed["rest"], prefixed["tenant"])]
-    if reads_v10_paths(header_version):
+    if is_major_1(header_version):  # its paths are read as v1.0 paths only
         tries = [direct[1], *under_tenant[1:]]
     elif path.startswith("/v1/"):
         # Without 1.x, `v1` is the v0.3 prefix, never a v1.0 tenant: `GET /v1/tasks` is a
@@ -151,6 +151,8 @@ def route_for(op: str, version: str, verb: str | None = None) -> Route:
     for route in V10_ROUTES if version == V10 else V03_ROUTES:
         if route.op == op and (verb is None or route.verb == verb):
             return route
+    if version == V03 and ops.BY_NAME[op].jsonrpc_v03 is None:
+        raise ops.not_in_v03(op)
     raise a2a_error("UnsupportedOperationError",
                     f"{op} has no HTTP+JSON route in A2A {version}; the backend speaks {version}")
 
@@ -198,19 +200,10 @@ def query_string_values(route: Route, request: dict[str, Any]) -> dict[str, str]
 _V03_PATH = re.compile(r"^(/[^/:]+)?/v1/")
 
 
-def reads_v10_paths(header_version: str) -> bool:
-    """Whether a client's (normalized) A2A-Version is 1.x: its paths are read as v1.0
-    paths only (one it does not serve, 1.9, is then refused in the v1.0 shape)."""
-    return _MAJOR_1.match(header_version) is not None
-
-
-_MAJOR_1 = re.compile(r"0*1\.", re.ASCII)
-
-
 def dialect_of_path(path: str, header_version: str) -> str:
     """The version a path speaks when no route matched (for the error's shape):
     `/v1/...` and `/{tenant}/v1/...` are v0.3 unless the client declares 1.x."""
-    return V03 if not reads_v10_paths(header_version) and _V03_PATH.match(path) else V10
+    return V03 if not is_major_1(header_version) and _V03_PATH.match(path) else V10
 
 
 _JSONRPC_TENANT_PATH = re.compile(r"\A/[^/:]+/?\Z")

@@ -10,6 +10,8 @@ from translators.errors import A2AError, a2a_error
 V03 = "0.3"
 V10 = "1.0"
 KNOWN_VERSIONS = (V10, V03)
+# What a v0.3 card says it speaks (Major.Minor.Patch); v1.0 interfaces say Major.Minor.
+V03_CARD_VERSION = "0.3.0"
 
 
 def normalize_version(raw: str | None) -> str:
@@ -31,6 +33,19 @@ def normalize_version(raw: str | None) -> str:
     return shown + ("..." if len(value) > _SHOWN else "")
 
 
+def declared_version(raw: str | None) -> str:
+    """The version a client's A2A-Version names, for an answer given before its payload
+    said one: 1.0, or else 0.3 (absent means 0.3, spec §3.6.2; one not served, too)."""
+    return V10 if normalize_version(raw) == V10 else V03
+
+
+def is_major_1(version: str) -> bool:
+    """Whether a normalized version is 1.x: its client reads v1.0 paths and shapes, even
+    for a 1.x this gateway does not serve (1.9 is refused in the v1.0 shape)."""
+    return _MAJOR_1.match(version) is not None
+
+
+_MAJOR_1 = re.compile(r"0*1\.", re.ASCII)
 # Major.Minor, then anything after a dot (a patch number, which takes no part). Bounded:
 # a version is a few digits, and int() of thousands of them is refused by Python.
 _MAJOR_MINOR = re.compile(r"(\d{1,6})\.(\d{1,6})(?:\.|$)")
@@ -69,7 +84,3 @@ def negotiate(header_value: str | None, payload_version: str, rules: VersionRule
     if rules.strict and declared != payload_version:
         raise version_not_supported(declared, (payload_version,))
     return payload_version
-
-
-def check_served(version: str, rules: VersionRules) -> A2AError | None:
-    return None if version in rules.supported else version_not_supported(version, rules.supported)

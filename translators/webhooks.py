@@ -29,8 +29,7 @@ from translators.j03.objects import stream_item_to_p10, task_to_j03
 from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10, reclassify
 from translators.versions import V03, V10
-
-JSON = dict[str, Any]
+from translators.vocabulary import JSON
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
 # a2a-go's spelling of the same header; accepted from backends, never sent.

@@ -4,11 +4,8 @@ render the v0.3 one) instead of the backend's, which only the gateway ever meets
 
 from __future__ import annotations
 
-from typing import Any
-
 from gateway.config.auth import AuthConfig
-
-JSON = dict[str, Any]
+from translators.vocabulary import JSON
 
 
 def card_security(config: AuthConfig) -> tuple[JSON, list[JSON]] | None:

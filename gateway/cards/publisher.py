@@ -31,9 +31,9 @@ from translators.card_serving import (
     gateway_interfaces,
     with_interfaces,
 )
-from translators.j03.common import JSON
 from translators.json_text import dump_bytes
 from translators.protojson import dump_p10, parse_p10
+from translators.vocabulary import JSON
 
 _RENDERED_KEPT = 256
 

@@ -15,9 +15,9 @@ from gateway.call import Call, CallContext, new_request_id
 from gateway.observability import tracing
 from gateway.observability.logs.access import CALL_KEY, note_error
 from gateway.pipeline.core import Gateway
+from translators import versions
 from translators.dialects.base import DecodedCall, HttpAnswer
 from translators.errors import A2AError, a2a_error
-from translators.versions import V03, V10, normalize_version
 
 GATEWAY_KEY = web.AppKey("gateway", object)
 DROPPED_HEADER = "A2A-Gateway-Dropped"
@@ -90,7 +90,7 @@ def _too_large(limit: int) -> A2AError:
 def declared_version(request: web.Request) -> str:
     """The version a request's A2A-Version names, for answers given before its payload
     said one: 1.0, or else 0.3 (absent means 0.3, spec §3.6.2)."""
-    return V10 if normalize_version(header_version(request)) == V10 else V03
+    return versions.declared_version(header_version(request))
 
 
 def header_version(request: web.Request) -> str | None:

@@ -14,7 +14,7 @@ from gateway.observability.logs.access import client_gone
 from translators.dialects import DIALECTS, HTTP_JSON, JSONRPC
 from translators.errors import A2AError, a2a_error
 from translators.rest_routes import dialect_of_path, is_jsonrpc_path
-from translators.versions import V03, V10, normalize_version
+from translators.versions import declared_version, normalize_version
 
 log = structlog.get_logger("a2a_gateway.http")
 
@@ -31,7 +31,7 @@ def render_error(request: web.Request, err: A2AError, status: int | None = None,
     """``err`` in the dialect the request's path speaks (before any payload said one)."""
     declared = normalize_version(header_version(request))
     if request.method == "POST" and (request.path == "/" or is_jsonrpc_path(request.path)):
-        answer = DIALECTS[(JSONRPC, V10 if declared == V10 else V03)].refusal(None, err)
+        answer = DIALECTS[(JSONRPC, declared_version(declared))].refusal(None, err)
     else:
         answer = DIALECTS[(HTTP_JSON, dialect_of_path(request.path, declared))].refusal(err)
     return web.Response(body=answer.body, content_type="application/json",

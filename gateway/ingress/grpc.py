@@ -26,7 +26,7 @@ from gateway.observability import tracing
 from gateway.observability.logs import access
 from gateway.observability.observe import log_call
 from gateway.pipeline.core import Gateway
-from gateway.streams.events import with_final_flags, without_final_flags
+from gateway.streams.events import final_flags_for
 from gateway.streams.registry import Streams
 from gateway.streams.turns import Turn
 from translators.dialects import grpc as wire
@@ -157,9 +157,7 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
         log_call(ctx, method.op.name, exc)
         await _abort(context, ctx, exc)
     source = gateway.stream(call)
-    # v1.0 has no `final`; v0.3 clients need it on the last status (reference §3.6).
-    items = (with_final_flags(source) if ctx.client_version == V03
-             else without_final_flags(source))
+    items = final_flags_for(ctx.client_version, source)
     error: BaseException | None = None
     tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
     try:

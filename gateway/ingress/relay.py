@@ -12,20 +12,19 @@ from __future__ import annotations
 import hashlib
 
 import structlog
-from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
 from gateway.ingress.common import gateway_of, read_body
 from gateway.relay import trace_context
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, seal_id
-from gateway.streams.events import TERMINAL
 from translators.dialects.jsonrpc import TRANSPORT_ERRORS
 from translators.errors import A2AError, a2a_error
 from translators.json_text import dumps, number_refusal, parse_json
 from translators.loss import LossReport
 from translators.rest_errors import error_to_rest_v10
 from translators.versions import V03
+from translators.vocabulary import ends_task
 from translators.webhooks import (
     RelayTarget,
     backend_token_matches,
@@ -49,13 +48,6 @@ def _refused(relay: PushRelay, why: str, **fields: str) -> web.Response:
     relay.counters.bump("refused")
     log.warning("push relay refused a notification", reason=why, **fields)
     return _refusal(a2a_error("PermissionDeniedError", f"push relay: {why}"))
-
-
-def _ends_task(event: pb.StreamResponse) -> bool:
-    kind = event.WhichOneof("payload")
-    if kind == "task":
-        return event.task.status.state in TERMINAL
-    return kind == "status_update" and event.status_update.status.state in TERMINAL
 
 
 async def _open(relay: PushRelay, sealed: str) -> RelayTarget | web.Response:
@@ -109,7 +101,7 @@ async def handle(request: web.Request) -> web.Response:
     relay.counters.bump("accepted")
     route = gateway.tenants.get(target.tenant)
     gateway.tasks.relayed(target.tenant, route.label if route is not None else "", event)
-    if _ends_task(event):
+    if ends_task(event):
         await relay.state.spend(sid, relay.settings.spent_after,
                                 relay.settings.seal_max_age or _SPENT_MEMORY)
     try:

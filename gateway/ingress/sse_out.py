@@ -15,11 +15,10 @@ from gateway.ingress.connections import answer_started
 from gateway.observability.observe import log_call
 from gateway.streams import turns
 from gateway.streams.deadline import Deadline
-from gateway.streams.events import Flagged, FlaggedEvent, with_final_flags, without_final_flags
+from gateway.streams.events import Flagged, FlaggedEvent, final_flags_for
 from gateway.streams.sse import SSE_HEADERS
 from gateway.streams.turns import Turn
 from translators.errors import A2AError, a2a_error
-from translators.versions import V03
 
 # How long a v0.3 client's status update may wait to learn whether it is the last one.
 
@@ -42,8 +41,7 @@ async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     ctx = call.ctx
     gateway = gateway_of(request)
     source = gateway.stream(call)
-    reads = (with_final_flags(source) if ctx.client_version == V03
-             else without_final_flags(source))
+    reads = final_flags_for(ctx.client_version, source)
     first_error: A2AError | None = None
     streams = request.app[GATEWAY_KEY].streams  # type: ignore[attr-defined]
     try:

@@ -41,6 +41,7 @@ from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
 from translators.errors import A2AError
 from translators.json_text import dump_bytes
 from translators.loss import LossReport
+from translators.vocabulary import JSON
 from translators.webhooks import (
     RelayTarget,
     delivery_headers,
@@ -49,7 +50,6 @@ from translators.webhooks import (
     snapshot_body,
 )
 
-JSON = dict[str, Any]
 # (tenant, task id, the client's version) → the task as the tenant's backend has it now.
 FetchTask = Callable[[str, str, str], Awaitable[pb.Task | None]]
 # Seconds deliveries in flight get to finish when the gateway stops.

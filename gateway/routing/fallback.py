@@ -29,9 +29,9 @@ from gateway.observability.metrics import FALLBACKS
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError
-from translators.j03.common import JSON
 from translators.loss import LossReport
 from translators.versions import normalize_version
+from translators.vocabulary import JSON
 
 log = structlog.get_logger("a2a_gateway.fallback")
 

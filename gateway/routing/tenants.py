@@ -18,7 +18,7 @@ from gateway.config.models import BackendConfig
 from gateway.egress.base import Backend, backend_unavailable
 from gateway.routing.fallback import FallbackBackend
 from translators.card_serving import pick_interface
-from translators.j03.common import JSON
+from translators.vocabulary import JSON
 
 log = structlog.get_logger("a2a_gateway.tenants")
 

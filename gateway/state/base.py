@@ -68,16 +68,6 @@ class TaskRecord:
     owner: str | None = None
     backend: str = ""
 
-    def to_json(self) -> str:
-        return json.dumps([self.tenant, self.task_id, self.context_id, self.state,
-                           self.created_at, self.updated_at, self.owner, self.backend],
-                          separators=(",", ":"))
-
-    @classmethod
-    def from_json(cls, text: str | bytes) -> TaskRecord:
-        t, i, c, s, ca, ua, o, b = json.loads(text)
-        return cls(t, i, c, s, float(ca), float(ua), o, b)
-
 
 @dataclass(frozen=True, slots=True)
 class TaskPage:
@@ -132,11 +122,6 @@ def decode_token(token: str) -> Cursor | None:
         return float(at), str(task_id)
     except (binascii.Error, ValueError, TypeError) as exc:
         raise BadPageToken(f"page token {token[:40]!r} was not made by this gateway") from exc
-
-
-def after_cursor(r: TaskRecord, cursor: Cursor | None) -> bool:
-    """Whether ``r`` comes after ``cursor`` in ListTasks order."""
-    return cursor is None or (r.updated_at, r.task_id) < cursor
 
 
 @runtime_checkable

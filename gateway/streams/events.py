@@ -11,20 +11,8 @@ from gateway.call import Call
 from gateway.config.models import BackendConfig
 from gateway.egress.base import EventBatches, backend_timeout
 from gateway.streams.deadline import Deadline
-from translators.j03.objects import INTERRUPTED_STATES, TERMINAL_STATES
-
-TERMINAL = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES)
-_ENDS_V03_STREAM = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES | INTERRUPTED_STATES)
-
-
-def ends_v03_stream(item: pb.StreamResponse) -> bool:
-    return item.HasField("status_update") and item.status_update.status.state in _ENDS_V03_STREAM
-
-
-def ends_stream(state: int) -> bool:
-    """A terminal or interrupted task state: the stream that reports it is over."""
-    return state in _ENDS_V03_STREAM
-
+from translators.versions import V03
+from translators.vocabulary import ends_v03_stream
 
 FlaggedEvent = tuple[pb.StreamResponse, bool]  # an event and its v0.3 `final` flag
 Flagged = Iterable[FlaggedEvent]  # a read's events, flagged
@@ -62,6 +50,14 @@ async def with_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None
         await close_stream(source)
     if flags.unended is not None:
         yield ((flags.unended, True),)
+
+
+def final_flags_for(client_version: str, source: EventBatches) -> AsyncGenerator[Flagged, None]:
+    """``source``'s reads with each event's `final` flag: v0.3 clients need it on the
+    last status (reference §3.6); v1.0 has no `final` (every flag False)."""
+    if client_version == V03:
+        return with_final_flags(source)
+    return without_final_flags(source)
 
 
 async def without_final_flags(source: EventBatches) -> AsyncGenerator[Flagged, None]:

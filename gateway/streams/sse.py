@@ -1,24 +1,7 @@
-"""Server-sent events on the wire: reading a backend's stream (the framing rules are in
-translators/sse.py) and the headers of the streams the gateway serves."""
+"""Server-sent events on the wire: the headers of the streams the gateway serves (the
+framing rules are in translators/sse.py; a backend's stream is read by egress/http.py)."""
 
 from __future__ import annotations
-
-from collections.abc import AsyncIterable, AsyncIterator
-
-from translators.sse import SseEvent, SseParser, sse_frame
-
-__all__ = ["SSE_HEADERS", "read_sse", "sse_frame"]
-
-
-async def read_sse(chunks: AsyncIterable[bytes], max_event_bytes: int,
-                   ) -> AsyncIterator[SseEvent]:
-    parser = SseParser(max_event_bytes)
-    async for chunk in chunks:
-        for event in parser.feed(chunk):
-            yield event
-    for event in parser.close():
-        yield event
-
 
 SSE_HEADERS = {
     "Content-Type": "text/event-stream",

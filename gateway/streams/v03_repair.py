@@ -21,10 +21,11 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.egress.base import Backend, EventBatches
-from gateway.streams.events import TERMINAL, close_stream, ends_stream
+from gateway.streams.events import close_stream
 from translators import operations as ops
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03, V10
+from translators.vocabulary import TERMINAL, ends_stream
 
 # How long a subscribe to a v0.3 backend waits for the backend's own first event before
 # the gateway fetches the Task to send first (v0.3 backends send only what happens next).

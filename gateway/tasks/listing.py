@@ -33,9 +33,9 @@ from gateway.tasks.index import REFRESH_BINDING, TaskIndex
 from translators import operations as ops
 from translators.answers import enforce_answer_rules
 from translators.errors import A2AError, a2a_error, invalid_params
-from translators.j03.objects import TERMINAL_STATES
 from translators.task_facts import TaskFacts, facts_of
 from translators.versions import V10
+from translators.vocabulary import TERMINAL_STATES
 
 Unary = Callable[[Call], Awaitable[object]]
 UNFINISHED = frozenset(pb.TaskState.Name(s) for s in pb.TaskState.values()

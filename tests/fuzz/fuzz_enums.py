@@ -96,8 +96,12 @@ def _required_in_v10(f: FieldDescriptor) -> bool:
     return field_behavior_pb2.REQUIRED in behaviors
 
 
+# v0.3 gRPC method name → the canonical operation name (the table's grpc_v03 column).
+_V03_OPS = {op.grpc_v03: op.name for op in ops.OPERATIONS if op.grpc_v03}
+
+
 def _op_of(method: GrpcMethod) -> str:
-    return method.name if method.version == V10 else ops.BY_GRPC_V03[method.name].name
+    return method.name if method.version == V10 else _V03_OPS[method.name]
 
 
 def _sites() -> tuple[Site, ...]:

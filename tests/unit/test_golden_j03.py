@@ -34,6 +34,7 @@ from translators.j03 import objects as o
 from translators.loss import CARRY_KEY, LossPolicy, LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.versions import V03, V10
+from translators.vocabulary import ends_v03_stream
 
 RPC = {V03: rpc.JSONRPC_V03, V10: rpc.JSONRPC_V10}
 
@@ -413,19 +414,9 @@ def test_stream_p10_to_j03_with_final_on_last_status_update() -> None:
     assert got == [without_false_append(line) for line in sse_data(STREAM_J03)]
     assert not loss
     # The end-of-stream rule also recognizes the terminal state by itself (§3.6).
-    assert [o.is_final_for_v03(line["result"]) for line in lines] == [False, False, True]
+    assert [ends_v03_stream(item) for item in items] == [False, False, True]
     # Through the unary rules (no lookahead), `final` defaults to false.
     assert RPC[V03].encode_result(STREAM, items[2], loss)["final"] is False
-
-
-@pytest.mark.parametrize(("state", "final"), [
-    ("TASK_STATE_WORKING", False), ("TASK_STATE_SUBMITTED", False),
-    ("TASK_STATE_COMPLETED", True), ("TASK_STATE_FAILED", True), ("TASK_STATE_CANCELED", True),
-    ("TASK_STATE_REJECTED", True), ("TASK_STATE_INPUT_REQUIRED", True),
-    ("TASK_STATE_AUTH_REQUIRED", True),
-])
-def test_final_for_v03_by_state(state: str, final: bool) -> None:
-    assert o.is_final_for_v03({"statusUpdate": {"status": {"state": state}}}) is final
 
 
 def test_subscribe_params_both_ways() -> None:

@@ -32,6 +32,7 @@ from translators.p03.json import (
     parse_p03,
 )
 from translators.protojson import dump_p10, parse_p10
+from translators.vocabulary import ends_v03_stream
 
 JSON = dict[str, Any]
 
@@ -297,9 +298,9 @@ def test_send_response_and_stream_items() -> None:
     assert isinstance(ev, pb.StreamResponse)
     assert dump_p10(ev) == {"statusUpdate": {"taskId": "t1", "contextId": "c1",
                                              "status": {"state": "TASK_STATE_COMPLETED"}}}
-    assert objects.is_final_for_v03(ev)
+    assert ends_v03_stream(ev)
     ev.status_update.status.state = 42  # a state no version names, from a newer backend
-    assert not objects.is_final_for_v03(ev)  # was: ValueError from TaskState.Name
+    assert not ends_v03_stream(ev)  # was: ValueError from TaskState.Name
     ev.status_update.status.state = pb.TASK_STATE_COMPLETED
     assert dump_p03(objects.stream_response_to_p03(ev, True, "", loss)) == dump_p03(ev03)
     assert not loss and loss.answering

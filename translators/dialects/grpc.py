@@ -40,7 +40,14 @@ from translators.p03 import objects as p03_objects
 from translators.p03 import requests as p03
 from translators.p03.common import BytesMode
 from translators.tenancy import request_tenant
-from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
+from translators.versions import (
+    V03,
+    V10,
+    VersionRules,
+    is_major_1,
+    negotiate,
+    normalize_version,
+)
 
 GRPC = "GRPC"
 SERVICES = {V10: "lf.a2a.v1.A2AService", V03: "a2a.v1.A2AService"}
@@ -90,8 +97,7 @@ def wire_method(op: ops.Operation, version: str) -> WireMethod:
     """The method that carries ``op`` in ``version``; UnsupportedOperationError if none."""
     name = _method_name(op, version)
     if name is None:
-        raise a2a_error("UnsupportedOperationError",
-                        f"{op.name} does not exist in A2A v0.3 and the backend speaks v0.3")
+        raise ops.not_in_v03(op.name)
     return wire_methods(version)[name]
 
 
@@ -310,7 +316,7 @@ def decode_call(method: WireMethod, raw: bytes, declared: str | None, md_tenant:
     """A client's gRPC call, decoded: the negotiated version, the canonical request,
     checked, and its tenant (field or `x-a2a-tenant` metadata). Refusal otherwise."""
     dialect = BY_VERSION[method.version]
-    if method.version == V03 and normalize_version(declared).startswith("1."):
+    if method.version == V03 and is_major_1(normalize_version(declared)):
         # An `a2a.v1` caller that speaks 1.x is a v1.0.0-rc peer: its bytes have yet
         # another numbering (reference §6.5). It reads errors the v1.0 way.
         raise Refusal(rc_refusal(declared or "1.x"), GRPC_V10)

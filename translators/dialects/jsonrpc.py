@@ -48,7 +48,7 @@ from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.sse import SseEvent, sse_frame
 from translators.tenancy import request_tenant
-from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
+from translators.versions import V03, V10, VersionRules, declared_version, negotiate
 
 JSONRPC = "JSONRPC"
 # Errors about the request's transport or its caller, not its content: the HTTP status
@@ -332,8 +332,7 @@ class JsonRpc03(JsonRpcDialect):
 
     def method(self, op: ops.Operation) -> str:
         if op.jsonrpc_v03 is None:
-            raise a2a_error("UnsupportedOperationError",
-                            f"{op.name} does not exist in A2A v0.3 and the backend speaks v0.3")
+            raise ops.not_in_v03(op.name)
         return op.jsonrpc_v03
 
     def _params_in(self, op: ops.Operation, params: dict[str, Any], loss: LossReport) -> Any:
@@ -380,7 +379,7 @@ def decode_call(body: bytes, declared: str | None, path_tenant: str | None,
     """A client's JSON-RPC request, decoded: the envelope, the method (and so the version),
     the negotiated version, the params as the canonical request, checked, and its tenant.
     Refusal says how to answer what cannot be decoded."""
-    fallback = _BY_VERSION[V10 if normalize_version(declared) == V10 else V03]
+    fallback = _BY_VERSION[declared_version(declared)]
     try:
         parsed = parse_json(body)
     except A2AError as err:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from translators.j03.common import JSON, copy_keys, lookup, need_dict, need_list
+from translators.j03.common import copy_keys, lookup, need_dict, need_list
 from translators.loss import LossReport
+from translators.versions import V03, V03_CARD_VERSION, normalize_version
+from translators.vocabulary import JSON
 
 # J03 `type` → P10 oneof wrapper key, and the field renames inside (§4.4).
 SCHEME_TYPE_TO_KEY = {
@@ -93,16 +95,13 @@ def _skills(skills: Any, to_p10: bool) -> list[JSON]:
     return out
 
 
-def _version_of(protocol_version: Any) -> str:
-    parts = str(protocol_version or "0.3").split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 else "0.3"
-
-
 def card_to_p10(card: Any, loss: LossReport) -> JSON:
     card = need_dict(card, "card")
     out: JSON = {}
     copy_keys(card, out, *_SHARED_CARD_KEYS)
-    version = _version_of(card.get("protocolVersion"))
+    # v1.0 interfaces carry Major.Minor only (§4.2): `0.3.0` → `0.3`; none said → 0.3.
+    said = card.get("protocolVersion")
+    version = normalize_version(str(said) if said else None)
     interfaces: list[JSON] = []
     if card.get("url"):
         interfaces.append({"url": card["url"],
@@ -136,10 +135,16 @@ def card_to_p10(card: Any, loss: LossReport) -> JSON:
     return out
 
 
+def card_for_v03(card: JSON, loss: LossReport) -> JSON:
+    """The card a v0.3 client is served: only the v0.3 interfaces, since a v0.3 card
+    cannot say which of its entries speak 1.0."""
+    return card_to_j03(card, loss, versions=(V03,))
+
+
 def card_to_j03(card: JSON, loss: LossReport, *, versions: tuple[str, ...] = ()) -> JSON:
     """A v1.0 card as v0.3 clients read it. ``versions`` limits which interfaces appear
     (by protocolVersion); by default all of them do, the first being `url`."""
-    out: JSON = {"protocolVersion": "0.3.0"}
+    out: JSON = {"protocolVersion": V03_CARD_VERSION}
     copy_keys(card, out, *_SHARED_CARD_KEYS)
     interfaces = [i for i in card.get("supportedInterfaces", [])
                   if not versions or i.get("protocolVersion") in versions]

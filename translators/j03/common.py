@@ -6,8 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from translators.errors import invalid_params
-
-JSON = dict[str, Any]
+from translators.vocabulary import JSON
 
 
 def need_dict(value: Any, path: str) -> JSON:
@@ -56,8 +55,3 @@ def iso_to_p10(value: Any, path: str) -> str:
     parsed = _parse_iso(need_str(value, path), path)
     # isoformat, not strftime: "%Y" is not zero-padded below year 1000 on glibc.
     return parsed.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
-
-
-def iso_to_j03(value: str) -> str:
-    """ProtoJSON timestamps are already ISO 8601 in UTC with `Z`, which v0.3 accepts."""
-    return value

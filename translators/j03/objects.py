@@ -10,9 +10,7 @@ from typing import Any
 
 from translators.errors import invalid_params
 from translators.j03.common import (
-    JSON,
     copy_keys,
-    iso_to_j03,
     iso_to_p10,
     lookup,
     need_dict,
@@ -20,6 +18,7 @@ from translators.j03.common import (
     need_str,
 )
 from translators.loss import CARRY_KEY, LossReport
+from translators.vocabulary import DATA_COMPAT_FLAG, IMPLIED_MEDIA_TYPE, JSON
 
 # Reference §3.1: numbering is shared, spellings are not.
 STATE_J03_TO_P10 = {
@@ -34,16 +33,8 @@ STATE_J03_TO_P10 = {
     "auth-required": "TASK_STATE_AUTH_REQUIRED",
 }
 STATE_P10_TO_J03 = {v: k for k, v in STATE_J03_TO_P10.items()}
-TERMINAL_STATES = frozenset(
-    {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}
-)
-INTERRUPTED_STATES = frozenset({"TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED"})
 ROLE_J03_TO_P10 = {"user": "ROLE_USER", "agent": "ROLE_AGENT"}
 ROLE_P10_TO_J03 = {v: k for k, v in ROLE_J03_TO_P10.items()}
-
-# py's convention for v1.0 data parts that are not objects (reference §3.2).
-DATA_COMPAT_FLAG = "data_part_compat"
-_IMPLIED_MEDIA_TYPE = {"text": "text/plain", "data": "application/json"}
 
 
 # ---------------------------------------------------------------- Part
@@ -103,7 +94,7 @@ def part_to_j03(part: JSON, path: str, loss: LossReport) -> JSON:
             out = {"kind": "data", "data": data}
         # v0.3 puts mediaType/filename on files only; the type each kind implies is no loss.
         extra = {k: part[k] for k in ("mediaType", "filename") if k in part}
-        if extra.get("mediaType") == _IMPLIED_MEDIA_TYPE["text" if "text" in part else "data"]:
+        if extra.get("mediaType") == IMPLIED_MEDIA_TYPE["text" if "text" in part else "data"]:
             del extra["mediaType"]
         if extra and loss.carry:
             metadata[CARRY_KEY] = extra
@@ -180,7 +171,8 @@ def status_to_j03(status: JSON, path: str, loss: LossReport) -> JSON:
     if "message" in status:
         out["message"] = message_to_j03(status["message"], f"{path}.message", loss)
     if "timestamp" in status:
-        out["timestamp"] = iso_to_j03(status["timestamp"])
+        # ProtoJSON timestamps are ISO 8601 in UTC with `Z` already, which v0.3 accepts.
+        out["timestamp"] = status["timestamp"]
     return out
 
 
@@ -291,10 +283,3 @@ def stream_response_to_j03(resp: JSON, final: bool, path: str, loss: LossReport)
     if "artifactUpdate" in resp:
         return artifact_update_to_j03(resp["artifactUpdate"], path, loss)
     raise invalid_params(f"{path} is an empty StreamResponse")
-
-
-def is_final_for_v03(resp: JSON) -> bool:
-    """v0.3 clients stop reading at `final: true`; v1.0 servers close at terminal or
-    interrupted states (§3.6, spec §11.7), so both mark the end of a v0.3 stream."""
-    state = (resp.get("statusUpdate") or {}).get("status", {}).get("state", "")
-    return state in TERMINAL_STATES or state in INTERRUPTED_STATES

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from translators import operations as ops
-from translators.errors import a2a_error
-from translators.j03.common import JSON, copy_keys, need_dict, need_list, need_str
+from translators.j03.common import copy_keys, need_dict, need_list, need_str
 from translators.j03.objects import (
     message_to_j03,
     message_to_p10,
@@ -23,7 +22,7 @@ from translators.j03.objects import (
     task_to_p10,
 )
 from translators.loss import LossReport
-from translators.versions import V03
+from translators.vocabulary import JSON
 
 # ---------------------------------------------------------------- push configs
 
@@ -219,9 +218,8 @@ def _empty(_: Any, __: LossReport) -> JSON:
     return {}
 
 
-def _unsupported_in_v03(_: Any, __: LossReport) -> JSON:
-    raise a2a_error("UnsupportedOperationError",
-                    "this operation does not exist in A2A v0.3; the backend speaks v0.3")
+def _list_tasks_not_in_v03(_: Any, __: LossReport) -> JSON:
+    raise ops.not_in_v03(ops.LIST_TASKS)
 
 
 # ---------------------------------------------------------------- the table
@@ -238,13 +236,9 @@ class J03Rules:
 
 
 def _card_rules() -> J03Rules:
-    from translators.j03.cards import card_to_j03, card_to_p10
+    from translators.j03.cards import card_for_v03, card_to_p10
 
-    def to_j03(card: JSON, loss: LossReport) -> JSON:
-        # Only the v0.3 interfaces: a v0.3 card cannot say which entries speak 1.0.
-        return card_to_j03(card, loss, versions=(V03,))
-
-    return J03Rules(_empty, _none, card_to_p10, to_j03)
+    return J03Rules(_empty, _none, card_to_p10, card_for_v03)
 
 
 def _task_result_to_p10(r: Any, loss: LossReport) -> JSON:
@@ -287,8 +281,8 @@ J03_RULES: dict[str, J03Rules] = {
                          _stream_item_to_p10, _stream_item_to_j03),
     ops.GET_TASK: J03Rules(get_task_to_p10, get_task_to_j03,
                            _task_result_to_p10, _task_result_to_j03),
-    ops.LIST_TASKS: J03Rules(_unsupported_in_v03, _unsupported_in_v03,
-                             _unsupported_in_v03, _unsupported_in_v03),
+    ops.LIST_TASKS: J03Rules(_list_tasks_not_in_v03, _list_tasks_not_in_v03,
+                             _list_tasks_not_in_v03, _list_tasks_not_in_v03),
     ops.CANCEL: J03Rules(cancel_to_p10, cancel_to_j03, _task_result_to_p10, _task_result_to_j03),
     ops.SUBSCRIBE: J03Rules(subscribe_to_p10, subscribe_to_j03,
                             _stream_item_to_p10, _stream_item_to_j03),

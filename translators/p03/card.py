@@ -14,8 +14,7 @@ from a2a.types import a2a_pb2 as pb
 
 from translators.loss import LossReport
 from translators.p03.common import copy_by_name
-
-V03_PROTOCOL_VERSION = "0.3.0"  # what a v0.3 card says; v1.0 interfaces say Major.Minor
+from translators.versions import V03, V03_CARD_VERSION, normalize_version
 
 # `security` became `security_requirements` on the card and on each skill (§4.2).
 _RENAMES_TO_P10 = {"security": "security_requirements"}
@@ -27,18 +26,13 @@ _V03_RESTRUCTURED = frozenset({"url", "preferred_transport", "additional_interfa
 _P10_RESTRUCTURED = frozenset({"supported_interfaces", "capabilities", "signatures"})
 
 
-def major_minor(protocol_version: str) -> str:
-    """`0.3.0` → `0.3`; v1.0 interfaces carry Major.Minor only (§4.2). Empty means 0.3."""
-    parts = protocol_version.strip().split(".")
-    return ".".join(parts[:2]) if len(parts) >= 2 and all(parts[:2]) else "0.3"
-
-
 def card_to_p10(card: v03.AgentCard, loss: LossReport) -> pb.AgentCard:
     out = pb.AgentCard()
     copy_by_name(card, out, "", loss, renames=_RENAMES_TO_P10, skip=_V03_RESTRUCTURED)
     if card.signatures:  # a JWS covers one shape of the card only (§4.6)
         loss.drop("signatures")
-    version = major_minor(card.protocol_version)
+    # v1.0 interfaces carry Major.Minor only (§4.2): `0.3.0` → `0.3`; none said → 0.3.
+    version = normalize_version(card.protocol_version)
     # The preferred interface comes first in v1.0 (§4.2); v0.3 cards usually repeat it
     # among the additional ones.
     interfaces: list[pb.AgentInterface] = []
@@ -61,13 +55,19 @@ def card_to_p10(card: v03.AgentCard, loss: LossReport) -> pb.AgentCard:
     return out
 
 
+def card_for_v03(card: pb.AgentCard, loss: LossReport) -> v03.AgentCard:
+    """The card a v0.3 gRPC client is served: only the v0.3 interfaces, since a v0.3 card
+    cannot say which of its entries speak 1.0."""
+    return card_to_p03(card, loss, versions=(V03,))
+
+
 def card_to_p03(card: pb.AgentCard, loss: LossReport, *,
                 versions: tuple[str, ...] = ()) -> v03.AgentCard:
     """A v1.0 card as v0.3 gRPC clients read it. ``versions`` limits which interfaces
     appear (by protocolVersion, e.g. ``("0.3",)``); by default all do, the first being
     `url`. An interface v0.3 cannot describe (another protocol version, a tenant) is
     reported."""
-    out = v03.AgentCard(protocol_version=V03_PROTOCOL_VERSION)
+    out = v03.AgentCard(protocol_version=V03_CARD_VERSION)
     copy_by_name(card, out, "", loss, renames=_RENAMES_TO_P03, skip=_P10_RESTRUCTURED)
     if card.signatures:
         loss.drop("signatures")
@@ -81,7 +81,7 @@ def card_to_p03(card: pb.AgentCard, loss: LossReport, *,
         where = f"supportedInterfaces[{i}]"
         if iface.tenant:
             loss.drop(f"{where}.tenant")
-        if iface.protocol_version and major_minor(iface.protocol_version) != "0.3":
+        if iface.protocol_version and normalize_version(iface.protocol_version) != V03:
             loss.drop(f"{where}.protocolVersion")
     out.capabilities.SetInParent()  # required in both versions
     copy_by_name(card.capabilities, out.capabilities, "capabilities", loss,

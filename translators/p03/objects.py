@@ -16,7 +16,6 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import struct_pb2
 
 from translators.errors import invalid_params
-from translators.j03.objects import DATA_COMPAT_FLAG, INTERRUPTED_STATES, TERMINAL_STATES
 from translators.loss import CARRY_KEY, LossReport
 from translators.p03.common import (
     BytesMode,
@@ -24,10 +23,7 @@ from translators.p03.common import (
     file_bytes_to_p03,
     file_bytes_to_p10,
 )
-
-# v0.3 puts mediaType/filename on files only; the type each kind implies is no loss
-# (same rule as the J03 translator).
-_IMPLIED_MEDIA_TYPE = {"text": "text/plain", "data": "application/json"}
+from translators.vocabulary import DATA_COMPAT_FLAG, IMPLIED_MEDIA_TYPE
 
 
 # Role and TaskState keep their numbers across versions (reference §3.1); only the JSON
@@ -133,7 +129,7 @@ def part_to_p03(part: pb.Part, path: str, loss: LossReport, *,
             metadata[DATA_COMPAT_FLAG] = True
         extra = {"mediaType": part.media_type, "filename": part.filename}
         extra = {k: v for k, v in extra.items() if v}
-        if extra.get("mediaType") == _IMPLIED_MEDIA_TYPE[kind]:
+        if extra.get("mediaType") == IMPLIED_MEDIA_TYPE[kind]:
             del extra["mediaType"]
         if extra and loss.carry:
             metadata.fields[CARRY_KEY].struct_value.update(extra)
@@ -367,18 +363,6 @@ def stream_response_to_p03(resp: pb.StreamResponse, final: bool, path: str, loss
         return v03.StreamResponse(artifact_update=artifact_update_to_p03(
             resp.artifact_update, at(path, "artifactUpdate"), loss, bytes_mode=bytes_mode))
     raise invalid_params(f"{path or 'StreamResponse'} is empty")
-
-
-_ENDS_V03 = frozenset(pb.TaskState.Value(s) for s in TERMINAL_STATES | INTERRUPTED_STATES)
-
-
-def is_final_for_v03(resp: pb.StreamResponse) -> bool:
-    """v0.3 clients stop reading at `final: true`; v1.0 servers close the stream at a
-    terminal or interrupted state (reference §3.6), so both mark the last v0.3 event.
-    By number: a backend may send one no version names (TaskState.Name would raise)."""
-    if resp.WhichOneof("payload") != "status_update":
-        return False
-    return resp.status_update.status.state in _ENDS_V03
 
 
 def send_response_to_p10(resp: v03.SendMessageResponse, path: str, loss: LossReport, *,

@@ -17,9 +17,9 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from translators import operations as ops
-from translators.errors import a2a_error, invalid_params
+from translators.errors import invalid_params
 from translators.loss import LossReport
-from translators.p03.card import card_to_p03, card_to_p10
+from translators.p03.card import card_for_v03, card_to_p10
 from translators.p03.common import (
     BytesMode,
     parse_push_config_name,
@@ -44,7 +44,6 @@ from translators.p03.push import (
     task_push_config_to_p10,
 )
 from translators.validation import check_history_length
-from translators.versions import V03
 
 # ---------------------------------------------------------------- SendMessage
 
@@ -319,8 +318,7 @@ P03_RULES: dict[str, P03Rules] = {
         lambda r, loss, bm: pb.GetExtendedAgentCardRequest(),
         lambda r, loss, bm: v03.GetAgentCardRequest(),
         lambda r, loss, bm: card_to_p10(r, loss),
-        # Only the v0.3 interfaces: a v0.3 card cannot say which entries speak 1.0.
-        lambda r, loss, bm: card_to_p03(r, loss, versions=(V03,))),
+        lambda r, loss, bm: card_for_v03(r, loss)),
 }
 
 
@@ -329,9 +327,7 @@ def p03_rules(op: str) -> P03Rules:
     rules = P03_RULES.get(op)
     if rules is None:
         if op in ops.BY_NAME:
-            raise a2a_error("UnsupportedOperationError",
-                            f"{op} does not exist in A2A v0.3 and the v0.3 side cannot "
-                            f"express it")
+            raise ops.not_in_v03(op)
         raise KeyError(op)
     return rules
 

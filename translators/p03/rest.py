@@ -35,7 +35,6 @@ from translators.p03.requests import (
 )
 from translators.protojson import dump_p10, parse_p10
 from translators.rest_routes import Route
-from translators.versions import V03
 
 _BAD_ANSWER = "InvalidAgentResponseError"
 
@@ -102,8 +101,7 @@ def result_from_canonical(op: ops.Operation, result: ProtoMessage | None, loss: 
                           *, bytes_mode: BytesMode = "double") -> Any:
     """The answer for a v0.3 REST client; `{}` for the delete's Empty (§8.13)."""
     if op.name == ops.EXTENDED_CARD and result is not None:
-        # Only the v0.3 interfaces: a v0.3 card cannot say which entries speak 1.0.
-        return cards.card_to_j03(dump_p10(result), loss, versions=(V03,))
+        return cards.card_for_v03(dump_p10(result), loss)
     out = response_to_p03(op.name, result, loss, bytes_mode=bytes_mode)
     return {} if out is None else dump_p03(out)
 
