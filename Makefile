@@ -9,7 +9,7 @@ WORKERS ?= 1
 LOG_FORMAT ?= console
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint unit bench clean matrix redis
+.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range
 
 # Two markers in one .venv: `.runtime` (the gateway's own dependencies, all `make run`
 # needs) and `.installed` (those plus the dev toolchain, for `make test`). The dev install
@@ -61,6 +61,33 @@ redis:
 	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; \
 	else echo "redis-server is missing and this is not root: see README \"State\" " \
 	  "(A2A_TEST_REDIS_SERVER)" >&2; exit 1; fi
+
+# The aiohttp-facing tests against the oldest and the newest aiohttp that pyproject.toml
+# admits (README "aiohttp versions"), each in a venv of its own (under
+# AIOHTTP_RANGE_DIR) holding only that aiohttp and seeing the project's venv for the rest.
+AIOHTTP_SPEC := $(shell sed -n 's/^ *"\(aiohttp[<>=][^"]*\)",*$$/\1/p' pyproject.toml)
+AIOHTTP_OLDEST := $(shell echo '$(AIOHTTP_SPEC)' | sed -n 's/.*>=\([0-9.]*\).*/\1/p')
+AIOHTTP_RANGE_DIR ?= /tmp/a2a-gateway-aiohttp-range
+AIOHTTP_RANGE ?= oldest newest
+AIOHTTP_RANGE_TESTS = tests/unit/test_aiohttp_internals.py tests/unit/test_fast_lane_head.py \
+  tests/integration/test_fast_lane.py tests/integration/test_fast_lane_same_answer.py \
+  tests/integration/test_http1_pool.py tests/hardening/test_connections.py \
+  tests/integration/test_logs.py tests/integration/test_cards.py \
+  tests/interop/test_sdk_interop.py
+test-aiohttp-range: setup venvs
+	@set -e; purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'; \
+	project=$$($(BIN)/python -c "$$purelib"); \
+	for which in $(AIOHTTP_RANGE); do \
+	  if [ $$which = oldest ]; then spec='aiohttp==$(AIOHTTP_OLDEST)'; else spec='$(AIOHTTP_SPEC)'; fi; \
+	  dir=$(AIOHTTP_RANGE_DIR)/$$which; rm -rf $$dir; \
+	  $(BIN)/python -m venv --without-pip $$dir; site=$$($$dir/bin/python -c "$$purelib"); \
+	  echo "import site; site.addsitedir('$$project')" > $$site/zz_project_venv.pth; \
+	  printf '#!%s\nimport sys\nfrom gateway.cli import main\nsys.exit(main())\n' \
+	    "$$dir/bin/python" > $$dir/bin/a2a-gateway; chmod +x $$dir/bin/a2a-gateway; \
+	  $(BIN)/pip install $(PIP_FLAGS) --no-deps --target $$site "$$spec"; \
+	  echo "== $$which: $$($$dir/bin/python -c 'import aiohttp; print("aiohttp", aiohttp.__version__, "from", aiohttp.__file__)')"; \
+	  $$dir/bin/python -m pytest -q -p no:cacheprovider $(AIOHTTP_RANGE_TESTS); \
+	done
 
 unit: setup
 	$(BIN)/pytest -q tests/unit

@@ -11,9 +11,8 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import urlsplit
 
-from aiohttp import web
-
 from gateway.config.models import GatewayConfig
+from gateway.http.request import ClientRequest
 
 _FORWARDED = ("X-Forwarded-Proto", "X-Forwarded-Host", "X-Forwarded-Prefix")
 
@@ -29,7 +28,7 @@ class PublicAddress:
             vary.append("Host")
         self.vary = ", ".join(vary)
 
-    def _trusted(self, request: web.Request) -> bool:
+    def _trusted(self, request: ClientRequest) -> bool:
         if not self._proxies or request.remote is None:
             return False
         try:
@@ -38,7 +37,7 @@ class PublicAddress:
             return False
         return any(peer in net for net in self._proxies if net.version == peer.version)
 
-    def http_base(self, request: web.Request) -> str:
+    def http_base(self, request: ClientRequest) -> str:
         """The gateway's public HTTP base as this request reached it."""
         headers = request.headers
         if self._trusted(request) and any(h in headers for h in _FORWARDED[:2]):

@@ -23,14 +23,13 @@ import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import cast
 
-from aiohttp.http_parser import HttpResponseParser
+from aiohttp import StreamReader
 from multidict import CIMultiDictProxy
 from yarl import URL
 
-if TYPE_CHECKING:
-    from aiohttp.base_protocol import BaseProtocol
+from gateway.http.aiohttp_internals import ParsedConnection, RawResponseMessage, body_bytes_read
 
 # An idle connection is closed after this long, under the keep-alive of the servers
 # agents run on (uvicorn, the a2a-sdk's: 5 s): a POST is never sent twice, so one written
@@ -71,26 +70,18 @@ class Answer:
         return raw.partition(";")[0].strip().lower()
 
 
-class _Connection(asyncio.Protocol):
+class _Connection(ParsedConnection):
     """One keep-alive connection; one exchange at a time."""
-
-    # What aiohttp's StreamReader (the parser's body buffer) asks of its protocol. The
-    # body is bounded by the exchange's limit instead of by pausing the socket.
-    _reading_paused = False
-    connected = True
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        # The parser needs of its protocol only what the class attributes above give.
-        self._parser = HttpResponseParser(cast("BaseProtocol", self), loop, 2**16,
-                                          max_line_size=_LINE,
-                                          max_field_size=_LINE, read_until_eof=True)
+        self._parser = self.response_parser(loop, _LINE)
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.idle_since = 0.0
-        self._waiter: asyncio.Future[tuple[Any, Any]] | None = None
-        self._message: Any = None
-        self._payload: Any = None
+        self._waiter: asyncio.Future[tuple[RawResponseMessage, StreamReader]] | None = None
+        self._message: RawResponseMessage | None = None
+        self._payload: StreamReader | None = None
         self._limit = 0
         self._surplus = False
         # The exchange's deadline: one timer per connection, re-armed only when it fires
@@ -98,12 +89,6 @@ class _Connection(asyncio.Protocol):
         # cost as much as the rest of the exchange's bookkeeping).
         self._deadline: float | None = None
         self._timer: asyncio.TimerHandle | None = None
-
-    def pause_reading(self) -> None:
-        return None
-
-    def resume_reading(self, resume_parser: bool = True) -> None:
-        return None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         # A stream transport (uvloop's is not an asyncio.Transport subclass).
@@ -119,7 +104,7 @@ class _Connection(asyncio.Protocol):
         except Exception as error:
             self._fail(BadAnswer(str(error) or type(error).__name__))
             return
-        if self._payload is not None and self._payload.is_eof():
+        if self._message is not None and self._payload is not None and self._payload.is_eof():
             self._waiter.set_result((self._message, self._payload))
         else:
             self._fail(ConnectionError(str(exc) if exc else "the backend closed the "
@@ -142,13 +127,13 @@ class _Connection(asyncio.Protocol):
                 self._message, self._payload = message, payload
             else:  # more than was asked: the connection is out of step, not reused
                 self._surplus = True
-        payload = self._payload
-        if payload is None:
+        answer, body = self._message, self._payload
+        if answer is None or body is None:
             return
-        if payload.total_bytes > self._limit:
+        if body_bytes_read(body) > self._limit:
             self._fail(AnswerTooLarge())
-        elif payload.is_eof():
-            waiter.set_result((self._message, payload))
+        elif body.is_eof():
+            waiter.set_result((answer, body))
 
     def _fail(self, exc: Exception) -> None:
         if self._waiter is not None and not self._waiter.done():

@@ -12,6 +12,7 @@ from aiohttp import web
 from gateway.auth.peer import http_peer_cert
 from gateway.auth.principal import CHALLENGE_KEY
 from gateway.call import Call, CallContext, new_request_id
+from gateway.http.request import ClientRequest
 from gateway.observability import tracing
 from gateway.observability.logs.access import CALL_KEY, note_error
 from gateway.pipeline.core import Gateway
@@ -24,7 +25,7 @@ DROPPED_HEADER = "A2A-Gateway-Dropped"
 _REQUEST_ID = re.compile(r"^[\w.:@-]{1,128}$")
 
 
-def gateway_of(request: web.Request) -> Gateway:
+def gateway_of(request: ClientRequest) -> Gateway:
     return app_gateway(request.app)
 
 
@@ -87,13 +88,13 @@ def _too_large(limit: int) -> A2AError:
 
 
 
-def declared_version(request: web.Request) -> str:
+def declared_version(request: ClientRequest) -> str:
     """The version a request's A2A-Version names, for answers given before its payload
     said one: 1.0, or else 0.3 (absent means 0.3, spec §3.6.2)."""
     return versions.declared_version(header_version(request))
 
 
-def header_version(request: web.Request) -> str | None:
+def header_version(request: ClientRequest) -> str | None:
     """A2A-Version from the header, else the query parameter (spec §3.6.1)."""
     return request.headers.get("A2A-Version") or request.query.get("A2A-Version")
 
@@ -109,7 +110,7 @@ def split_extensions(values: Iterable[str]) -> list[str]:
     return seen
 
 
-def _extensions(request: web.Request) -> list[str]:
+def _extensions(request: ClientRequest) -> list[str]:
     return split_extensions([*request.headers.getall("A2A-Extensions", []),
                              *request.headers.getall("X-A2A-Extensions", [])])
 
@@ -118,7 +119,7 @@ def valid_request_id(value: str | None) -> bool:
     return bool(value) and _REQUEST_ID.match(value or "") is not None
 
 
-def client_context(request: web.Request, gateway: Gateway, binding: str) -> CallContext:
+def client_context(request: ClientRequest, gateway: Gateway, binding: str) -> CallContext:
     """What the client's HTTP request says beside its payload (the version comes from the
     payload: :func:`bind` sets it once decoded)."""
     headers = request.headers

@@ -24,6 +24,8 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge
 
 from gateway.config.models import LimitsConfig
+from gateway.http.aiohttp_internals import ProtocolSite
+from gateway.http.request import ClientRequest
 from gateway.streams.turns import Opening, Openings
 
 OPEN_CONNECTIONS = Gauge("a2a_gateway_open_connections", "HTTP connections open now",
@@ -236,7 +238,8 @@ class GuardedProtocol(asyncio.Protocol):
             self._inner.resume_writing()
 
 
-def connection_of(request: web.Request) -> GuardedProtocol | None:
+def connection_of(request: ClientRequest) -> GuardedProtocol | None:
+    """The guard's protocol of the connection ``request`` came on (None without a guard)."""
     transport = request.transport
     protocol: Any = transport.get_protocol() if transport is not None else None
     return protocol if isinstance(protocol, GuardedProtocol) else None
@@ -264,7 +267,7 @@ async def track_requests(request: web.Request,
             conn.request_finished()
 
 
-class GuardedSite(web.TCPSite):
+class GuardedSite(ProtocolSite):
     """A TCP site whose connections go through a :class:`ConnectionGuard`."""
 
     def __init__(self, runner: web.BaseRunner, host: str, port: int, guard: ConnectionGuard,
@@ -274,17 +277,5 @@ class GuardedSite(web.TCPSite):
         self.guard = guard
         self._lane = lane  # what serves a connection before (or instead of) aiohttp
 
-    def _inner(self, server: web.Server) -> Callable[[], asyncio.Protocol]:
-        return server if self._lane is None else self._lane(server)
-
-    async def start(self) -> None:
-        await web.BaseSite.start(self)
-        loop = asyncio.get_running_loop()
-        server = self._runner.server
-        assert server is not None
-        self._server = await loop.create_server(
-            self.guard.factory(self._inner(server)), self._host, self._port, ssl=self._ssl_context,
-            backlog=self._backlog, reuse_address=self._reuse_address,
-            reuse_port=self._reuse_port)
-        sockets = self._server.sockets
-        self._bound_port = sockets[0].getsockname()[1] if sockets else self._port
+    def protocol(self, server: web.Server) -> Callable[[], asyncio.Protocol]:
+        return self.guard.factory(server if self._lane is None else self._lane(server))

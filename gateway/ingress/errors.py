@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 import structlog
 from aiohttp import web
 
+from gateway.http.request import ClientRequest
 from gateway.ingress.common import header_version
 from gateway.observability.logs.access import client_gone
 from translators.dialects import DIALECTS, HTTP_JSON, JSONRPC
@@ -26,7 +27,7 @@ _BY_STATUS = {400: "InvalidRequestError", 404: "MethodNotFoundError",
               413: "PayloadTooLargeError", 431: "InvalidRequestError"}
 
 
-def render_error(request: web.Request, err: A2AError, status: int | None = None,
+def render_error(request: ClientRequest, err: A2AError, status: int | None = None,
                  ) -> web.Response:
     """``err`` in the dialect the request's path speaks (before any payload said one)."""
     declared = normalize_version(header_version(request))
@@ -59,7 +60,7 @@ async def answer_in_dialect(request: web.Request, handler: Handler) -> web.Strea
         return unhandled(request, exc)
 
 
-def unhandled(request: web.Request, exc: Exception) -> web.Response:
+def unhandled(request: ClientRequest, exc: Exception) -> web.Response:
     """A bug of ours: logged, and said in the caller's dialect; the worker serves on."""
     log.error("unhandled error", path=request.path[:200], method=request.method[:16],
               exc_info=exc)

@@ -24,19 +24,19 @@ import socket
 import time
 from collections.abc import Callable, Iterable
 from http import HTTPStatus
-from typing import Any, cast
+from typing import cast
 
 import structlog
 from aiohttp import web
-from aiohttp.helpers import rfc822_formatted_time
-from aiohttp.http import SERVER_SOFTWARE
 from multidict import CIMultiDictProxy, MultiDict, MultiDictProxy
 from prometheus_client import Counter
 
 from gateway.call import CallContext
 from gateway.config.models import LimitsConfig
+from gateway.http.aiohttp_internals import SERVER_SOFTWARE, http_date
 from gateway.ingress import jsonrpc
 from gateway.ingress.common import Reply, app_gateway
+from gateway.ingress.connections import GuardedProtocol, connection_of
 from gateway.ingress.errors import unhandled
 from gateway.ingress.lane_head import MAX_HEAD, asks_to_close, checked_until, read_request
 from gateway.observability.logs import access
@@ -49,7 +49,8 @@ HANDOVERS = Counter("a2a_gateway_fast_lane_handovers_total", "Connections the fa
 _NO_QUERY: MultiDictProxy[str] = MultiDictProxy(MultiDict())
 _REASONS = {status.value: status.phrase for status in HTTPStatus}
 class LaneRequest:
-    """What the JSON-RPC codec reads from a request, for one the lane parsed."""
+    """A request the lane parsed, as the ingress reads it (gateway/http/request.py's
+    ClientRequest: the strict type check holds this class to it)."""
 
     __slots__ = ("app", "ctx", "headers", "path", "transport")
 
@@ -110,7 +111,7 @@ def _http_bytes(status: int, reason: str, headers: Iterable[tuple[str, str]], bo
         if "\r" in value or "\n" in value:
             raise ValueError(f"a newline in the response header {name}")
         lines.append(f"{name}: {value}\r\n")
-    lines.append(f"Content-Length: {len(body)}\r\nDate: {rfc822_formatted_time()}\r\n"
+    lines.append(f"Content-Length: {len(body)}\r\nDate: {http_date()}\r\n"
                  f"Server: {SERVER_SOFTWARE}\r\n")
     if close:
         lines.append("Connection: close\r\n")
@@ -238,16 +239,14 @@ class FastLane(asyncio.Protocol):
                                                         request.body))
 
     async def _serve(self, request: LaneRequest, head: bytes, body: bytes) -> None:
-        conn: Any = request.transport.get_protocol()
-        tracked = hasattr(conn, "request_started")
-        if tracked:
+        conn = connection_of(request)
+        if conn is not None:
             conn.request_started()
         written = False
-        as_aiohttp = cast(web.Request, request)
         try:
             try:
-                reply = cast(Reply, await jsonrpc.serve(
-                    as_aiohttp, request.path.strip("/") or None, body, streams=False))
+                reply = await jsonrpc.serve_unary(request, request.path.strip("/") or None,
+                                                  body)
                 close = reply.closes or self._closes_after(request, conn)
                 data = reply_bytes(reply, close)
                 status = reply.answer.status
@@ -258,7 +257,7 @@ class FastLane(asyncio.Protocol):
                 self._hand_over("stream")
                 return
             except Exception as exc:  # as the answer_in_dialect middleware does
-                response = unhandled(as_aiohttp, exc)
+                response = unhandled(request, exc)
                 close = response.keep_alive is False or self._closes_after(request, conn)
                 data = response_bytes(response, close)
                 status = response.status
@@ -271,7 +270,7 @@ class FastLane(asyncio.Protocol):
                       exc_info=exc)
         finally:
             self._task = None
-            if tracked:
+            if conn is not None:
                 conn.request_finished()
         if not written:
             self._close()
@@ -292,10 +291,10 @@ class FastLane(asyncio.Protocol):
         access.write(ctx, request.remote, status, size_in, size_out,
                      time.monotonic() - ctx.started if ctx else 0.0, "POST", request.path)
 
-    def _closes_after(self, request: LaneRequest, conn: Any) -> bool:
+    def _closes_after(self, request: LaneRequest, conn: GuardedProtocol | None) -> bool:
         """Whether the connection ends with this answer: the client asked, or sent its
         end, or the gateway is shutting down."""
-        return (self._eof or getattr(conn, "closing", False)
+        return (self._eof or (conn is not None and conn.closing)
                 or asks_to_close(request.headers))
 
     # ---------------------------------------------------------------- idle and close

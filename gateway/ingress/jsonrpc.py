@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from gateway.call import Call
+from gateway.call import Call, CallContext
+from gateway.http.request import ClientRequest
 from gateway.ingress.common import (
     Reply,
     as_response,
@@ -25,6 +26,7 @@ from gateway.ingress.common import (
 )
 from gateway.ingress.sse_out import serve_sse
 from gateway.observability.observe import log_call
+from gateway.pipeline.core import Gateway
 from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
 from translators.dialects.base import HttpAnswer, WireAnswer
@@ -50,15 +52,42 @@ async def handle_body(request: web.Request, path_tenant: str | None,
 
 
 async def serve(request: web.Request, path_tenant: str | None, body: bytes | None,
-                streams: bool = True) -> Reply | web.StreamResponse:
+                ) -> Reply | web.StreamResponse:
     """The answer to a JSON-RPC request: a stream's response, served already, or the
-    reply to write. ``streams`` False (the fast lane, which writes replies only): a
-    streaming call raises :class:`StreamNotServed` before anything of it is done."""
+    reply to write."""
     gateway = gateway_of(request)
     ctx = client_context(request, gateway, rpc.JSONRPC)
-    try:
-        if body is None:
+    if body is None:
+        try:
             body = await read_body(request, gateway)
+        except A2AError as err:
+            return _unreadable(request, ctx, err)
+    call = _decode(request, gateway, ctx, path_tenant, body)
+    if isinstance(call, Reply):
+        return call
+    if call.op.streaming:
+        return await _stream(request, call)
+    return await _unary(gateway, call)
+
+
+async def serve_unary(request: ClientRequest, path_tenant: str | None, body: bytes) -> Reply:
+    """The reply to a JSON-RPC request whose body is read (the fast lane, which writes
+    replies only): a streaming call raises :class:`StreamNotServed` before anything of
+    it is done."""
+    gateway = gateway_of(request)
+    ctx = client_context(request, gateway, rpc.JSONRPC)
+    call = _decode(request, gateway, ctx, path_tenant, body)
+    if isinstance(call, Reply):
+        return call
+    if call.op.streaming:
+        raise StreamNotServed
+    return await _unary(gateway, call)
+
+
+def _decode(request: ClientRequest, gateway: Gateway, ctx: CallContext,
+            path_tenant: str | None, body: bytes) -> Call | Reply:
+    """The call ``body`` makes, or the refusal of a body that makes none."""
+    try:
         decoded = rpc.decode_call(body, header_version(request), path_tenant,
                                   gateway.version_rules)
     except rpc.Refusal as no:
@@ -66,16 +95,21 @@ async def serve(request: web.Request, path_tenant: str | None, body: bytes | Non
         ctx.client_version = no.dialect.version
         log_call(ctx, no.op.name if no.op is not None else ops.UNKNOWN, no.error)
         return refusal(no.dialect.refusal(no.request_id, no.error), no.error, ctx)
-    except A2AError as err:  # the body could not be read
-        fallback = rpc.JSONRPC_V10 if declared_version(request) == "1.0" else rpc.JSONRPC_V03
-        ctx.client_version = fallback.version
-        log_call(ctx, ops.UNKNOWN, err)
-        return refusal(fallback.refusal(None, err), err, ctx)
-    if decoded.op.streaming and not streams:
-        raise StreamNotServed
-    call = bind(ctx, decoded)
-    if call.op.streaming:
-        return await _stream(request, call)
+    except A2AError as err:
+        return _unreadable(request, ctx, err)
+    return bind(ctx, decoded)
+
+
+def _unreadable(request: ClientRequest, ctx: CallContext, err: A2AError) -> Reply:
+    """The refusal of a body that could not be read, in the version the request declared."""
+    fallback = rpc.JSONRPC_V10 if declared_version(request) == "1.0" else rpc.JSONRPC_V03
+    ctx.client_version = fallback.version
+    log_call(ctx, ops.UNKNOWN, err)
+    return refusal(fallback.refusal(None, err), err, ctx)
+
+
+async def _unary(gateway: Gateway, call: Call) -> Reply:
+    ctx = call.ctx
     try:
         result = await gateway.unary(call)
         answer = (result.body if isinstance(result, WireAnswer)

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-from aiohttp.http_parser import SINGLETON_HEADERS
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from gateway.http.aiohttp_internals import SINGLETON_HEADERS
 from translators import operations as ops
 
 # What aiohttp's parser takes (web_protocol.RequestHandler's defaults): a head within

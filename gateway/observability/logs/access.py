@@ -27,6 +27,7 @@ from aiohttp.abc import AbstractAccessLogger
 
 from gateway.call import CallContext
 from gateway.config.logs import AccessLogConfig
+from gateway.http.aiohttp_internals import body_bytes_read
 from gateway.observability import tracing
 from gateway.observability.logs.lines import render_unstamped
 from gateway.observability.logs.writer import LineWriter
@@ -176,7 +177,7 @@ class AccessLogger(AbstractAccessLogger):
             time: float) -> None:
         content = request.content
         write(request.get(CALL_KEY), request.remote, response.status,
-              getattr(content, "total_bytes", 0), response.body_length, time,
+              body_bytes_read(content), response.body_length, time,
               request.method, request.path)
 
 
@@ -185,7 +186,7 @@ def client_gone(request: web.BaseRequest) -> None:
     answer was written, so aiohttp's hook is not called."""
     ctx: CallContext | None = request.get(CALL_KEY)
     seconds = time.monotonic() - ctx.started if ctx is not None else 0.0
-    write(ctx, request.remote, CLIENT_CLOSED, getattr(request.content, "total_bytes", 0), 0,
+    write(ctx, request.remote, CLIENT_CLOSED, body_bytes_read(request.content), 0,
           seconds, request.method, request.path)
 
 

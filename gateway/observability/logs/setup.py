@@ -24,11 +24,11 @@ from types import TracebackType
 from typing import Any
 
 import structlog
-from aiohttp.http_exceptions import HttpProcessingError
 from structlog.processors import format_exc_info
 from structlog.typing import EventDict, Processor, WrappedLogger
 
 from gateway.config.logs import LogConfig
+from gateway.http.aiohttp_internals import HttpProcessingError
 from gateway.observability.logs.lines import redact, render_unstamped
 from gateway.observability.logs.writer import LineWriter, LineWriterFactory
 
