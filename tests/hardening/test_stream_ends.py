@@ -10,7 +10,8 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -127,23 +128,38 @@ async def test_a_stream_wrapper_closes_the_stream_it_wraps(
 
 SHUTDOWN_GRACE = 5.0
 TICK = 0.01  # seconds between a ticking stream's events
+BIG = 1024 * 1024  # characters of text in each event of a "big" stream: more than a
+# gRPC client's window (no BDP probing), so that writing one waits for the client to read
 
 
-async def ticking_sse(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
-    """A stream that sends a working status every TICK, for ever: at SIGTERM the
-    gateway's stream tasks are anywhere in their loop (reading, framing, writing). For
-    a message whose text begins with "silent", one that sends nothing, for ever."""
-    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-    await response.prepare(request)
-    if body["params"].get("message", {}).get("parts", [{}])[0].get("text", "").startswith(
-            "silent"):
-        await asyncio.sleep(3600)
-    event = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
-        "kind": "status-update", "taskId": "t", "contextId": "c",
-        "status": {"state": "working"}, "final": False}})
-    while True:
-        await response.write(f"data: {event}\n\n".encode())
-        await asyncio.sleep(TICK)
+def ticking(sent: Counter[str]) -> Callable[[web.Request, dict[str, Any]],
+                                             Awaitable[web.StreamResponse]]:
+    """A backend stream that sends a working status every TICK, for ever (counted in
+    ``sent`` by the message's text): at SIGTERM the gateway's stream tasks are anywhere in
+    their loop (reading, framing, writing). For a message whose text begins with "silent",
+    one that sends nothing, for ever; with "big", three statuses of BIG characters each,
+    then nothing."""
+    async def handle(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        text = body["params"].get("message", {}).get("parts", [{}])[0].get("text", "")
+        if text.startswith("silent"):
+            await asyncio.sleep(3600)
+        status: dict[str, Any] = {"state": "working"}
+        if text.startswith("big"):
+            status["message"] = {"kind": "message", "messageId": "w", "role": "agent",
+                                 "parts": [{"kind": "text", "text": text * (BIG // len(text))}]}
+        event = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+            "kind": "status-update", "taskId": "t", "contextId": "c", "status": status,
+            "final": False}})
+        while True:
+            await response.write(f"data: {event}\n\n".encode())
+            sent[text] += 1
+            if text.startswith("big") and sent[text] == 3:
+                await asyncio.sleep(3600)
+            await asyncio.sleep(TICK)
+
+    return handle
 
 
 async def _open_sse(http: aiohttp.ClientSession, url: str, body: object,
@@ -182,22 +198,47 @@ async def _sse_streams(http: aiohttp.ClientSession, base: str, each: int,
     return opened
 
 
+def _grpc_stream(channel: grpc.aio.Channel, text: str) -> Any:
+    """A v1.0 SendStreamingMessage call, events as bytes."""
+    request = pb.SendMessageRequest(message=pb.Message(
+        message_id=text, role=pb.ROLE_USER, parts=[pb.Part(text=text)]))
+    return channel.unary_stream("/lf.a2a.v1.A2AService/SendStreamingMessage")(
+        request.SerializeToString(), metadata=(("a2a-version", "1.0"),))
+
+
+async def _grpc_end(call: Any) -> tuple[list[pb.StreamResponse], grpc.StatusCode]:
+    """A gRPC stream read to its end: its events, and its status (a status other than OK
+    raises here)."""
+    events = []
+    while (raw := await call.read()) is not grpc.aio.EOF:
+        events.append(pb.StreamResponse.FromString(raw))
+    code: grpc.StatusCode = await call.code()
+    return events, code
+
+
 async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
         tmp_path: Path) -> None:
-    """SIGTERM with SSE streams open (JSON-RPC v0.3 and v1.0, REST v1.0, subscriptions),
-    their events flowing, and others not yet opened: the process exits 0 within its
-    grace; every open SSE response ends properly (its last chunk, no reset, no error
-    frame), every unopened one with an error in its dialect (README "Shutdown"); stdout
-    and stderr are JSON lines only. A stream's wrappers left
-    the streams they wrap open, for the loop's end to close all at once: `RuntimeError:
-    generator didn't stop after athrow()` and tracebacks on stderr."""
-    port = free_port()
+    """SIGTERM with SSE (JSON-RPC v0.3 and v1.0, REST v1.0, subscriptions) and gRPC
+    streams open, their events flowing, and SSE streams not yet opened: the process exits
+    0 within its grace; every open SSE response ends properly (its last chunk, no reset,
+    no error frame), every unopened one with an error in its dialect, every gRPC stream
+    with its events and OK (README "Shutdown"); stdout and stderr are JSON lines only.
+    A stream's wrappers left the streams they wrap open, for the loop's end to close all
+    at once: `RuntimeError: generator didn't stop after athrow()` on stderr. The gRPC
+    clients read nothing between their first event and SIGTERM, and the events are big:
+    the gRPC window is full and each gRPC stream is in a write when the drain comes. The
+    drain cancelled that write half-done, gRPC's core then refused the status that ends
+    the stream (GRPC_CALL_ERROR_TOO_MANY_OPERATIONS), and the client got UNAVAILABLE
+    "Cancelling all calls" once the grace ran out."""
+    port, grpc_port = free_port(), free_port()
     each = 3
+    sent: Counter[str] = Counter()
     async with ScriptedBackend().running() as backend, aiohttp.ClientSession() as http:
-        backend.handlers["message/stream"] = backend.handlers["tasks/resubscribe"] = ticking_sse
+        backend.handlers["message/stream"] = backend.handlers["tasks/resubscribe"] = \
+            ticking(sent)
         backend.handlers["tasks/get"] = working_task
         config = write_config(tmp_path / "gw.yaml", {
-            "listen": {"http": f"127.0.0.1:{port}"},
+            "listen": {"http": f"127.0.0.1:{port}", "grpc": f"127.0.0.1:{grpc_port}"},
             "tenants": {"b": v03(backend.url)}, "default_tenant": "b",
             "shutdown_grace": SHUTDOWN_GRACE, "reload_interval": 0})
         with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
@@ -221,19 +262,40 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
                 reply = await post(http, f"http://127.0.0.1:{port}/", rpc_body(
                     "SubscribeToTask", {"id": f"gone{i}"}, rid=i), headers={"A2A-Version": "1.0"})
                 assert reply[2]["error"]["code"] == -32006, reply  # InvalidAgentResponse
-            started = time.monotonic()
-            proc.send_signal(signal.SIGTERM)
-            # Read as clients do, all at once. A reset would raise here (aiohttp: the
-            # chunked body broke off).
-            tails, unopened = await asyncio.gather(
-                asyncio.gather(*(asyncio.wait_for(r.content.read(), 10) for r in sse)),
-                asyncio.gather(*(asyncio.wait_for(t, 10) for t in silent)))
+            # gRPC streams whose first event is bigger than the window their client grants
+            # (no BDP probing: it stays small), and that read nothing before SIGTERM: the
+            # gateway is writing that event, and waits for the client to read it.
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}", options=[
+                    ("grpc.http2.bdp_probe", 0)]) as channel:
+                texts = [f"big{i}" for i in range(each)]
+                calls = [_grpc_stream(channel, text) for text in texts]
+                # The backend sent all three events (TICK apart): the gateway read the first.
+                for _ in range(1000):
+                    if min(sent[text] for text in texts) == 3:
+                        break
+                    await asyncio.sleep(0.01)
+                started = time.monotonic()
+                proc.send_signal(signal.SIGTERM)
+                # Read as clients do, all at once. A reset would raise here (aiohttp: the
+                # chunked body broke off; gRPC: a status other than OK).
+                tails, ends, unopened = await asyncio.gather(
+                    asyncio.gather(*(asyncio.wait_for(r.content.read(), 10) for r in sse)),
+                    asyncio.gather(*(asyncio.wait_for(_grpc_end(call), 10) for call in calls),
+                                   return_exceptions=True),
+                    asyncio.gather(*(asyncio.wait_for(t, 10) for t in silent)))
             code = await asyncio.to_thread(proc.wait, SHUTDOWN_GRACE + 10)
             elapsed = time.monotonic() - started
         finally:
             stop_process(proc)
     frames = [frame.strip() for tail in tails for frame in tail.split(b"\n\n") if frame.strip()]
     assert frames and all(f.startswith(b"data: ") and b"error" not in f for f in frames)
+    # Every gRPC stream: the events it was sent, each whole, then OK.
+    codes = [end if isinstance(end, BaseException) else end[1] for end in ends]
+    assert codes == [grpc.StatusCode.OK] * each, codes
+    for text, (got, _) in zip(texts, ends, strict=True):  # type: ignore[misc]
+        assert got and [(e.status_update.task_id, e.status_update.status.state,
+                         e.status_update.status.message.parts[0].text) for e in got] == [
+            ("t", pb.TASK_STATE_WORKING, text * (BIG // len(text)))] * len(got)
     # Not yet opened: an error in the client's dialect, "unavailable, retry" (README
     # "Shutdown"), not a reset after the grace. JSON-RPC: a stream of one error frame.
     *rpc_replies, rest_reply = unopened
