@@ -5,13 +5,13 @@ binding, and freed at once, without garbage that only a full collection reclaims
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import signal
 import subprocess
 import time
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 from hardening_support import (
+    HeldRelay,
     ScriptedBackend,
     endless_sse,
     j03_message,
@@ -128,38 +129,30 @@ async def test_a_stream_wrapper_closes_the_stream_it_wraps(
 
 SHUTDOWN_GRACE = 5.0
 TICK = 0.01  # seconds between a ticking stream's events
-BIG = 1024 * 1024  # characters of text in each event of a "big" stream: more than a
-# gRPC client's window (no BDP probing), so that writing one waits for the client to read
+BIG = 6 * 1024 * 1024  # characters of text in the event of a "big" stream: more than the
+# gateway's socket takes while HeldRelay holds it (< 4.5 MiB), so the write of it waits
 
 
-def ticking(sent: Counter[str]) -> Callable[[web.Request, dict[str, Any]],
-                                             Awaitable[web.StreamResponse]]:
-    """A backend stream that sends a working status every TICK, for ever (counted in
-    ``sent`` by the message's text): at SIGTERM the gateway's stream tasks are anywhere in
-    their loop (reading, framing, writing). For a message whose text begins with "silent",
-    one that sends nothing, for ever; with "big", three statuses of BIG characters each,
-    then nothing."""
-    async def handle(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        text = body["params"].get("message", {}).get("parts", [{}])[0].get("text", "")
-        if text.startswith("silent"):
-            await asyncio.sleep(3600)
-        status: dict[str, Any] = {"state": "working"}
-        if text.startswith("big"):
-            status["message"] = {"kind": "message", "messageId": "w", "role": "agent",
-                                 "parts": [{"kind": "text", "text": text * (BIG // len(text))}]}
-        event = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
-            "kind": "status-update", "taskId": "t", "contextId": "c", "status": status,
-            "final": False}})
-        while True:
-            await response.write(f"data: {event}\n\n".encode())
-            sent[text] += 1
-            if text.startswith("big") and sent[text] == 3:
-                await asyncio.sleep(3600)
-            await asyncio.sleep(TICK)
-
-    return handle
+async def ticking_sse(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
+    """A stream that sends a working status every TICK, for ever: at SIGTERM the
+    gateway's stream tasks are anywhere in their loop (reading, framing, writing). For
+    a message whose text begins with "silent", one that sends nothing, for ever; with
+    "big", one status whose message holds BIG characters, then nothing."""
+    response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+    await response.prepare(request)
+    text = body["params"].get("message", {}).get("parts", [{}])[0].get("text", "")
+    if text.startswith("silent"):
+        await asyncio.sleep(3600)
+    status: dict[str, Any] = {"state": "working"}
+    if text.startswith("big"):
+        status["message"] = {"kind": "message", "messageId": "w", "role": "agent",
+                             "parts": [{"kind": "text", "text": text * (BIG // len(text))}]}
+    event = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
+        "kind": "status-update", "taskId": "t", "contextId": "c", "status": status,
+        "final": False}})
+    while True:
+        await response.write(f"data: {event}\n\n".encode())
+        await asyncio.sleep(3600 if text.startswith("big") else TICK)
 
 
 async def _open_sse(http: aiohttp.ClientSession, url: str, body: object,
@@ -219,23 +212,22 @@ async def _grpc_end(call: Any) -> tuple[list[pb.StreamResponse], grpc.StatusCode
 async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
         tmp_path: Path) -> None:
     """SIGTERM with SSE (JSON-RPC v0.3 and v1.0, REST v1.0, subscriptions) and gRPC
-    streams open, their events flowing, and SSE streams not yet opened: the process exits
-    0 within its grace; every open SSE response ends properly (its last chunk, no reset,
-    no error frame), every unopened one with an error in its dialect, every gRPC stream
-    with its events and OK (README "Shutdown"); stdout and stderr are JSON lines only.
-    A stream's wrappers left the streams they wrap open, for the loop's end to close all
-    at once: `RuntimeError: generator didn't stop after athrow()` on stderr. The gRPC
-    clients read nothing between their first event and SIGTERM, and the events are big:
-    the gRPC window is full and each gRPC stream is in a write when the drain comes. The
-    drain cancelled that write half-done, gRPC's core then refused the status that ends
-    the stream (GRPC_CALL_ERROR_TOO_MANY_OPERATIONS), and the client got UNAVAILABLE
-    "Cancelling all calls" once the grace ran out."""
+    streams open, and SSE streams not yet opened: the process exits 0 within its grace;
+    every open SSE response ends properly (its last chunk, no reset, no error frame),
+    every unopened one with an error in its dialect, every gRPC stream with its event and
+    OK (README "Shutdown"); stdout and stderr are JSON lines only. A stream's wrappers
+    left the streams they wrap open, for the loop's end to close all at once: `RuntimeError:
+    generator didn't stop after athrow()` on stderr.
+
+    Each gRPC stream is inside its first write when the drain comes (forced: a relay
+    holds the event half-way until an SSE stream has ended, so after the drain began).
+    The drain cancelled that write; grpc.aio then sent the stream's initial metadata a
+    second time with its status, gRPC's core refused the batch (TOO_MANY_OPERATIONS), and
+    the client got UNAVAILABLE "Cancelling all calls" once the grace ran out."""
     port, grpc_port = free_port(), free_port()
     each = 3
-    sent: Counter[str] = Counter()
     async with ScriptedBackend().running() as backend, aiohttp.ClientSession() as http:
-        backend.handlers["message/stream"] = backend.handlers["tasks/resubscribe"] = \
-            ticking(sent)
+        backend.handlers["message/stream"] = backend.handlers["tasks/resubscribe"] = ticking_sse
         backend.handlers["tasks/get"] = working_task
         config = write_config(tmp_path / "gw.yaml", {
             "listen": {"http": f"127.0.0.1:{port}", "grpc": f"127.0.0.1:{grpc_port}"},
@@ -243,6 +235,7 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
             "shutdown_grace": SHUTDOWN_GRACE, "reload_interval": 0})
         with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
             proc = subprocess.Popen(gateway_cmd(config), stdout=out, stderr=err)
+        relay = HeldRelay(grpc_port, budget=256 * 1024)
         try:
             await asyncio.to_thread(wait_for_port, port, 30, proc)
             sse = await _sse_streams(http, f"http://127.0.0.1:{port}", each)
@@ -262,24 +255,33 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
                 reply = await post(http, f"http://127.0.0.1:{port}/", rpc_body(
                     "SubscribeToTask", {"id": f"gone{i}"}, rid=i), headers={"A2A-Version": "1.0"})
                 assert reply[2]["error"]["code"] == -32006, reply  # InvalidAgentResponse
-            # gRPC streams whose first event is bigger than the window their client grants
-            # (no BDP probing: it stays small), and that read nothing before SIGTERM: the
-            # gateway is writing that event, and waits for the client to read it.
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}", options=[
-                    ("grpc.http2.bdp_probe", 0)]) as channel:
+            # One connection per gRPC stream, through the relay: once a connection's
+            # budget is through, its stream is writing its big event, and stays there.
+            async with relay.running() as relay_port, contextlib.AsyncExitStack() as stack:
                 texts = [f"big{i}" for i in range(each)]
-                calls = [_grpc_stream(channel, text) for text in texts]
-                # The backend sent all three events (TICK apart): the gateway read the first.
-                for _ in range(1000):
-                    if min(sent[text] for text in texts) == 3:
+                calls = []
+                for text in texts:
+                    channel = await stack.enter_async_context(grpc.aio.insecure_channel(
+                        f"127.0.0.1:{relay_port}",
+                        options=[("grpc.max_receive_message_length", -1),
+                                 ("grpc.use_local_subchannel_pool", 1)]))  # its own
+                    calls.append(_grpc_stream(channel, text))
+                for _ in range(1000):  # bounded: 10 s
+                    if len(relay.held) == each:
                         break
                     await asyncio.sleep(0.01)
+                await asyncio.wait_for(asyncio.gather(*(h.wait() for h in relay.held)), 10)
                 started = time.monotonic()
                 proc.send_signal(signal.SIGTERM)
                 # Read as clients do, all at once. A reset would raise here (aiohttp: the
                 # chunked body broke off; gRPC: a status other than OK).
+                sse_reads = [asyncio.ensure_future(asyncio.wait_for(r.content.read(), 10))
+                             for r in sse]
+                # An SSE stream ended: the drain has cancelled every stream it cancels.
+                await asyncio.wait(sse_reads, return_when=asyncio.FIRST_COMPLETED)
+                relay.release()
                 tails, ends, unopened = await asyncio.gather(
-                    asyncio.gather(*(asyncio.wait_for(r.content.read(), 10) for r in sse)),
+                    asyncio.gather(*sse_reads),
                     asyncio.gather(*(asyncio.wait_for(_grpc_end(call), 10) for call in calls),
                                    return_exceptions=True),
                     asyncio.gather(*(asyncio.wait_for(t, 10) for t in silent)))
