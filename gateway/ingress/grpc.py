@@ -160,6 +160,8 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
     items = final_flags_for(ctx.client_version, source)
     error: BaseException | None = None
     tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
+    # A write is never cut by the shutdown's drain (Streams.uncut): the stream ends after it.
+    uncut = streams.uncut if streams is not None else contextlib.nullcontext
     try:
         with tracked:
             # Others run too while a read's events are written; starting calls first.
@@ -168,7 +170,8 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
                 for item, final in events:
                     frame = call.dialect.event_frame(item, final, ctx.loss)
                     sent[0] += len(frame)
-                    await context.write(frame)
+                    with uncut():
+                        await context.write(frame)
                     if turn.over():
                         await turn.pass_on()
     except asyncio.CancelledError as exc:

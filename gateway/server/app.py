@@ -235,8 +235,14 @@ class Server:
         return watcher
 
     async def stop(self) -> None:
-        """Stop accepting, end open streams cleanly, give unary calls the grace period."""
-        grace = self.config.shutdown_grace
+        """Stop accepting, end open streams cleanly, give unary calls the grace period:
+        one period for all of it, counted from here (README "Shutdown")."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.shutdown_grace
+
+        def left() -> float:
+            return max(0.0, deadline - loop.time())
+
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
@@ -245,11 +251,14 @@ class Server:
             for site in list(runner.sites):
                 await site.stop()
         if self._holder is not None:
-            await self._holder.streams.drain(grace)
+            await self._holder.streams.drain(left())
         if self.connections is not None:
-            await self.connections.drain(grace)
+            await self.connections.drain(left())
         if self._grpc is not None:
-            await self._grpc.stop(grace)
+            # Stopped last, once the drain ended the streams: stopped while a stream still
+            # wrote its last event, the client got "Socket closed (GOAWAY received)" instead
+            # of the stream's end. Its unary calls in flight get what is left of the grace.
+            await self._grpc.stop(left())
             self._grpc = None
         for runner in self._runners:
             await runner.cleanup()

@@ -1,10 +1,11 @@
 """Shared pieces of the hardening tests: a backend whose behaviour a test scripts and
-whose requests it records, and small HTTP helpers."""
+whose requests it records, a relay that stalls answers part-way, and small HTTP helpers."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -106,3 +107,67 @@ async def endless_sse(request: web.Request, body: JSON) -> web.StreamResponse:
     await response.write(f"data: {json.dumps(event)}\n\n".encode())
     await asyncio.sleep(3600)
     return response
+
+
+class HeldRelay:
+    """A TCP relay to a server on loopback that stalls each answer part-way, as a
+    client's network can: the client's bytes pass freely; of the server's, the first
+    ``budget`` of each connection pass, then the rest waits for `release()`. `held` has
+    one event per connection, set once its budget is used up. Its sockets take little
+    (`SO_RCVBUF`), so that what the server writes past the budget waits in the server's
+    own socket (at most its send buffer, 4 MiB here: net.ipv4.tcp_wmem)."""
+
+    def __init__(self, target_port: int, budget: int) -> None:
+        self.target_port = target_port
+        self.budget = budget
+        self.held: list[asyncio.Event] = []
+        self._released = asyncio.Event()
+        self._pumps: set[asyncio.Task[None]] = set()
+
+    def release(self) -> None:
+        self._released.set()
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[int]:
+        """The relay's port."""
+        server = await asyncio.start_server(self._relay, "127.0.0.1", 0)
+        try:
+            yield server.sockets[0].getsockname()[1]
+        finally:
+            server.close()
+            for pump in self._pumps:
+                pump.cancel()
+            await asyncio.gather(*self._pumps, return_exceptions=True)
+
+    async def _relay(self, client_r: asyncio.StreamReader,
+                     client_w: asyncio.StreamWriter) -> None:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", self.target_port))
+        server_r, server_w = await asyncio.open_connection(sock=sock)
+        held = asyncio.Event()
+        self.held.append(held)
+        for pump in (self._pump(client_r, server_w, None), self._pump(server_r, client_w, held)):
+            task = asyncio.create_task(pump)
+            self._pumps.add(task)
+            task.add_done_callback(self._pumps.discard)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                    held: asyncio.Event | None) -> None:
+        passed = 0
+        try:
+            while data := await reader.read(64 * 1024):
+                if held is not None and not self._released.is_set() \
+                        and passed + len(data) > self.budget:
+                    writer.write(data[:self.budget - passed])
+                    data = data[self.budget - passed:]
+                    held.set()
+                    await self._released.wait()
+                passed += len(data)
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            writer.close()

@@ -5,6 +5,7 @@ binding, and freed at once, without garbage that only a full collection reclaims
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import json
 import signal
@@ -21,6 +22,7 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 from hardening_support import (
+    HeldRelay,
     ScriptedBackend,
     endless_sse,
     j03_message,
@@ -127,23 +129,30 @@ async def test_a_stream_wrapper_closes_the_stream_it_wraps(
 
 SHUTDOWN_GRACE = 5.0
 TICK = 0.01  # seconds between a ticking stream's events
+BIG = 6 * 1024 * 1024  # characters of text in the event of a "big" stream: more than the
+# gateway's socket takes while HeldRelay holds it (< 4.5 MiB), so the write of it waits
 
 
 async def ticking_sse(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:
     """A stream that sends a working status every TICK, for ever: at SIGTERM the
     gateway's stream tasks are anywhere in their loop (reading, framing, writing). For
-    a message whose text begins with "silent", one that sends nothing, for ever."""
+    a message whose text begins with "silent", one that sends nothing, for ever; with
+    "big", one status whose message holds BIG characters, then nothing."""
     response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
     await response.prepare(request)
-    if body["params"].get("message", {}).get("parts", [{}])[0].get("text", "").startswith(
-            "silent"):
+    text = body["params"].get("message", {}).get("parts", [{}])[0].get("text", "")
+    if text.startswith("silent"):
         await asyncio.sleep(3600)
+    status: dict[str, Any] = {"state": "working"}
+    if text.startswith("big"):
+        status["message"] = {"kind": "message", "messageId": "w", "role": "agent",
+                             "parts": [{"kind": "text", "text": text * (BIG // len(text))}]}
     event = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": {
-        "kind": "status-update", "taskId": "t", "contextId": "c",
-        "status": {"state": "working"}, "final": False}})
+        "kind": "status-update", "taskId": "t", "contextId": "c", "status": status,
+        "final": False}})
     while True:
         await response.write(f"data: {event}\n\n".encode())
-        await asyncio.sleep(TICK)
+        await asyncio.sleep(3600 if text.startswith("big") else TICK)
 
 
 async def _open_sse(http: aiohttp.ClientSession, url: str, body: object,
@@ -182,26 +191,51 @@ async def _sse_streams(http: aiohttp.ClientSession, base: str, each: int,
     return opened
 
 
+def _grpc_stream(channel: grpc.aio.Channel, text: str) -> Any:
+    """A v1.0 SendStreamingMessage call, events as bytes."""
+    request = pb.SendMessageRequest(message=pb.Message(
+        message_id=text, role=pb.ROLE_USER, parts=[pb.Part(text=text)]))
+    return channel.unary_stream("/lf.a2a.v1.A2AService/SendStreamingMessage")(
+        request.SerializeToString(), metadata=(("a2a-version", "1.0"),))
+
+
+async def _grpc_end(call: Any) -> tuple[list[pb.StreamResponse], grpc.StatusCode]:
+    """A gRPC stream read to its end: its events, and its status (a status other than OK
+    raises here)."""
+    events = []
+    while (raw := await call.read()) is not grpc.aio.EOF:
+        events.append(pb.StreamResponse.FromString(raw))
+    code: grpc.StatusCode = await call.code()
+    return events, code
+
+
 async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
         tmp_path: Path) -> None:
-    """SIGTERM with SSE streams open (JSON-RPC v0.3 and v1.0, REST v1.0, subscriptions),
-    their events flowing, and others not yet opened: the process exits 0 within its
-    grace; every open SSE response ends properly (its last chunk, no reset, no error
-    frame), every unopened one with an error in its dialect (README "Shutdown"); stdout
-    and stderr are JSON lines only. A stream's wrappers left
-    the streams they wrap open, for the loop's end to close all at once: `RuntimeError:
-    generator didn't stop after athrow()` and tracebacks on stderr."""
-    port = free_port()
+    """SIGTERM with SSE (JSON-RPC v0.3 and v1.0, REST v1.0, subscriptions) and gRPC
+    streams open, and SSE streams not yet opened: the process exits 0 within its grace;
+    every open SSE response ends properly (its last chunk, no reset, no error frame),
+    every unopened one with an error in its dialect, every gRPC stream with its event and
+    OK (README "Shutdown"); stdout and stderr are JSON lines only. A stream's wrappers
+    left the streams they wrap open, for the loop's end to close all at once: `RuntimeError:
+    generator didn't stop after athrow()` on stderr.
+
+    Each gRPC stream is inside its first write when the drain comes (forced: a relay
+    holds the event half-way until an SSE stream has ended, so after the drain began).
+    The drain cancelled that write; grpc.aio then sent the stream's initial metadata a
+    second time with its status, gRPC's core refused the batch (TOO_MANY_OPERATIONS), and
+    the client got UNAVAILABLE "Cancelling all calls" once the grace ran out."""
+    port, grpc_port = free_port(), free_port()
     each = 3
     async with ScriptedBackend().running() as backend, aiohttp.ClientSession() as http:
         backend.handlers["message/stream"] = backend.handlers["tasks/resubscribe"] = ticking_sse
         backend.handlers["tasks/get"] = working_task
         config = write_config(tmp_path / "gw.yaml", {
-            "listen": {"http": f"127.0.0.1:{port}"},
+            "listen": {"http": f"127.0.0.1:{port}", "grpc": f"127.0.0.1:{grpc_port}"},
             "tenants": {"b": v03(backend.url)}, "default_tenant": "b",
             "shutdown_grace": SHUTDOWN_GRACE, "reload_interval": 0})
         with open(tmp_path / "out", "wb") as out, open(tmp_path / "err", "wb") as err:
             proc = subprocess.Popen(gateway_cmd(config), stdout=out, stderr=err)
+        relay = HeldRelay(grpc_port, budget=256 * 1024)
         try:
             await asyncio.to_thread(wait_for_port, port, 30, proc)
             sse = await _sse_streams(http, f"http://127.0.0.1:{port}", each)
@@ -221,19 +255,49 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
                 reply = await post(http, f"http://127.0.0.1:{port}/", rpc_body(
                     "SubscribeToTask", {"id": f"gone{i}"}, rid=i), headers={"A2A-Version": "1.0"})
                 assert reply[2]["error"]["code"] == -32006, reply  # InvalidAgentResponse
-            started = time.monotonic()
-            proc.send_signal(signal.SIGTERM)
-            # Read as clients do, all at once. A reset would raise here (aiohttp: the
-            # chunked body broke off).
-            tails, unopened = await asyncio.gather(
-                asyncio.gather(*(asyncio.wait_for(r.content.read(), 10) for r in sse)),
-                asyncio.gather(*(asyncio.wait_for(t, 10) for t in silent)))
+            # One connection per gRPC stream, through the relay: once a connection's
+            # budget is through, its stream is writing its big event, and stays there.
+            async with relay.running() as relay_port, contextlib.AsyncExitStack() as stack:
+                texts = [f"big{i}" for i in range(each)]
+                calls = []
+                for text in texts:
+                    channel = await stack.enter_async_context(grpc.aio.insecure_channel(
+                        f"127.0.0.1:{relay_port}",
+                        options=[("grpc.max_receive_message_length", -1),
+                                 ("grpc.use_local_subchannel_pool", 1)]))  # its own
+                    calls.append(_grpc_stream(channel, text))
+                for _ in range(1000):  # bounded: 10 s
+                    if len(relay.held) == each:
+                        break
+                    await asyncio.sleep(0.01)
+                await asyncio.wait_for(asyncio.gather(*(h.wait() for h in relay.held)), 10)
+                started = time.monotonic()
+                proc.send_signal(signal.SIGTERM)
+                # Read as clients do, all at once. A reset would raise here (aiohttp: the
+                # chunked body broke off; gRPC: a status other than OK).
+                sse_reads = [asyncio.ensure_future(asyncio.wait_for(r.content.read(), 10))
+                             for r in sse]
+                # An SSE stream ended: the drain has cancelled every stream it cancels.
+                await asyncio.wait(sse_reads, return_when=asyncio.FIRST_COMPLETED)
+                relay.release()
+                tails, ends, unopened = await asyncio.gather(
+                    asyncio.gather(*sse_reads),
+                    asyncio.gather(*(asyncio.wait_for(_grpc_end(call), 10) for call in calls),
+                                   return_exceptions=True),
+                    asyncio.gather(*(asyncio.wait_for(t, 10) for t in silent)))
             code = await asyncio.to_thread(proc.wait, SHUTDOWN_GRACE + 10)
             elapsed = time.monotonic() - started
         finally:
             stop_process(proc)
     frames = [frame.strip() for tail in tails for frame in tail.split(b"\n\n") if frame.strip()]
     assert frames and all(f.startswith(b"data: ") and b"error" not in f for f in frames)
+    # Every gRPC stream: the events it was sent, each whole, then OK.
+    codes = [end if isinstance(end, BaseException) else end[1] for end in ends]
+    assert codes == [grpc.StatusCode.OK] * each, codes
+    for text, (got, _) in zip(texts, ends, strict=True):  # type: ignore[misc]
+        assert got and [(e.status_update.task_id, e.status_update.status.state,
+                         e.status_update.status.message.parts[0].text) for e in got] == [
+            ("t", pb.TASK_STATE_WORKING, text * (BIG // len(text)))] * len(got)
     # Not yet opened: an error in the client's dialect, "unavailable, retry" (README
     # "Shutdown"), not a reset after the grace. JSON-RPC: a stream of one error frame.
     *rpc_replies, rest_reply = unopened
