@@ -17,7 +17,7 @@ from helpers import free_port, v03
 from gateway.config.models import parse_config
 from gateway.server.app import Server
 
-GRACE = 1.5
+GRACE = 2.0
 SEND = "/lf.a2a.v1.A2AService/SendMessage"
 
 
@@ -69,4 +69,6 @@ async def test_unary_calls_on_both_listeners_share_one_grace() -> None:
     # stop was over soon after.
     assert grpc_code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED)
     assert isinstance(http_result[0], aiohttp.ServerDisconnectedError)
-    assert GRACE <= elapsed < GRACE * 1.6, elapsed
+    # Without one shared grace the stop takes at least two (4 s): the bound leaves 1.5 s
+    # for a loaded machine's overhead and still tells the two apart.
+    assert GRACE <= elapsed < 2 * GRACE - 0.5, elapsed
