@@ -7,6 +7,8 @@ where every `data:` is a full JSON-RPC response.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from aiohttp import web
 
 from gateway.call import Call
@@ -91,7 +93,9 @@ async def serve(request: web.Request, path_tenant: str | None, body: bytes | Non
     return Reply(HttpAnswer(200, answer), dialect_headers(ctx))
 
 
-async def _stream(request: web.Request, call: Call) -> web.StreamResponse:
+def _stream(request: web.Request, call: Call) -> Awaitable[web.StreamResponse]:
+    # Not a coroutine of its own: each coroutine around a stream is resumed at each of
+    # its waits (bench/README.md, "One stream driver").
     dialect, rid, loss = call.dialect, call.request_id, call.ctx.loss
 
     def answer_error(err: A2AError) -> web.StreamResponse | None:
@@ -102,6 +106,6 @@ async def _stream(request: web.Request, call: Call) -> web.StreamResponse:
             return None
         return refused(dialect.refusal(rid, err), err, call.ctx)
 
-    return await serve_sse(
+    return serve_sse(
         request, call, lambda item, final: dialect.event_frame(rid, item, final, loss),
         lambda err: dialect.error_frame(rid, err), answer_error)
