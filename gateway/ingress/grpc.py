@@ -192,6 +192,9 @@ class _GrpcSink:
     def drop(self) -> None:  # writes are not bounded here: gRPC's own flow control is
         pass
 
+    def result(self) -> None:
+        return None
+
 
 def _access_line(ctx: CallContext, context: grpc.aio.ServicerContext, bytes_in: int,
                  bytes_out: int) -> None:

@@ -4,7 +4,7 @@ the stream driver's SSE sink (gateway/streams/driver.py)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
@@ -23,22 +23,22 @@ FrameError = Callable[[A2AError], bytes]
 AnswerError = Callable[[A2AError], web.StreamResponse | None]
 
 
-async def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
-                    frame_error: FrameError, answer_error: AnswerError,
-                    ) -> web.StreamResponse:
+def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
+              frame_error: FrameError, answer_error: AnswerError,
+              ) -> Awaitable[web.StreamResponse]:
     """Run the call's stream and write each event as the client's dialect frames it.
 
     An error before the first event is answered by ``answer_error`` (a plain error in the
     client's dialect), or, when it gives None, as a stream holding only the error frame; a
     later error becomes a final error frame. A client that goes away closes the backend
-    stream.
+    stream. Not a coroutine of its own: each coroutine around a stream is resumed at each
+    of its waits (bench/README.md, "One stream driver").
     """
     gateway = gateway_of(request)
     sink = SseSink(request, call, frame_item, frame_error, answer_error)
-    await drive(call, gateway.stream(call), sink,
-                request.app[GATEWAY_KEY].streams,  # type: ignore[attr-defined]
-                call.ctx.client_binding, gateway.config.limits.write_timeout)
-    return sink.response
+    return drive(call, gateway.stream(call), sink,
+                 request.app[GATEWAY_KEY].streams,  # type: ignore[attr-defined]
+                 call.ctx.client_binding, gateway.config.limits.write_timeout)
 
 
 class SseSink:
@@ -109,3 +109,6 @@ class SseSink:
     def drop(self) -> None:
         if self.request.transport is not None:
             self.request.transport.close()
+
+    def result(self) -> web.StreamResponse:
+        return self.response

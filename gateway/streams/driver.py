@@ -18,7 +18,7 @@ import contextlib
 import time
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from a2a.types import a2a_pb2 as pb
 
@@ -46,8 +46,12 @@ class StreamPlan:
     written_first: WrittenFirst | None
 
 
-class Sink(Protocol):
-    """Where a stream's events go, in the client's dialect."""
+R = TypeVar("R", covariant=True)
+
+
+class Sink(Protocol[R]):
+    """Where a stream's events go, in the client's dialect; :meth:`result` is what the
+    transport's handler returns once the stream has ended."""
 
     each_event: bool  # one write per event (gRPC messages), not one per turn
     opened: bool  # something has been written: an error is now the stream's last event
@@ -73,14 +77,17 @@ class Sink(Protocol):
         """A write took longer than allowed: drop the connection."""
         ...
 
+    def result(self) -> R: ...
 
+
+T = TypeVar("T")
 _READING, _FILTERING, _WRITING = range(3)  # where the loop is, for whom an error blames
 _EARLY_DRAIN = "the gateway is shutting down before the stream's first event; retry"
 
 
-async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], sink: Sink,
+async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], sink: Sink[T],
                 streams: Streams | None, binding: str,
-                write_timeout: float | None = None) -> None:
+                write_timeout: float | None = None) -> T:
     """Serve the call's stream to ``sink`` and end it: normally, with an error in the
     client's dialect, or (the client gone, a write too slow) without an end. A client
     that goes away closes the backend's stream; a shutdown (``streams.draining``) ends
@@ -123,14 +130,15 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
         # streams are open).
         error = None
     if not ends:
-        return
+        return sink.result()
     if failure is not None:
         await sink.fail(failure)
     else:
         await sink.finish()
+    return sink.result()
 
 
-async def _pump(call: Call, plan: StreamPlan, sink: Sink, turn: Turn,
+async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                 write_timeout: float | None) -> None:
     loop = asyncio.get_running_loop()
     reads, chain, bounds, flags = plan.reads, plan.chain, plan.bounds, plan.final_flags

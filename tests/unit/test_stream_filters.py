@@ -259,6 +259,9 @@ class ListSink:
     def drop(self) -> None:
         self.end = "dropped"
 
+    def result(self) -> str | None:
+        return self.end
+
 
 def plan(call: Call, reads: EventBatches, backend: TaskTable | None = None,
          ) -> AsyncIterator[StreamPlan]:
