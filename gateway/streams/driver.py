@@ -101,11 +101,21 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
         # is answered too, not left to the connection drain's reset after the grace.
         with tracked:
             turn = Turn(streams.openings if streams is not None else None)
+            left: BaseException | None = None
             async with opening as plan:
                 try:
                     await _pump(call, plan, sink, turn, write_timeout)
+                except (asyncio.CancelledError, TimeoutError, ConnectionError) as exc:
+                    # The client's doing (gone, or too slow), or the shutdown's: not the
+                    # backend call's, whose span and slots end as after its last event.
+                    left = exc
                 finally:
                     await close_stream(plan.reads)
+            if left is not None:
+                try:
+                    raise left
+                finally:
+                    left = None  # no cycle through its traceback (below)
     except asyncio.CancelledError as exc:
         if streams is None or not streams.draining:
             error = exc  # the client went away: logged and counted as CLIENT_CANCELLED
