@@ -8,6 +8,7 @@ where every `data:` is a full JSON-RPC response.
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from functools import partial
 
 from aiohttp import web
 
@@ -107,5 +108,5 @@ def _stream(request: web.Request, call: Call) -> Awaitable[web.StreamResponse]:
         return refused(dialect.refusal(rid, err), err, call.ctx)
 
     return serve_sse(
-        request, call, lambda item, final: dialect.event_frame(rid, item, final, loss),
+        request, call, partial(dialect.event_frame, rid, loss=loss),  # no Python frame of its own
         lambda err: dialect.error_frame(rid, err), answer_error)

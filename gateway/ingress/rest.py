@@ -9,6 +9,7 @@ JSON-RPC with the tenant in the path: handed to the JSON-RPC ingress.
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from functools import partial
 
 from aiohttp import web
 
@@ -94,6 +95,6 @@ def _stream(request: web.Request, call: Call, media: str) -> Awaitable[web.Strea
     # its waits (bench/README.md, "One stream driver").
     dialect, loss = call.dialect, call.ctx.loss
     return serve_sse(
-        request, call, lambda item, final: dialect.event_frame(item, final, loss),
+        request, call, partial(dialect.event_frame, loss=loss),  # no Python frame of its own
         dialect.error_frame,
         lambda err: refused(_typed(dialect.refusal(err), media), err, call.ctx))

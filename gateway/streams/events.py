@@ -41,9 +41,13 @@ class FinalFlags:
         self.unended: pb.StreamResponse | None = None
 
     def flag(self, item: pb.StreamResponse) -> bool:
-        final = ends_v03_stream(item)
-        self.unended = item if not final and item.HasField("status_update") else None
-        return final
+        # ends_v03_stream, inline: asked for every event of every v0.3 client's stream.
+        if item.HasField("status_update"):
+            final = item.status_update.status.state in _ENDS_V03_STREAM
+            self.unended = None if final else item
+            return final
+        self.unended = None
+        return False
 
     def flagged(self, events: Iterable[pb.StreamResponse]) -> Iterator[FlaggedEvent]:
         for item in events:

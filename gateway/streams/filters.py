@@ -14,7 +14,7 @@ no rule asks again, per event, whether it applies. Besides the chain:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from a2a.types import a2a_pb2 as pb
@@ -43,12 +43,15 @@ class StreamFilter(Protocol):
 class Chain:
     """Filters applied in order: what one returns goes to the next."""
 
-    __slots__ = ("filters",)
+    __slots__ = ("event", "filters")
 
     def __init__(self, filters: Sequence[StreamFilter]) -> None:
         self.filters = tuple(filters)
+        # One filter (a v1.0 backend's chain): its own method, no call around it.
+        self.event: Callable[[pb.StreamResponse], Events] = (
+            self.filters[0].event if len(self.filters) == 1 else self._through)
 
-    def event(self, item: pb.StreamResponse) -> Events:
+    def _through(self, item: pb.StreamResponse) -> Events:
         items: Events = (item,)
         for step in self.filters:
             if len(items) == 1:
