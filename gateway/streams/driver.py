@@ -172,17 +172,8 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                     first = False
                 if batch is None:
                     break
-                bounds.read()
                 phase = _FILTERING
                 for item in batch:  # decoded as taken: the backend's error, if any
-                    if gate is not None and not gate.done:
-                        await gate.before(item)
-                    for out in chain.event(item):
-                        sink.frame(out, flags is not None and flags.flag(out))
-                    if each:
-                        phase = _WRITING
-                        await sink.flush(True)
-                        phase = _FILTERING
                     if turn.over():
                         # The others' turn; what is framed may wait for the next write.
                         phase = _WRITING
@@ -192,12 +183,22 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                         deadline.disarm()
                         await turn.pass_on()
                         phase = _FILTERING
+                    if gate is not None and not gate.done:
+                        await gate.before(item)
+                    for out in chain.event(item):
+                        sink.frame(out, flags is not None and flags.flag(out))
+                    if each:
+                        phase = _WRITING
+                        await sink.flush(True)
+                        phase = _FILTERING
                 # One write per read (or per turn's worth of events), not one per event.
                 phase = _WRITING
                 if write_timeout is not None:
                     deadline.arm(write_timeout)
                 await sink.flush(True)
                 deadline.disarm()
+                if turn.over():
+                    await turn.pass_on()
             phase = _FILTERING
             for out in await chain.end():
                 sink.frame(out, flags is not None and flags.flag(out))

@@ -115,17 +115,15 @@ class Bounds:
         self.shown, self.waiting_for = self.wait, self.what
 
     def next_read(self, now: float) -> float:
-        """Seconds the next read may take, from ``now``."""
+        """Seconds the next read may take, from ``now``; the reads after it are bounded
+        by `stream_idle_timeout`."""
         seconds, self.shown, self.waiting_for = self.wait, self.wait, self.what
+        self.wait, self.what = self.config.stream_idle_timeout, "the next event"
         if self.end is not None and self.end - now < seconds:
             seconds = max(0.0, self.end - now)
             self.shown, self.waiting_for = (self.config.stream_max_duration,
                                             "stream_max_duration reached")
         return seconds
-
-    def read(self) -> None:
-        """A read came: the next one is bounded by `stream_idle_timeout`."""
-        self.wait, self.what = self.config.stream_idle_timeout, "the next event"
 
     def timed_out(self, call: Call) -> A2AError:
         return backend_timeout(call, self.config, self.shown, self.waiting_for)

@@ -217,7 +217,6 @@ def test_bounds_first_event_then_idle_then_what_is_left_of_the_total() -> None:
                            stream_idle_timeout=3, stream_max_duration=10)
     bounds = Bounds(config, now=100.0)
     assert bounds.next_read(100.0) == 7 and bounds.waiting_for == "the first event"
-    bounds.read()
     assert bounds.next_read(101.0) == 3 and bounds.waiting_for == "the next event"
     assert bounds.next_read(108.5) == 1.5
     assert bounds.waiting_for == "stream_max_duration reached" and bounds.shown == 10
