@@ -81,6 +81,16 @@ class Sink(Protocol[R]):
 
 
 T = TypeVar("T")
+
+
+class _TooSlow(Exception):
+    """A write to the client took longer than `write_timeout`."""
+
+
+class _ClientGone(Exception):
+    """The client's connection broke during a write."""
+
+
 _READING, _FILTERING, _WRITING = range(3)  # where the loop is, for whom an error blames
 _EARLY_DRAIN = "the gateway is shutting down before the stream's first event; retry"
 
@@ -105,7 +115,7 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
             async with opening as plan:
                 try:
                     await _pump(call, plan, sink, turn, write_timeout)
-                except (asyncio.CancelledError, TimeoutError, ConnectionError) as exc:
+                except (asyncio.CancelledError, _TooSlow, _ClientGone) as exc:
                     # The client's doing (gone, or too slow), or the shutdown's: not the
                     # backend call's, whose span and slots end as after its last event.
                     left = exc
@@ -123,10 +133,10 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
         asyncio.current_task().uncancel()  # type: ignore[union-attr]
         if not sink.opened and sink.answers_early_drain:
             error = failure = a2a_error("BackendUnavailableError", _EARLY_DRAIN)
-    except TimeoutError as exc:  # a write (a client that stopped reading)
-        error, ends = exc, False
+    except _TooSlow:  # a client that stopped reading
+        error, ends = TimeoutError(), False
         sink.drop()
-    except ConnectionError:
+    except _ClientGone:
         # The client went away mid-write: its doing, as a cancellation is, not a failure
         # of ours (no error line with a traceback).
         error, ends = asyncio.CancelledError(), False
@@ -211,7 +221,7 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
             deadline.disarm()
     except TimeoutError:
         if phase != _READING:
-            raise
+            raise _TooSlow from None
         timed_out = bounds.timed_out(call)
         outcome.backend_error = timed_out.kind.reason
         raise timed_out from None
@@ -219,6 +229,10 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
         if phase != _WRITING:
             outcome.backend_error = err.kind.reason
             await sink.flush(True)  # the events before the error go first
+        raise
+    except ConnectionError:
+        if phase == _WRITING:
+            raise _ClientGone from None
         raise
     except Exception:
         if phase == _FILTERING:
