@@ -337,3 +337,36 @@ async def test_a_silent_backend_ends_in_backend_timeout_and_its_stream_is_closed
     assert sink.end == "error BackendTimeoutError before the first"
     assert call.ctx.outcome.backend_error == "BACKEND_TIMEOUT"
     assert closed == ["closed"]
+
+
+class StuckSink(ListSink):
+    """A client that stopped reading: its writes never complete."""
+
+    async def flush(self, due: bool) -> None:
+        if self.framed:
+            self.opened = True
+            await asyncio.sleep(3600)
+
+
+async def test_a_client_that_stops_reading_is_dropped_and_the_backend_stream_closed() -> None:
+    call = a_call()
+    sink = StuckSink()
+    closed: list[str] = []
+    reads = reads_of([chunk("a")], [chunk("b")], closed=closed)
+    await asyncio.wait_for(drive(call, plan(call, reads), sink, None, "JSONRPC",
+                                 write_timeout=0.05), 10)  # type: ignore[arg-type]
+    assert sink.end == "dropped" and closed == ["closed"]
+    assert call.ctx.outcome.backend_error is None  # not the backend's doing
+
+
+async def test_a_timeout_while_the_stream_opens_is_answered_not_dropped() -> None:
+    call = a_call()
+    sink = ListSink()
+
+    @asynccontextmanager
+    async def opening() -> AsyncIterator[StreamPlan]:
+        raise TimeoutError("the state store did not answer")
+        yield  # pragma: no cover
+
+    await drive(call, opening(), sink, None, "JSONRPC", write_timeout=0.05)
+    assert sink.end == "error InternalError before the first"
