@@ -4,12 +4,15 @@ call (the stream driver, gateway/streams/driver.py, runs it).
 A :class:`StreamFilter` takes one event and returns the events that go on in its place
 (usually the event itself; zero or more), or raises an A2AError; at the end of the
 backend's stream it may add events. The chain for a call depends only on the client's
-version, the backend's version, the operation and the config (:func:`build_chain`), so
-no rule asks again, per event, whether it applies. Besides the chain:
+version, the backend's version, the operation and the config (gateway/streams/plan.py),
+so no rule asks again, per event, whether it applies. Besides the chain:
 
 - :class:`Bounds`: how long the driver waits for each of the backend's reads;
-- :class:`FinalFlags`: the v0.3 `final` flag of each event (the client's end of stream);
-- :class:`WrittenFirst`: a creating stream's task in the store before its first sight.
+- :class:`~gateway.streams.events.FinalFlags`: the v0.3 `final` flag of each event (the
+  client's end of stream), asked after the chain;
+- :class:`WrittenFirst`: a creating stream's task in the store before its first sight;
+- the v0.3 backend's repairs: `SettledEnd` (a filter) and `task_first` (on the reads),
+  gateway/streams/v03_repair.py.
 """
 
 from __future__ import annotations
