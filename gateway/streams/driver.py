@@ -174,7 +174,13 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
         async with Deadline() as deadline:
             while True:
                 phase = _READING
-                deadline.arm(bounds.next_read(loop.time()))
+                wait = bounds.next_read(loop.time())
+                if wait <= 0:
+                    # Past stream_max_duration: ended here, not by the timer, which a
+                    # backend whose reads are always ready (never suspend) and a client
+                    # that takes every event at once would never let run while armed.
+                    raise TimeoutError
+                deadline.arm(wait)
                 batch = await anext(reads, None)
                 deadline.disarm()
                 if first:

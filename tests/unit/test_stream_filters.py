@@ -370,3 +370,28 @@ async def test_a_timeout_while_the_stream_opens_is_answered_not_dropped() -> Non
 
     await drive(call, opening(), sink, None, "JSONRPC", write_timeout=0.05)
     assert sink.end == "error InternalError before the first"
+
+
+async def test_stream_max_duration_ends_a_stream_whose_reads_are_always_ready() -> None:
+    """A backend whose reads never wait (its events already buffered) and a client that
+    takes each at once: the bound's timer only ever ran between two reads, when nothing
+    was armed, and the stream went on past stream_max_duration (the fault matrix's
+    endless SSE behind a gRPC client)."""
+    call = a_call()
+    sink = ListSink()
+    cap = 20_000
+
+    async def ready() -> AsyncIterator[Sequence[pb.StreamResponse]]:
+        for _ in range(cap):
+            yield [chunk("x")]
+
+    @asynccontextmanager
+    async def opening() -> AsyncIterator[StreamPlan]:
+        config = BackendConfig(url="http://127.0.0.1:1/", version="1.0",
+                               stream_max_duration=0.05)
+        yield StreamPlan(ready(), Chain([Counted(call, no_index())]),
+                         Bounds(config, asyncio.get_running_loop().time()), None, None)
+
+    await asyncio.wait_for(drive(call, opening(), sink, None, "JSONRPC"), 60)
+    assert sink.end == "error BackendTimeoutError"
+    assert call.ctx.outcome.events < cap
