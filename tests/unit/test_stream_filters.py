@@ -331,7 +331,8 @@ async def test_a_silent_backend_ends_in_backend_timeout_and_its_stream_is_closed
     async def opening() -> AsyncIterator[StreamPlan]:
         config = BackendConfig(url="http://127.0.0.1:1/", version="0.3",
                                first_event_timeout=0.05)
-        yield StreamPlan(reads, Chain([]), Bounds(config, 0.0), None, None)
+        yield StreamPlan(reads, Chain([]), Bounds(config, asyncio.get_running_loop().time()),
+                         None, None)
 
     await drive(call, opening(), sink, None, "JSONRPC")
     assert sink.end == "error BackendTimeoutError before the first"
