@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, NoReturn
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
+from typing import NoReturn
 
 import grpc
+from a2a.types import a2a_pb2 as pb
 from grpc_reflection.v1alpha import reflection
 
 from gateway.auth.peer import grpc_peer_cert
@@ -26,9 +28,8 @@ from gateway.observability import tracing
 from gateway.observability.logs import access
 from gateway.observability.observe import log_call
 from gateway.pipeline.core import Gateway
-from gateway.streams.events import final_flags_for
+from gateway.streams.driver import drive
 from gateway.streams.registry import Streams
-from gateway.streams.turns import Turn
 from translators.dialects import grpc as wire
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError, a2a_error
@@ -156,42 +157,56 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
     except Exception as exc:
         log_call(ctx, method.op.name, exc)
         await _abort(context, ctx, exc)
-    source = gateway.stream(call)
-    items = final_flags_for(ctx.client_version, source)
-    error: BaseException | None = None
-    tracked = streams.track(wire.GRPC) if streams is not None else contextlib.nullcontext()
     # A write is never cut by the shutdown's drain (Streams.uncut): the stream ends after it.
     uncut = streams.uncut if streams is not None else contextlib.nullcontext
-    try:
-        with tracked:
-            # Others run too while a read's events are written; starting calls first.
-            turn = Turn(streams.openings if streams is not None else None)
-            async for events in items:
-                for item, final in events:
-                    frame = call.dialect.event_frame(item, final, ctx.loss)
-                    sent[0] += len(frame)
-                    with uncut():
-                        await context.write(frame)
-                    if turn.over():
-                        await turn.pass_on()
-    except asyncio.CancelledError as exc:
-        if streams is None or not streams.draining:
-            # The client cancelled: closing `items` below closes the backend stream,
-            # then the cancellation goes on.
-            error = exc
-            raise
-        # The gateway is shutting down: end the stream with a status, not a reset.
-        asyncio.current_task().uncancel()  # type: ignore[union-attr]
-    except Exception as exc:
-        error = exc
-    finally:
-        await _close(items)
-        log_call(ctx, method.op.name, error)
-        if isinstance(error, asyncio.CancelledError):
-            error = None  # no cycle through its traceback (see sse_out.serve_sse)
-    if error is not None:
-        await _abort(context, ctx, error)
-    context.set_trailing_metadata(tuple(_trailers(ctx)))
+    await drive(call, gateway.stream(call), _GrpcSink(call, context, sent, uncut), streams,
+                wire.GRPC)
+
+
+class _GrpcSink:
+    """Each event one gRPC message, written as it comes; the end a status (an error's in
+    the client's dialect) with the call's trailers."""
+
+    each_event = True
+    # A shutdown before the first event ends the stream with its status, as after.
+    answers_early_drain = False
+
+    def __init__(self, call: Call, context: grpc.aio.ServicerContext, sent: list[int],
+                 uncut: Callable[[], AbstractContextManager[None]]) -> None:
+        self.call, self.context, self.sent = call, context, sent
+        # Each write is a step the shutdown's drain lets finish (a write cut half-done
+        # leaves gRPC's core unable to send the status: the client then gets UNAVAILABLE
+        # at the grace's end), and the stream ends after it.
+        self.uncut = uncut
+        self.opened = False
+        self.frames: list[bytes] = []
+
+    def frame(self, item: pb.StreamResponse, final: bool) -> None:
+        self.frames.append(self.call.dialect.event_frame(item, final, self.call.ctx.loss))
+
+    async def flush(self, due: bool) -> None:
+        frames = self.frames
+        while frames:
+            frame = frames.pop(0)
+            self.opened = True
+            self.sent[0] += len(frame)  # bytes of the events written, for the access line
+            with self.uncut():
+                await self.context.write(frame)
+
+    async def fail(self, err: A2AError) -> None:
+        await _abort(self.context, self.call.ctx, err)
+
+    async def finish(self) -> None:
+        # The end: the drain (if any) is over, what is framed goes out whole.
+        self.uncut = contextlib.nullcontext
+        await self.flush(True)
+        self.context.set_trailing_metadata(tuple(_trailers(self.call.ctx)))
+
+    def drop(self) -> None:  # writes are not bounded here: gRPC's own flow control is
+        pass
+
+    def result(self) -> None:
+        return None
 
 
 def _access_line(ctx: CallContext, context: grpc.aio.ServicerContext, bytes_in: int,
@@ -203,10 +218,6 @@ def _access_line(ctx: CallContext, context: grpc.aio.ServicerContext, bytes_in: 
         name = "CANCELLED" if isinstance(ctx.error, asyncio.CancelledError) else "OK"
     access.write(ctx, access.grpc_peer(context.peer()), None, bytes_in, bytes_out,
                  time.monotonic() - ctx.started, grpc_code=name)
-
-
-async def _close(items: AsyncIterator[Any]) -> None:
-    await items.aclose()  # type: ignore[attr-defined]
 
 
 def generic_handlers(current: Current, streams: Streams | None = None,

@@ -7,6 +7,9 @@ where every `data:` is a full JSON-RPC response.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from functools import partial
+
 from aiohttp import web
 
 from gateway.call import Call, CallContext
@@ -125,7 +128,9 @@ async def _unary(gateway: Gateway, call: Call) -> Reply:
     return Reply(HttpAnswer(200, answer), dialect_headers(ctx))
 
 
-async def _stream(request: web.Request, call: Call) -> web.StreamResponse:
+def _stream(request: web.Request, call: Call) -> Awaitable[web.StreamResponse]:
+    # Not a coroutine of its own: each coroutine around a stream is resumed at each of
+    # its waits (bench/README.md, "One stream driver").
     dialect, rid, loss = call.dialect, call.request_id, call.ctx.loss
 
     def answer_error(err: A2AError) -> web.StreamResponse | None:
@@ -136,6 +141,6 @@ async def _stream(request: web.Request, call: Call) -> web.StreamResponse:
             return None
         return refused(dialect.refusal(rid, err), err, call.ctx)
 
-    return await serve_sse(
-        request, call, lambda item, final: dialect.event_frame(rid, item, final, loss),
+    return serve_sse(
+        request, call, partial(dialect.event_frame, rid, loss=loss),  # no Python frame of its own
         lambda err: dialect.error_frame(rid, err), answer_error)

@@ -8,6 +8,9 @@ JSON-RPC with the tenant in the path: handed to the JSON-RPC ingress.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from functools import partial
+
 from aiohttp import web
 
 from gateway.call import Call
@@ -87,9 +90,11 @@ def _typed(answer: HttpAnswer, media: str) -> HttpAnswer:
     return HttpAnswer(answer.status, answer.body, answer.headers, media)
 
 
-async def _stream(request: web.Request, call: Call, media: str) -> web.StreamResponse:
+def _stream(request: web.Request, call: Call, media: str) -> Awaitable[web.StreamResponse]:
+    # Not a coroutine of its own: each coroutine around a stream is resumed at each of
+    # its waits (bench/README.md, "One stream driver").
     dialect, loss = call.dialect, call.ctx.loss
-    return await serve_sse(
-        request, call, lambda item, final: dialect.event_frame(item, final, loss),
+    return serve_sse(
+        request, call, partial(dialect.event_frame, loss=loss),  # no Python frame of its own
         dialect.error_frame,
         lambda err: refused(_typed(dialect.refusal(err), media), err, call.ctx))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -29,7 +29,7 @@ from gateway.cards.publisher import CardPublisher
 from gateway.config.auth import effective
 from gateway.config.models import BackendConfig, ConfigError, GatewayConfig
 from gateway.config.tls import ClientTlsConfig
-from gateway.egress.base import Backend, EventBatches
+from gateway.egress.base import Backend
 from gateway.egress.grpc import GrpcBackend
 from gateway.egress.http import client_session
 from gateway.egress.jsonrpc import JsonRpcBackend
@@ -39,8 +39,8 @@ from gateway.pipeline.limits import CallLimits
 from gateway.relay.hooks import PushRelay
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
-from gateway.streams.events import bounded_stream
-from gateway.streams.v03_repair import v03_repaired
+from gateway.streams.driver import StreamPlan
+from gateway.streams.plan import plan_stream
 from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
 from gateway.tls.context import client_context
@@ -235,44 +235,14 @@ class Gateway:
             result = self.cards.rewrite_extended(result, call.ctx)
         return result
 
-    async def stream(self, call: Call) -> EventBatches:
-        # One generator, not a tracking one around the stream: every layer costs every read.
+    @asynccontextmanager
+    async def stream(self, call: Call) -> AsyncIterator[StreamPlan]:
+        """The call's stream, admitted and opened, for the stream driver
+        (gateway/streams/driver.py): the backend's reads and the call's filters, the
+        caller's slots held and the backend span open until the driver is done."""
         with self._tracked():
             route, backend = await self._admit(call)
             await self.relay.rewrite_request(call)
             async with self._held(route, call, streaming=True), self.limits.stream(route), \
                     tracing.backend_span(call.ctx, call.op.name):
-                first = True
-                creating = self.tasks.creates(call)  # its task written before it is shown
-                started = time.monotonic()
-                reads = bounded_stream(v03_repaired(backend, call, backend.stream(call)), call,
-                                       backend.config)
-                try:
-                    async for events in reads:
-                        if first:
-                            call.ctx.outcome.backend_seconds = time.monotonic() - started
-                        first = False
-                        if creating:
-                            events, written = await self.tasks.written_first(call, events)
-                            creating = not written
-                        yield self._streamed(call, events)
-                except A2AError as err:
-                    call.ctx.outcome.backend_error = err.kind.reason
-                    raise
-                finally:
-                    await reads.aclose()
-
-    def _streamed(self, call: Call, events: Iterable[pb.StreamResponse],
-                  ) -> Iterator[pb.StreamResponse]:
-        """A read's events as they are taken: counted and recorded in the task index. An
-        event the backend's dialect cannot read raises when it is taken, in the serving
-        loop: it is the backend's error all the same."""
-        outcome = call.ctx.outcome
-        try:
-            for item in events:
-                outcome.events += 1
-                self.tasks.streamed(call, item)
-                yield item
-        except A2AError as err:
-            outcome.backend_error = err.kind.reason
-            raise
+                yield plan_stream(call, backend, self.tasks)

@@ -8,20 +8,22 @@ added on the canonical stream whatever the client speaks:
   client (v0.3 agents answer InvalidParams), and to an unknown task TaskNotFoundError
   (whatever the v0.3 agent's stream did).
 
-Each repair is a stream filter: canonical events in, canonical events out.
+The first is made on the backend's reads (:func:`v03_reads`), the second is a stream
+filter (:class:`SettledEnd`, gateway/streams/filters.py), the third both.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.egress.base import Backend, EventBatches
 from gateway.streams.events import close_stream
+from gateway.streams.filters import Events
 from translators import operations as ops
 from translators.errors import A2AError, a2a_error
 from translators.versions import V03, V10
@@ -32,13 +34,12 @@ from translators.vocabulary import TERMINAL, ends_stream
 TASK_FIRST_GRACE_SECONDS = 0.25
 
 
-def v03_repaired(backend: Backend, call: Call, source: EventBatches) -> EventBatches:
-    """``source`` with the repairs a v0.3 backend needs (none for a v1.0 backend)."""
-    if backend.config.version != V03:
-        return source
-    if call.op.name == ops.SUBSCRIBE:
-        source = task_first(backend, call, source)
-    return settled_end(backend, call, source)
+def v03_reads(backend: Backend, call: Call, source: EventBatches) -> EventBatches:
+    """The backend's reads with the repair made before any event (a v0.3 backend's
+    subscribe: the Task first); the others are the :class:`SettledEnd` filter."""
+    if backend.config.version == V03 and call.op.name == ops.SUBSCRIBE:
+        return task_first(backend, call, source)
+    return source
 
 
 async def current_task(backend: Backend, call: Call, task_id: str) -> pb.Task:
@@ -49,52 +50,45 @@ async def current_task(backend: Backend, call: Call, task_id: str) -> pb.Task:
     return task
 
 
-class _LastSeen:
-    """The task a stream is about, and whether what it sent so far ended it."""
+class SettledEnd:
+    """A v1.0 stream ends with the status that ends the task (or interrupts it). When a
+    v0.3 backend closes first, the gateway reads the task, and if it has ended, sends its
+    status. A stream filter: it watches the task each event is about."""
 
-    __slots__ = ("context_id", "ended", "task_id")
+    __slots__ = ("backend", "call", "context_id", "ended", "task_id")
 
-    def __init__(self) -> None:
+    def __init__(self, backend: Backend, call: Call) -> None:
+        self.backend, self.call = backend, call
         self.task_id = self.context_id = ""
         self.ended = False
 
-    def watch(self, events: Iterable[pb.StreamResponse]) -> Iterator[pb.StreamResponse]:
-        for item in events:
-            kind = item.WhichOneof("payload")
-            if kind == "task":
-                self.task_id, self.context_id = item.task.id, item.task.context_id
-                self.ended = ends_stream(item.task.status.state)
-            elif kind == "status_update":
-                update = item.status_update
-                self.task_id, self.context_id = update.task_id, update.context_id
-                self.ended = ends_stream(update.status.state)
-            elif kind == "artifact_update":
-                self.task_id = item.artifact_update.task_id
-                self.context_id = item.artifact_update.context_id
-            else:
-                self.ended = True  # a Message: no task
-            yield item
+    def event(self, item: pb.StreamResponse) -> Events:
+        kind = item.WhichOneof("payload")
+        if kind == "task":
+            self.task_id, self.context_id = item.task.id, item.task.context_id
+            self.ended = ends_stream(item.task.status.state)
+        elif kind == "status_update":
+            update = item.status_update
+            self.task_id, self.context_id = update.task_id, update.context_id
+            self.ended = ends_stream(update.status.state)
+        elif kind == "artifact_update":
+            self.task_id = item.artifact_update.task_id
+            self.context_id = item.artifact_update.context_id
+        else:
+            self.ended = True  # a Message: no task
+        return (item,)
 
-
-async def settled_end(backend: Backend, call: Call, source: EventBatches) -> EventBatches:
-    """A v1.0 stream ends with the status that ends the task (or interrupts it). When a
-    v0.3 backend closes first, the gateway reads the task, and if it has ended, sends its
-    status."""
-    seen = _LastSeen()
-    try:
-        async for events in source:
-            yield seen.watch(events)
-    finally:
-        await close_stream(source)
-    if seen.ended or not seen.task_id:
-        return
-    try:
-        task = await current_task(backend, call, seen.task_id)
-    except A2AError:
-        return  # what the backend sent has been delivered; its close stands
-    if ends_stream(task.status.state):
-        yield (pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
-            task_id=seen.task_id, context_id=seen.context_id or task.context_id,
+    async def end(self) -> Events:
+        if self.ended or not self.task_id:
+            return ()
+        try:
+            task = await current_task(self.backend, self.call, self.task_id)
+        except A2AError:
+            return ()  # what the backend sent has been delivered; its close stands
+        if not ends_stream(task.status.state):
+            return ()
+        return (pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+            task_id=self.task_id, context_id=self.context_id or task.context_id,
             status=task.status)),)
 
 

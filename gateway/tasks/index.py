@@ -139,16 +139,22 @@ class TaskIndex:
         try:
             for item in rest:
                 taken.append(item)
-                if item.WhichOneof("payload") in STATEFUL_EVENTS:
-                    facts = facts_of(item)
-                    if facts:
-                        await self._write(call, records_of(
-                            call.ctx.tenant or "", self._owner(call), backend_label(call),
-                            facts, time.time()))
-                        return chain(taken, rest), True
+                if await self.wrote_first(call, item):
+                    return chain(taken, rest), True
         except A2AError as err:  # an event the dialect cannot read: after the others
             return _then_raise(taken, err), False
         return taken, False
+
+    async def wrote_first(self, call: Call, item: pb.StreamResponse) -> bool:
+        """Whether ``item``, an event of a creating stream, shows its task, which is then
+        written before the event goes out (a unary creation's way)."""
+        if item.WhichOneof("payload") in STATEFUL_EVENTS:
+            facts = facts_of(item)
+            if facts:
+                await self._write(call, records_of(call.ctx.tenant or "", self._owner(call),
+                                                   backend_label(call), facts, time.time()))
+                return True
+        return False
 
     async def _write(self, call: Call, records: list[TaskRecord]) -> None:
         """A creating call's records, in the store before the call is answered; the call

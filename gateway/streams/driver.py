@@ -1,0 +1,247 @@
+"""One stream driver per call: one loop reads the backend's batches, runs each event
+through the call's filter chain (gateway/streams/filters.py) and hands what comes out
+to a sink, which frames and writes it in the client's dialect (SSE for JSON-RPC and
+REST, gRPC messages). The sinks differ only in how they write and end; the read
+bounds, the turns, the cancel/drain/teardown tail and the one log line per call are
+here, once.
+
+Per event the loop makes no generator step of its own: the backend's batch is iterated
+in place (a read's events are decoded as they are taken, so that a read of hundreds
+is served in turns, gateway/streams/turns.py), the chain is one call per filter, and
+the sink frames into a buffer written once per turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from a2a.types import a2a_pb2 as pb
+
+from gateway.call import Call
+from gateway.egress.base import EventBatches
+from gateway.observability.observe import log_call
+from gateway.streams.deadline import Deadline
+from gateway.streams.events import FinalFlags, close_stream
+from gateway.streams.filters import Bounds, Chain, WrittenFirst
+from gateway.streams.registry import Streams
+from gateway.streams.turns import Turn
+from translators.errors import A2AError, a2a_error
+
+
+@dataclass(slots=True)
+class StreamPlan:
+    """One call's stream as the pipeline opens it: the backend's reads (with the repairs
+    made on reads), the filter chain, the read bounds, the v0.3 client's `final` flags
+    and, for a creating stream, its task written first."""
+
+    reads: EventBatches
+    chain: Chain
+    bounds: Bounds
+    final_flags: FinalFlags | None
+    written_first: WrittenFirst | None
+
+
+R = TypeVar("R", covariant=True)
+
+
+class Sink(Protocol[R]):
+    """Where a stream's events go, in the client's dialect; :meth:`result` is what the
+    transport's handler returns once the stream has ended."""
+
+    each_event: bool  # one write per event (gRPC messages), not one per turn
+    opened: bool  # something has been written: an error is now the stream's last event
+    answers_early_drain: bool  # a shutdown before the first event is answered as an error
+
+    def frame(self, item: pb.StreamResponse, final: bool) -> None:
+        """Frame ``item`` (``final``: its v0.3 `final` flag) to be written."""
+        ...
+
+    async def flush(self, due: bool) -> None:
+        """Write what is framed; not ``due`` (in the middle of a read): when it is time."""
+        ...
+
+    async def fail(self, err: A2AError) -> None:
+        """End with ``err``: an error answer before the first event, else its last event."""
+        ...
+
+    async def finish(self) -> None:
+        """End after the last event."""
+        ...
+
+    def drop(self) -> None:
+        """A write took longer than allowed: drop the connection."""
+        ...
+
+    def result(self) -> R: ...
+
+
+T = TypeVar("T")
+
+
+class _TooSlow(Exception):
+    """A write to the client took longer than `write_timeout`."""
+
+
+class _ClientGone(Exception):
+    """The client's connection broke during a write."""
+
+
+_READING, _FILTERING, _WRITING = range(3)  # where the loop is, for whom an error blames
+_EARLY_DRAIN = "the gateway is shutting down before the stream's first event; retry"
+
+
+async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], sink: Sink[T],
+                streams: Streams | None, binding: str,
+                write_timeout: float | None = None) -> T:
+    """Serve the call's stream to ``sink`` and end it: normally, with an error in the
+    client's dialect, or (the client gone, a write too slow) without an end. A client
+    that goes away closes the backend's stream; a shutdown (``streams.draining``) ends
+    the stream properly, the events already framed included. Logged once."""
+    error: BaseException | None = None  # what the call's log line says
+    failure: A2AError | None = None  # what the client is told
+    ends = True
+    tracked = streams.track(binding) if streams is not None else contextlib.nullcontext()
+    try:
+        # Tracked from the start: at shutdown a stream still waiting for its first event
+        # is answered too, not left to the connection drain's reset after the grace.
+        with tracked:
+            turn = Turn(streams.openings if streams is not None else None)
+            left: BaseException | None = None
+            async with opening as plan:
+                try:
+                    await _pump(call, plan, sink, turn, write_timeout)
+                except (asyncio.CancelledError, _TooSlow, _ClientGone) as exc:
+                    # The client's doing (gone, or too slow), or the shutdown's: not the
+                    # backend call's, whose span and slots end as after its last event.
+                    left = exc
+                finally:
+                    await close_stream(plan.reads)
+            if left is not None:
+                try:
+                    raise left
+                finally:
+                    left = None  # no cycle through its traceback (below)
+    except asyncio.CancelledError as exc:
+        if streams is None or not streams.draining:
+            error = exc  # the client went away: logged and counted as CLIENT_CANCELLED
+            raise
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
+        if not sink.opened and sink.answers_early_drain:
+            error = failure = a2a_error("BackendUnavailableError", _EARLY_DRAIN)
+    except _TooSlow:  # a client that stopped reading
+        error, ends = TimeoutError(), False
+        sink.drop()
+    except _ClientGone:
+        # The client went away mid-write: its doing, as a cancellation is, not a failure
+        # of ours (no error line with a traceback).
+        error, ends = asyncio.CancelledError(), False
+    except Exception as exc:  # A2AError, or a bug of ours: answer in the client's dialect
+        error = exc
+        failure = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
+    finally:
+        log_call(call.ctx, call.op.name, error)
+        # A cancellation's traceback holds this frame: kept here it would make a cycle
+        # that only the collector frees (full collections stall the loop when 10,000
+        # streams are open).
+        error = None
+    if not ends:
+        return sink.result()
+    if failure is not None:
+        await sink.fail(failure)
+    else:
+        await sink.finish()
+    return sink.result()
+
+
+async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
+                write_timeout: float | None) -> None:
+    loop = asyncio.get_running_loop()
+    reads, chain, bounds, flags = plan.reads, plan.chain, plan.bounds, plan.final_flags
+    gate = plan.written_first
+    each = sink.each_event
+    outcome = call.ctx.outcome
+    started = time.monotonic()
+    first = True
+    phase = _READING
+    try:
+        # One deadline for the whole stream, re-armed for each read (the backend's time)
+        # and each write (the client's); disarmed while the events are filtered.
+        async with Deadline() as deadline:
+            while True:
+                phase = _READING
+                wait = bounds.next_read(loop.time())
+                if wait <= 0:
+                    # Past stream_max_duration: ended here, not by the timer, which a
+                    # backend whose reads are always ready (never suspend) and a client
+                    # that takes every event at once would never let run while armed.
+                    raise TimeoutError
+                deadline.arm(wait)
+                batch = await anext(reads, None)
+                deadline.disarm()
+                if first:
+                    outcome.backend_seconds = time.monotonic() - started
+                    first = False
+                if batch is None:
+                    break
+                phase = _FILTERING
+                for item in batch:  # decoded as taken: the backend's error, if any
+                    if turn.over():
+                        # The others' turn; what is framed may wait for the next write.
+                        phase = _WRITING
+                        if write_timeout is not None:
+                            deadline.arm(write_timeout)
+                        await sink.flush(False)
+                        deadline.disarm()
+                        await turn.pass_on()
+                        phase = _FILTERING
+                    if gate is not None and not gate.done:
+                        await gate.before(item)
+                    for out in chain.event(item):
+                        sink.frame(out, flags is not None and flags.flag(out))
+                    if each:
+                        phase = _WRITING
+                        await sink.flush(True)
+                        phase = _FILTERING
+                # One write per read (or per turn's worth of events), not one per event.
+                phase = _WRITING
+                if write_timeout is not None:
+                    deadline.arm(write_timeout)
+                await sink.flush(True)
+                deadline.disarm()
+                if turn.over():
+                    await turn.pass_on()
+            phase = _FILTERING
+            for out in await chain.end():
+                sink.frame(out, flags is not None and flags.flag(out))
+            if flags is not None and flags.unended is not None:
+                sink.frame(flags.unended, True)  # the backend closed after it: final
+            phase = _WRITING
+            if write_timeout is not None:
+                deadline.arm(write_timeout)
+            await sink.flush(True)
+            deadline.disarm()
+    except TimeoutError:
+        if phase != _READING:
+            raise _TooSlow from None
+        timed_out = bounds.timed_out(call)
+        outcome.backend_error = timed_out.kind.reason
+        raise timed_out from None
+    except A2AError as err:
+        if phase != _WRITING:
+            outcome.backend_error = err.kind.reason
+            await sink.flush(True)  # the events before the error go first
+        raise
+    except ConnectionError:
+        if phase == _WRITING:
+            raise _ClientGone from None
+        raise
+    except Exception:
+        if phase == _FILTERING:
+            await sink.flush(True)
+        raise
+
