@@ -32,13 +32,13 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from deploy_support import DEPLOY, load_file
-from helpers import free_port, receiving_webhooks, v03, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.config.models import load_config
 from gateway.relay.delivery import RelayCounters
 from gateway.server.app import Server
+from tests.deploy.deploy_support import DEPLOY, load_file
+from tests.support.helpers import free_port, receiving_webhooks, v03, write_config
 from translators.errors import ERROR_KINDS
 from translators.operations import OPERATIONS
 

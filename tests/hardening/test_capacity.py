@@ -7,7 +7,8 @@ import asyncio
 import time
 
 import aiohttp
-from hardening_support import (
+
+from tests.hardening.hardening_support import (
     V10,
     ScriptedBackend,
     endless_sse,
@@ -16,7 +17,7 @@ from hardening_support import (
     post,
     rpc_body,
 )
-from helpers import MakeGateway, v03
+from tests.support.helpers import MakeGateway, v03
 
 
 async def _open_stream(http: aiohttp.ClientSession, url: str,

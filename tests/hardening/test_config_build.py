@@ -13,9 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from helpers import VENV_BIN, free_port, running, v03, write_config
 
 from gateway.config.models import ConfigError, parse_config
+from tests.support.helpers import VENV_BIN, free_port, running, v03, write_config
 
 
 def _config(port: int, demo: int, **extra: Any) -> dict[str, Any]:

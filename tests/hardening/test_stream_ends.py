@@ -20,7 +20,12 @@ import grpc
 import pytest
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
-from hardening_support import (
+from prometheus_client import REGISTRY
+
+from gateway.egress.base import EventBatches
+from gateway.observability import metrics
+from gateway.streams.events import Flagged, with_final_flags, without_final_flags
+from tests.hardening.hardening_support import (
     ScriptedBackend,
     endless_sse,
     j03_message,
@@ -28,7 +33,7 @@ from hardening_support import (
     post,
     rpc_body,
 )
-from helpers import (
+from tests.support.helpers import (
     MakeGateway,
     free_port,
     gateway_cmd,
@@ -37,11 +42,6 @@ from helpers import (
     wait_for_port,
     write_config,
 )
-from prometheus_client import REGISTRY
-
-from gateway.egress.base import EventBatches
-from gateway.observability import metrics
-from gateway.streams.events import Flagged, with_final_flags, without_final_flags
 
 STREAMS = 10
 

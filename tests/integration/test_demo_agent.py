@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
-from demo_support import (
+
+from tests.integration.demo_support import (
     parse_sse,
     result,
     results,

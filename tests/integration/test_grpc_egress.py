@@ -22,11 +22,11 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from grpc_support import V10_MD, p03_send, p10_send, v03_stub, v10_stub
-from helpers import MakeGateway, free_port, v03
 
 from gateway.config.models import parse_config
 from gateway.server.app import Server
+from tests.integration.grpc_support import V10_MD, p03_send, p10_send, v03_stub, v10_stub
+from tests.support.helpers import MakeGateway, free_port, v03
 
 V10_HEADERS = dict(V10_MD)
 

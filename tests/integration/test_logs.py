@@ -18,8 +18,16 @@ import aiohttp
 import grpc
 import pytest
 from a2a.types import a2a_pb2 as pb
-from auth_pki import issue, make_ca
-from helpers import VENV_BIN, free_port, gateway_cmd, stop_process, wait_for_port, write_config
+
+from tests.support.auth_pki import issue, make_ca
+from tests.support.helpers import (
+    VENV_BIN,
+    free_port,
+    gateway_cmd,
+    stop_process,
+    wait_for_port,
+    write_config,
+)
 
 KEY = "k-logs-test-0123456789abcdef"
 SECRET = "SECRET-never-in-the-log-4242"  # in the malformed heads' credential lines

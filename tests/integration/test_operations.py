@@ -18,7 +18,8 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from helpers import free_port, gateway_cmd, stop_process, wait_for_port, write_config
+
+from tests.support.helpers import free_port, gateway_cmd, stop_process, wait_for_port, write_config
 
 
 class Proc:

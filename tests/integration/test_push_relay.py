@@ -15,7 +15,6 @@ from typing import Any, cast
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving, v03
 from structlog.testing import capture_logs
 
 from gateway.config.models import PushRelayConfig, parse_config
@@ -23,6 +22,7 @@ from gateway.relay.delivery import COUNTERS
 from gateway.relay.guard import WebhookGuard
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, load_keys, sealed_part
+from tests.support.helpers import MakeGateway, free_port, serving, v03
 from translators.webhooks import RelayTarget
 
 V10 = {"A2A-Version": "1.0"}

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving
 
 from gateway.config.models import parse_config
 from gateway.server.app import Server
 from gateway.streams import turns
 from gateway.streams.turns import Openings
+from tests.support.helpers import MakeGateway, free_port, serving
 
 EVENTS = 3000
 SEND = {"jsonrpc": "2.0", "id": 1, "method": "message/stream", "params": {"message": {

@@ -18,7 +18,8 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving, v03
+
+from tests.support.helpers import MakeGateway, free_port, serving, v03
 
 QUIET = 2.0  # the backend's silence; the grace before the gateway fetches the Task is 0.25 s
 

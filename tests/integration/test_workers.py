@@ -28,7 +28,15 @@ import pytest
 import yaml
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
-from helpers import free_port, gateway_cmd, serving, stop_process, wait_for_port, write_config
+
+from tests.support.helpers import (
+    free_port,
+    gateway_cmd,
+    serving,
+    stop_process,
+    wait_for_port,
+    write_config,
+)
 
 Line = dict[str, Any]
 V10 = {"A2A-Version": "1.0"}

@@ -24,15 +24,15 @@ from typing import Any
 import grpc
 import httpx
 import pytest
-from interop_support import (
+
+from tests.interop.matrix_report import EXPECTED, NA, PASS, PASSING, RAW, current_section, render
+from tests.support.interop_support import (
     Deployment,
     client_results,
     read_hooks,
     webhook_for,
     webhook_path,
 )
-from matrix_report import EXPECTED, NA, PASS, PASSING, RAW, current_section, render
-
 from translators.errors import BY_NAME
 
 J, R, G = "JSONRPC", "HTTP+JSON", "GRPC"

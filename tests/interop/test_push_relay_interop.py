@@ -20,7 +20,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from interop_support import Deployment, client_results, read_hooks, webhook_path
+
+from tests.support.interop_support import Deployment, client_results, read_hooks, webhook_path
 
 PUSH_CFG = {"id": "cfg1", "token": "tok-1", "scheme": "Bearer", "credentials": "sekret"}
 

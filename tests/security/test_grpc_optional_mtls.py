@@ -15,12 +15,12 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from helpers import MakeGateway, free_port
 from pydantic import ValidationError
-from security_support import PKI, RecordingAgent, grpc_send, keys, rpc_send
 from structlog.testing import capture_logs
 
 from gateway.config.tls import ServerTlsConfig
+from tests.security.security_support import PKI, RecordingAgent, grpc_send, keys, rpc_send
+from tests.support.helpers import MakeGateway, free_port
 
 KEY = "key-of-alice-0123456789"
 

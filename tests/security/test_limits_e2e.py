@@ -9,8 +9,9 @@ import aiohttp
 import grpc
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from helpers import MakeGateway, free_port
-from security_support import RecordingAgent, keys, post, rpc_send
+
+from tests.security.security_support import RecordingAgent, keys, post, rpc_send
+from tests.support.helpers import MakeGateway, free_port
 
 KEY, OTHER = "streamer-0123456789", "other-0123456789"
 

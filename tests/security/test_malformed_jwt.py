@@ -15,10 +15,18 @@ import aiohttp
 import grpc
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from helpers import MakeGateway, free_port
 from jwt.algorithms import RSAAlgorithm
-from security_support import V10, RecordingAgent, grpc_send, post, rest_send, rpc_send
 from structlog.testing import capture_logs
+
+from tests.security.security_support import (
+    V10,
+    RecordingAgent,
+    grpc_send,
+    post,
+    rest_send,
+    rpc_send,
+)
+from tests.support.helpers import MakeGateway, free_port
 
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from helpers import free_port, gateway_cmd, stop_process, write_config
-from replica_support import KEYS, V10, demo_agent, gateway
+
+from tests.state.replica_support import KEYS, V10, demo_agent, gateway
+from tests.support.helpers import free_port, gateway_cmd, stop_process, write_config
 
 ROUNDS = 200
 HOOK = "http://127.0.0.1:9/hook"  # never called: the push config is only registered

@@ -13,8 +13,9 @@ import uuid
 from typing import Any
 
 import aiohttp
-from helpers import MakeGateway, receiving_webhooks, v03
-from replica_support import KEYS, message, rpc
+
+from tests.state.replica_support import KEYS, message, rpc
+from tests.support.helpers import MakeGateway, receiving_webhooks, v03
 
 
 async def test_a_task_through_replica_a_is_served_by_replica_b(

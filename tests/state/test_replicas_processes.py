@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from helpers import receiving_webhooks
-from replica_support import KEYS, demo_agent, gateway, message, rpc
+
+from tests.state.replica_support import KEYS, demo_agent, gateway, message, rpc
+from tests.support.helpers import receiving_webhooks
 
 
 def call_lines(log: Path) -> list[dict[str, Any]]:

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from helpers import free_port
-
 from gateway.config.models import parse_config
 from gateway.server.app import Server
 from gateway.state import TaskQuery, TaskRecord
+from tests.support.helpers import free_port
 
 T0 = 1_700_000_000.0
 

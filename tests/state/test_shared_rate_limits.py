@@ -16,10 +16,11 @@ import grpc
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
-from helpers import MakeGateway, free_port
-from redis_process import RedisProcess
-from replica_support import demo_agent, gateway
 from structlog.testing import capture_logs
+
+from tests.state.replica_support import demo_agent, gateway
+from tests.support.helpers import MakeGateway, free_port
+from tests.support.redis_process import RedisProcess
 
 KEY = "shared-limit-key-0123456789"
 BURST = 4

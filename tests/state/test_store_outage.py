@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from redis_process import RedisProcess
-from replica_support import KEYS, V10, demo_agent, gateway, message, rpc
+
+from tests.state.replica_support import KEYS, V10, demo_agent, gateway, message, rpc
+from tests.support.redis_process import RedisProcess
 
 CALLS = 90  # SendMessage calls in all, AT_ONCE at a time, alternating replicas
 AT_ONCE = 3

@@ -13,12 +13,12 @@ from typing import Any, cast
 
 import aiohttp
 import pytest
-from helpers import MakeGateway, receiving_webhooks, v03
 
 from gateway.observability.metrics import TASK_DROPS, TASK_RECORDS
 from gateway.state import Store, StoreError, TaskQuery, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.record import TaskRecorder
+from tests.support.helpers import MakeGateway, receiving_webhooks, v03
 
 T0 = 1_700_000_000.0
 V10 = {"A2A-Version": "1.0"}

@@ -24,10 +24,10 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as v03_grpc
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc as pb_grpc
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving, v03
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from gateway.observability import tracing
+from tests.support.helpers import MakeGateway, free_port, serving, v03
 from translators.webhooks import RelayTarget
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -8,7 +8,8 @@ import copy
 from a2a.types import a2a_pb2 as pb
 from hypothesis import given
 from hypothesis import strategies as st
-from p10_strategies import (
+
+from tests.support.p10_strategies import (
     JSON,
     ids,
     labels,
@@ -19,8 +20,13 @@ from p10_strategies import (
     texts,
     urls,
 )
-from test_roundtrip_p03 import SETTINGS, encodings, norm, over_the_wire, p10
-
+from tests.unit.translators.p03.test_roundtrip_p03 import (
+    SETTINGS,
+    encodings,
+    norm,
+    over_the_wire,
+    p10,
+)
 from translators.loss import LossReport
 from translators.p03 import card
 from translators.protojson import dump_p10

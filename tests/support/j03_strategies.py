@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import timedelta, timezone
 
 from hypothesis import strategies as st
-from p10_strategies import (
+
+from tests.support.p10_strategies import (
     JSON,
     STATES_J03,
     b64,
@@ -21,7 +22,6 @@ from p10_strategies import (
     texts,
     urls,
 )
-
 from translators.j03 import objects as o
 
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from gateway.config.models import ConfigError, json_schema, load_config, parse_config
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.helpers import ROOT
 
 
 def test_default_config_loads() -> None:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
-from golden_support import (
+
+from tests.support.golden_support import (
     CANCEL,
     GET_TASK,
     JSON,
@@ -26,7 +27,6 @@ from golden_support import (
     through_proto,
     timestamps_as_instants,
 )
-
 from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
 from translators.errors import A2AError

@@ -16,8 +16,8 @@ import pytest
 from gateway.cli import build_parser
 from gateway.cli import main as cli
 from gateway.config.models import ConfigError, load_config
+from tests.support.helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DEFAULT = ROOT / "config" / "gateway.yaml"
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 SDK_PYTHON = {
     "0.3": ROOT / ".venvs" / "sdk03" / "bin" / "python",
@@ -161,7 +161,7 @@ async def receiving_webhooks() -> AsyncIterator[tuple[str, asyncio.Queue[Any]]]:
 def redis_server() -> Iterator[str]:
     """A real redis-server on a free loopback port for the block (in memory only); yields
     its URL. `make redis` installs it; A2A_TEST_REDIS_SERVER names another binary."""
-    from redis_process import RedisProcess
+    from tests.support.redis_process import RedisProcess
 
     redis = RedisProcess(free_port()).start()
     try:

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03
 from a2a.types import a2a_pb2 as pb
-from golden_support import (
+
+from tests.support.golden_support import (
     norm03,
 )
-
 from translators import answers
 from translators import operations as ops
 from translators.errors import A2AError

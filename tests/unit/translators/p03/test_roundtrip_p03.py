@@ -20,7 +20,8 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from p10_strategies import (
+
+from tests.support.p10_strategies import (
     IMPLIED_MEDIA_TYPE,
     JSON,
     ids,
@@ -32,7 +33,6 @@ from p10_strategies import (
     stream_responses_p10,
     tasks_p10,
 )
-
 from translators import operations as ops
 from translators.errors import A2AError
 from translators.loss import LossPolicy, LossReport

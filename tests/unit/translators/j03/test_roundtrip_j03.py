@@ -19,14 +19,15 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf import json_format
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from j03_strategies import (
+
+from tests.support.j03_strategies import (
     messages_j03,
     push_configs_j03,
     send_params_j03,
     stream_items_j03,
     tasks_j03,
 )
-from p10_strategies import (
+from tests.support.p10_strategies import (
     IMPLIED_MEDIA_TYPE,
     JSON,
     ids,
@@ -38,7 +39,6 @@ from p10_strategies import (
     stream_responses_p10,
     tasks_p10,
 )
-
 from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
 from translators.j03 import objects as o

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from helpers import PEERS, SDK_PYTHON, free_port, gateway_cmd, running, write_config
+from tests.support.helpers import PEERS, SDK_PYTHON, free_port, gateway_cmd, running, write_config
 
 
 @dataclass

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03
 from a2a.types import a2a_pb2 as pb
-from golden_support import CARD_P03, CARD_P10, norm03
-from test_golden_p03 import CREATE_P03, CREATE_P10, SEND_P03, SEND_P10
 
+from tests.support.golden_support import CARD_P03, CARD_P10, norm03
+from tests.unit.translators.p03.test_golden_p03 import CREATE_P03, CREATE_P10, SEND_P03, SEND_P10
 from translators import operations as ops
 from translators.errors import A2AError
 from translators.loss import LossReport

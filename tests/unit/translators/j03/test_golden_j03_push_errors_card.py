@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
-from golden_support import (
+
+from tests.support.golden_support import (
     CARD_J03,
     CARD_P10,
     EXTENDED_CARD,
@@ -20,7 +21,6 @@ from golden_support import (
     PUSH_LIST,
     through_proto,
 )
-
 from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
 from translators.errors import A2AError, error_from_jsonrpc

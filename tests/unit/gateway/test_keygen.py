@@ -16,6 +16,7 @@ from gateway.cli import main as cli
 from gateway.config.auth import AuthConfig
 from gateway.config.models import CardSigningConfig, PushRelayConfig, parse_config
 from gateway.relay.seals import Sealer, load_keys
+from tests.support.helpers import ROOT
 
 TENANTS = {"t": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"}}}
 
@@ -81,7 +82,7 @@ def test_a_bad_relay_key_says_how_to_make_one(monkeypatch: pytest.MonkeyPatch,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     """What the old sidecar manifest's placeholder did: now one line naming the command."""
     monkeypatch.setenv("A2A_GATEWAY_RELAY_KEYS", "replace-me")
-    assert cli(["check-config", str(Path(__file__).parents[2] / "config/gateway.yaml")]) == 2
+    assert cli(["check-config", str(ROOT / "config/gateway.yaml")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("a2a-gateway: ") and err.count("\n") == 1, err
     assert err.endswith("env A2A_GATEWAY_RELAY_KEYS: every relay key must be 16, 24 or 32 bytes "
