@@ -12,6 +12,7 @@ from gateway.config.models import LimitsConfig
 from gateway.ingress.connections import ConnectionGuard
 from gateway.streams import turns
 from gateway.streams.turns import Openings, Turn
+from tests.support.fake_time import run_in_fake_time
 
 
 async def test_an_opening_counts_until_answered_once() -> None:
@@ -25,19 +26,26 @@ async def test_an_opening_counts_until_answered_once() -> None:
     assert openings.pending == 0
 
 
-async def test_a_call_stops_counting_as_starting_after_priority(
+def test_a_call_stops_counting_as_starting_after_priority(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(turns, "PRIORITY", 0.01)
+    monkeypatch.setattr(turns, "PRIORITY", 0.25)  # the sleeps' sums exact in binary
     monkeypatch.setattr(turns, "TURN", 60.0)
     monkeypatch.setattr(turns, "SHORT_TURN", 0.0)
-    openings = Openings()
-    openings.begin()  # a call waiting on a slow backend
-    turn = Turn(openings)
-    assert openings.pending == 1 and turn.over()
-    await asyncio.sleep(0.02)
-    await turn.pass_on()  # an open stream's next turn looks again
-    assert openings.pending == 0
-    assert not turn.over()  # full turns again
+
+    async def main() -> None:  # on the loop's clock, which only the sleeps move
+        openings = Openings()
+        openings.begin()  # a call waiting on a slow backend
+        turn = Turn(openings)
+        assert openings.pending == 1 and turn.over()
+        await asyncio.sleep(0.125)
+        await turn.pass_on()  # an open stream's next turn looks again
+        assert openings.pending == 1  # still within PRIORITY
+        await asyncio.sleep(0.125)
+        await turn.pass_on()
+        assert openings.pending == 0  # PRIORITY has passed
+        assert not turn.over()  # full turns again
+
+    run_in_fake_time(main())
 
 
 async def test_turns_are_short_while_a_call_is_starting(
