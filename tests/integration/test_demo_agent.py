@@ -20,6 +20,7 @@ from tests.integration.demo_support import (
     stream,
     user_message,
 )
+from tests.support.waiting import wait_until
 
 # --- card ----------------------------------------------------------------------
 
@@ -141,11 +142,13 @@ async def test_non_blocking_send_returns_early_and_keeps_working(
 ) -> None:
     task = await send(client, "stream: 3", blocking=False)
     assert task["status"]["state"] in ("submitted", "working")
-    for _ in range(100):
-        task = await result(client, "tasks/get", {"id": task["id"]})
-        if task["status"]["state"] == "completed":
-            break
-        await asyncio.sleep(0.02)
+    task_id = task["id"]
+
+    async def completed() -> dict[str, Any] | None:
+        got = await result(client, "tasks/get", {"id": task_id})
+        return got if got["status"]["state"] == "completed" else None
+
+    task = await wait_until(completed, "the task completed")
     assert task["status"]["state"] == "completed"
 
 

@@ -9,13 +9,14 @@ import random
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 from aiohttp import web
+
+from tests.support.waiting import wait_until_sync
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -62,14 +63,17 @@ def free_port() -> int:
 
 def wait_for_port(port: int, timeout: float = 30.0, proc: subprocess.Popen[Any] | None = None,
                   ) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def listening() -> bool:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"process exited with {proc.returncode} before port {port} opened")
         with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+            return True
+        return False
+
+    try:
+        wait_until_sync(listening, f"a listener on 127.0.0.1:{port}", timeout=timeout)
+    except AssertionError as exc:
+        raise TimeoutError(str(exc)) from None
 
 
 def stop_process(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int:

@@ -8,9 +8,10 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
 import pytest
+
+from tests.support.waiting import wait_until_sync
 
 
 def redis_binary() -> str:
@@ -49,11 +50,15 @@ class RedisProcess:
             [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
              *self._persist, "--dir", self._dir, "--protected-mode", "yes"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + timeout
-        while not answers_ping(self.port):
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"redis-server did not answer PING on port {self.port}")
-            time.sleep(0.02)
+        proc = self._proc
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                pytest.fail(f"redis-server on port {self.port} exited with {proc.returncode}")
+            return answers_ping(self.port)
+
+        wait_until_sync(up, f"redis-server answering PING on port {self.port}",
+                        timeout=timeout, interval=0.02)
         return self
 
     def stop(self) -> None:
