@@ -42,6 +42,7 @@ from tests.support.helpers import (
     wait_for_port,
     write_config,
 )
+from tests.support.waiting import wait_until
 
 STREAMS = 10
 
@@ -96,7 +97,10 @@ async def test_a_client_that_leaves_is_counted_and_leaves_no_cycles(
                         request.SerializeToString(), metadata=(("a2a-version", "1.0"),))
                     await call.read()
                     call.cancel()
-            await asyncio.sleep(0.5)  # the gateway sees both kinds of leaving
+            # The gateway sees both kinds of leaving.
+            await wait_until(lambda: all(_cancelled(binding) - was >= STREAMS
+                                         for binding, was in before.items()),
+                             "every stream counted as cancelled by its client")
         for binding, was in before.items():
             assert _cancelled(binding) - was == STREAMS, binding
         assert garbage == [], f"stream handlers left in cycles: {sorted(set(garbage))}"
@@ -213,8 +217,9 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
             silent.append(asyncio.create_task(post(
                 http, f"http://127.0.0.1:{port}/message:stream",
                 {"message": p10_message("silent-rest")}, headers={"A2A-Version": "1.0"})))
-            while sum(str(b.get("params")).count("silent") for b in backend.seen) < each + 1:
-                await asyncio.sleep(0.02)
+            await wait_until(lambda: sum(str(b.get("params")).count("silent")
+                                         for b in backend.seen) >= each + 1,
+                             "the silent streams at the backend")
             # Subscriptions that failed before SIGTERM (the agent's task lookup is broken)
             # left the backend's stream open until the loop's end, once.
             for i in range(each):
