@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -211,16 +210,16 @@ async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend) -> Non
     config = parse_config({
         "listen": {"http": f"127.0.0.1:{free_port()}", "grpc": f"127.0.0.1:{port}"},
         "tenants": {"fake": v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")},
-        "shutdown_grace": 3})
+        "shutdown_grace": 60})
     server = Server(config)
     await server.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = v10_stub(channel).SendStreamingMessage(p10_send("s"), metadata=V10_MD)
         assert (await call.read()).task.id == "t1"
-        started = time.monotonic()
         stopping = asyncio.create_task(server.stop())
         assert await call.read() is grpc.aio.EOF  # an end of stream, not a reset
         assert await call.code() == grpc.StatusCode.OK
+        # The stream did not wait out the grace: a stop that did would take 60 s, 12
+        # times this bound (no elapsed time to compare on a loaded machine).
         await asyncio.wait_for(stopping, 5)
-    assert time.monotonic() - started < 2  # the stream did not wait out the grace
     await asyncio.wait_for(fake.cancelled.wait(), 5)
