@@ -69,7 +69,8 @@ AIOHTTP_SPEC := $(shell sed -n 's/^ *"\(aiohttp[<>=][^"]*\)",*$$/\1/p' pyproject
 AIOHTTP_OLDEST := $(shell echo '$(AIOHTTP_SPEC)' | sed -n 's/.*>=\([0-9.]*\).*/\1/p')
 AIOHTTP_RANGE_DIR ?= /tmp/a2a-gateway-aiohttp-range
 AIOHTTP_RANGE ?= oldest newest
-AIOHTTP_RANGE_TESTS = tests/unit/test_aiohttp_internals.py tests/unit/test_fast_lane_head.py \
+AIOHTTP_RANGE_TESTS = tests/unit/gateway/http/test_aiohttp_internals.py \
+  tests/unit/gateway/ingress/test_fast_lane_head.py \
   tests/integration/test_fast_lane.py tests/integration/test_fast_lane_same_answer.py \
   tests/integration/test_http1_pool.py tests/hardening/test_connections.py \
   tests/integration/test_logs.py tests/integration/test_cards.py \

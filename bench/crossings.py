@@ -37,7 +37,7 @@ import aiohttp
 from gateway.config.models import parse_config
 from gateway.demo.agent import start_demo_agent
 from gateway.server.app import Server
-from tests.helpers import free_port, gateway_cmd, running, write_config
+from tests.support.helpers import free_port, gateway_cmd, running, write_config
 
 ROOT = Path(__file__).resolve().parent.parent
 GATEWAY, TRANSLATORS = str(ROOT / "gateway"), str(ROOT / "translators")

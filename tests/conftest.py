@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
-# Tests import their plumbing as `helpers`.
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from helpers import MakeGateway, free_port
-
 from gateway.config.models import parse_config
 from gateway.demo.agent import start_demo_agent
 from gateway.server.app import Server
+from tests.support.helpers import MakeGateway, free_port
 
 
 @pytest.fixture

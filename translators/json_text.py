@@ -87,9 +87,9 @@ _DECODER = json.JSONDecoder(parse_constant=_constant, parse_float=_real, parse_i
 # nesting as the json module above does; but it reads an integer beyond 64 bits as a float.
 # So it reads only text without a run of 19 digits (every integer it holds is then exact,
 # below 2**63), and anything it refuses is read again by the json module, whose answer
-# (a value, a bad number or the error) stands. tests/unit/test_json_text.py holds the two
-# readings equal. The runs are found by mapping each digit to "0" and the rest to a space
-# (bytes.translate: a twentieth of a regular expression's time).
+# (a value, a bad number or the error) stands. tests/unit/translators/test_json_text.py
+# holds the two readings equal. The runs are found by mapping each digit to "0" and the
+# rest to a space (bytes.translate: a twentieth of a regular expression's time).
 _DIGITS_AS_ZEROS = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
 _LONG_RUN = b"0" * 19
 

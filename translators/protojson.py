@@ -15,7 +15,7 @@ deliberate differences: a message field given anything but an object is an error
 read leniently as an empty message), and integral numbers in Struct/Value come back as
 integers (protobuf holds every number there as a double, so `{"k": 1}` would otherwise
 come back as `{"k": 1.0}`; exact below 2**53). A message type with any other field kind
-is handed to json_format. tests/unit/test_protojson.py holds the codec to json_format.
+is handed to json_format. tests/unit/translators/test_protojson.py holds the codec to json_format.
 """
 
 from __future__ import annotations

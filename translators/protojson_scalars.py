@@ -127,7 +127,8 @@ def dump_value(value: Any) -> Any:
 # The shape nearly every peer sends: UTC with `Z`, 0-9 fractional digits. protobuf's own
 # FromJsonString reads it through strptime (~5 µs a status update) and ToJsonString
 # writes it through float arithmetic (~3.5 µs); both still handle everything else (an
-# offset, a value out of range), so the results cannot differ (tests/unit/test_protojson.py).
+# offset, a value out of range), so the results cannot differ
+# (tests/unit/translators/test_protojson.py).
 _UTC_TEXT = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?Z")
 _EPOCH = datetime(1970, 1, 1)
 _DAY = 86_400

@@ -5,8 +5,9 @@ exceptions) does not cover what the gateway's own HTTP/1.1 layers need: the fast
 (gateway/ingress/fast_lane.py) answers plain calls itself and must answer as aiohttp
 would, and the keep-alive client (gateway/egress/http1.py) reads answers with aiohttp's
 parser. Those needs are met here, and only here, from aiohttp's internal modules and
-private attributes; tests/unit/test_aiohttp_internals.py pins each of them, so an aiohttp
-release that moves one fails that test by name instead of a call at run time. The
+private attributes; tests/unit/gateway/http/test_aiohttp_internals.py pins each of them,
+so an aiohttp release that moves one fails that test by name instead of a call at run
+time. The
 supported range is pinned in pyproject.toml (README "aiohttp versions").
 """
 

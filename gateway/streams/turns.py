@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Callable
 
 TURN = 0.0005  # seconds a serving loop runs before the others get theirs
 # While a call is starting, one event per turn: the starting call's next step waits one
@@ -92,10 +93,14 @@ class Openings:
     """The calls starting now on one worker, and the open streams' rotation: while a call
     starts, the streams' turns are short."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self.pending = 0  # live openings; may count ones past PRIORITY until next looked at
         self._queue: deque[Opening] = deque()  # by start, the answered ones too
         self.rotation = Rotation()  # the open streams' turns on this worker
+        # What the streams' turns are timed by; None: the running loop's clock. A test
+        # sets its own to count the events a turn serves instead of timing them (the
+        # openings' PRIORITY stays on the loop's clock, as the ingress stamps them).
+        self.clock = clock
 
     def begin(self, now: float | None = None) -> Opening:
         """A call starts (``now``: the loop's time, if the caller has it at hand)."""
@@ -122,17 +127,21 @@ class Openings:
 
 
 class Turn:
-    __slots__ = ("_began", "_loop", "_openings")
+    __slots__ = ("_began", "_clock", "_loop", "_openings")
 
-    def __init__(self, openings: Openings | None = None) -> None:
+    def __init__(self, openings: Openings | None = None,
+                 clock: Callable[[], float] | None = None) -> None:
         self._loop = asyncio.get_running_loop()
-        self._began = self._loop.time()
+        if clock is None:
+            clock = (openings.clock if openings is not None else None) or self._loop.time
+        self._clock = clock
+        self._began = clock()
         self._openings = openings
 
     def over(self) -> bool:
         openings = self._openings
         length = SHORT_TURN if openings is not None and openings.pending else TURN
-        return self._loop.time() >= self._began + length
+        return self._clock() >= self._began + length
 
     async def pass_on(self) -> None:
         """Let the others run (the open streams one per pass of the loop), then start a
@@ -144,4 +153,4 @@ class Turn:
             if openings.pending:
                 openings.expire(self._loop.time())
             await openings.rotation.wait()
-        self._began = self._loop.time()
+        self._began = self._clock()

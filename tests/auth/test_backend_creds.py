@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import ManualClock, serving
 
 from gateway.auth.backend_creds import BackendCredentials, OAuthTokens
 from gateway.config.auth import BackendAuthConfig, OAuthClientConfig
+from tests.support.helpers import ManualClock, serving
 from translators.errors import A2AError
 
 CLIENT = {"authorization": "Bearer client-token", "x-request-id": "r1"}

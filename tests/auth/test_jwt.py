@@ -18,7 +18,6 @@ import pytest
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from helpers import ManualClock, serving
 from jwt.algorithms import ECAlgorithm, RSAAlgorithm
 
 from gateway.auth.authenticator import Authenticator
@@ -26,6 +25,7 @@ from gateway.auth.jwks import JwksSource, parse_jwks
 from gateway.auth.jwt_bearer import JwtVerifier, TokenRefused, algorithm_fits_key
 from gateway.auth.principal import CHALLENGE_KEY
 from gateway.config.auth import AuthConfig, JwtConfig
+from tests.support.helpers import ManualClock, serving
 from translators.errors import A2AError
 
 ISSUER, AUDIENCE = "https://issuer.test", "a2a-gateway"

@@ -3,11 +3,11 @@ ingress has the certificate in."""
 
 from __future__ import annotations
 
-from auth_pki import issue, make_ca
 from cryptography.hazmat.primitives import serialization
 
 from gateway.auth.mtls import cert_principal
 from gateway.config.auth import MtlsConfig
+from tests.support.auth_pki import issue, make_ca
 
 CA = make_ca()
 CLIENT = issue(CA, "billing-agent", dns=("billing.internal",),

@@ -4,13 +4,13 @@ and the per-principal caps on calls and streams open at once."""
 from __future__ import annotations
 
 import pytest
-from helpers import ManualClock
 
 from gateway.auth.principal import Principal
 from gateway.auth.ratelimit import Concurrency, LocalBuckets, StoreOutage, TrafficLimits
 from gateway.config.auth import RateLimitsConfig
 from gateway.observability.metrics import LIMIT_REFUSALS as REFUSED
 from gateway.state import StoreError
+from tests.support.helpers import ManualClock
 from translators.errors import A2AError
 
 ALICE = Principal("alice", "jwt")

@@ -15,7 +15,6 @@ import aiohttp
 import grpc
 import pytest
 from aiohttp import web
-from auth_pki import Issued, issue, make_ca
 
 from gateway.auth.mtls import cert_principal
 from gateway.auth.peer import grpc_peer_cert, http_peer_cert
@@ -29,6 +28,7 @@ from gateway.tls.context import (
     grpc_server_credentials,
     server_context,
 )
+from tests.support.auth_pki import Issued, issue, make_ca
 
 CA, OTHER_CA = make_ca("gateway test CA"), make_ca("another CA")
 SERVER = issue(CA, "server-1", server=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from deploy_support import INSTALL_HINT, TOOLS, _skip_or_fail, run_tool
+
+from tests.deploy.deploy_support import INSTALL_HINT, TOOLS, _skip_or_fail, run_tool
 
 
 @pytest.fixture(scope="session")

@@ -32,13 +32,14 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from deploy_support import DEPLOY, load_file
-from helpers import free_port, receiving_webhooks, v03, write_config
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.config.models import load_config
 from gateway.relay.delivery import RelayCounters
 from gateway.server.app import Server
+from tests.deploy.deploy_support import DEPLOY, load_file
+from tests.support.helpers import free_port, receiving_webhooks, v03, write_config
+from tests.support.waiting import wait_until
 from translators.errors import ERROR_KINDS
 from translators.operations import OPERATIONS
 
@@ -275,13 +276,12 @@ async def exposition(demo_agent: str, webhook: tuple[str, asyncio.Queue[Any]],
             assert await watcher.reload("test")
             path.write_text("tenants: 5\n")
             assert not await watcher.reload("test")
-            exposed = Exposition(await _scrape(http, base))
-            for _ in range(100):  # the delivery is counted once the webhook has answered
-                if exposed.has("a2a_gateway_push_deliveries_total", outcome="delivered"):
-                    break
-                await asyncio.sleep(0.05)
+            async def delivered() -> Exposition | None:  # once the webhook has answered
                 exposed = Exposition(await _scrape(http, base))
-            yield exposed
+                return exposed if exposed.has("a2a_gateway_push_deliveries_total",
+                                              outcome="delivered") else None
+
+            yield await wait_until(delivered, "the push delivery counted")
     finally:
         await server.stop()
 

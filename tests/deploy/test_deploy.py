@@ -21,7 +21,11 @@ from urllib.parse import urlsplit
 
 import pytest
 import yaml
-from deploy_support import (
+
+from gateway.auth.keygen import relay_key
+from gateway.config.models import GatewayConfig, PushRelayConfig, parse_config
+from gateway.relay.seals import load_keys
+from tests.deploy.deploy_support import (
     CHART,
     CONFIG_PATH,
     GRPC_PORT,
@@ -43,10 +47,6 @@ from deploy_support import (
     run_tool,
     secret_text,
 )
-
-from gateway.auth.keygen import relay_key
-from gateway.config.models import GatewayConfig, PushRelayConfig, parse_config
-from gateway.relay.seals import load_keys
 
 # --- what every gateway workload must look like -----------------------------------------------
 

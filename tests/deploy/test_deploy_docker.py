@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from deploy_support import (
+from gateway.config.models import parse_config
+from tests.deploy.deploy_support import (
     CONFIG_PATH,
     DEPLOY,
     GRPC_PORT,
@@ -25,8 +26,6 @@ from deploy_support import (
     final_stage,
     load_file,
 )
-
-from gateway.config.models import parse_config
 
 # --- Dockerfile, config/docker.yaml -----------------------------------------------------------
 

@@ -32,7 +32,10 @@ from urllib.parse import urlsplit, urlunsplit
 import aiohttp
 import pytest
 import yaml
-from deploy_support import (
+
+from gateway.config.models import PushRelayConfig
+from gateway.relay.seals import load_keys
+from tests.deploy.deploy_support import (
     CHART,
     CONFIG_PATH,
     DEPLOY,
@@ -50,10 +53,7 @@ from deploy_support import (
     resolve_port,
     secret_text,
 )
-from helpers import ROOT, VENV_BIN, free_port, redis_server, stop_process
-
-from gateway.config.models import PushRelayConfig
-from gateway.relay.seals import load_keys
+from tests.support.helpers import ROOT, VENV_BIN, free_port, redis_server, stop_process
 
 CLI = str(VENV_BIN / "a2a-gateway")
 MOUNTED = ("/etc/a2a-gateway/", "/var/lib/a2a-gateway/")

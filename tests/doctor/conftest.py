@@ -3,17 +3,14 @@ loopback, every binding each serves, started once for the directory's tests."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from helpers import PEERS, SDK_PYTHON, free_port, running
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
-
-from interop_support import Agent  # the interop tests' own agent record
+from tests.support.helpers import PEERS, SDK_PYTHON, free_port, running
+from tests.support.interop_support import Agent  # the interop tests' own agent record
 
 
 def _start(stack: ExitStack, version: str, logs: Path) -> Agent:

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 
 import pytest
-from doctor_support import cli, http, schema
-from helpers import MakeGateway, free_port, v03, write_config
-from interop_support import Agent
-from schema_check import errors
 
 from gateway.config.models import parse_config
 from gateway.doctor.runner import Options, doctor, silent
+from tests.doctor.doctor_support import cli, http, schema
+from tests.doctor.schema_check import errors
+from tests.support.helpers import MakeGateway, free_port, v03, write_config
+from tests.support.interop_support import Agent
 
 pytestmark = pytest.mark.interop
 

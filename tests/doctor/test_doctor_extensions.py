@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from helpers import free_port
 
 from gateway.doctor.runner import Options, doctor, silent
+from tests.support.helpers import free_port
 
 EXT, OTHER = "https://ext.example/required", "https://ext.example/optional"
 Start = Callable[[bool], Awaitable[str]]

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from aiohttp import web
-from doctor_support import cli, http, schema
-from helpers import free_port
-from interop_support import Agent
-from schema_check import errors
 
 from gateway.doctor.runner import Options, doctor, silent
+from tests.doctor.doctor_support import cli, http, schema
+from tests.doctor.schema_check import errors
+from tests.support.helpers import free_port
+from tests.support.interop_support import Agent
 
 pytestmark = pytest.mark.interop
 

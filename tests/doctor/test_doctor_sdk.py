@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from doctor_support import http
-from interop_support import Agent
 
 from gateway.config.models import parse_config
 from gateway.doctor.report import OperationResult, Report, TargetReport
 from gateway.doctor.runner import Options, doctor, silent
+from tests.doctor.doctor_support import http
+from tests.support.interop_support import Agent
 
 pytestmark = pytest.mark.interop
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import aiohttp
-from doctor_support import cli
-from helpers import MakeGateway
 
 from gateway.doctor.usage import ALL, fetch, parse, render
+from tests.doctor.doctor_support import cli
+from tests.support.helpers import MakeGateway
 
 
 def _send_v03(n: int) -> dict[str, object]:

@@ -6,11 +6,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from fault_backend import FaultBackend
-from fault_cases import Cell, Fault
-from fault_clients import FaultGateway, GatewayClient
-from fault_wire import Dialect
-from helpers import MakeGateway, free_port
+
+from tests.faults.fault_backend import FaultBackend
+from tests.faults.fault_cases import Cell, Fault
+from tests.faults.fault_clients import FaultGateway, GatewayClient
+from tests.faults.fault_wire import Dialect
+from tests.support.helpers import MakeGateway, free_port
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fault_cases import Fault
-from fault_grpc import CUT_RULES, GrpcFaultServer
-from fault_http import HttpFaultServer
-from fault_wire import Dialect
-from helpers import free_port
+from tests.faults.fault_cases import Fault
+from tests.faults.fault_grpc import CUT_RULES, GrpcFaultServer
+from tests.faults.fault_http import HttpFaultServer
+from tests.faults.fault_wire import Dialect
+from tests.support.helpers import free_port
 
 # The bounds the gateway must enforce for every fault backend (gateway/config/models.py).
 BACKEND_BOUNDS: dict[str, Any] = {

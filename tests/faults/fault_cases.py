@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from fault_wire import ALL_BINDINGS, DIALECTS, HTTP_BINDINGS, Dialect, EventKind
+from tests.faults.fault_wire import ALL_BINDINGS, DIALECTS, HTTP_BINDINGS, Dialect, EventKind
 
 # Long enough to be "forever" for the gateway (its bounds are 0.5-1.5 s) but bounded, so
 # that a fault server never outlives a test by much even if nobody closes on it.

@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 import aiohttp
 import grpc
-from fault_cases import Cell, Fault, Mode
-from fault_wire import GRPC_SERVICES, Dialect, as_bytes, as_json, send_request
 from google.rpc import code_pb2, error_details_pb2, status_pb2
+
+from tests.faults.fault_cases import Cell, Fault, Mode
+from tests.faults.fault_wire import GRPC_SERVICES, Dialect, as_bytes, as_json, send_request
 
 CELL_SECONDS = 3.0  # every call, whatever the fault, must be over by then
 Outcome = Literal["error", "ok", "hung", "broken"]

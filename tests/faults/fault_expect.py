@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fault_cases import Cell, Fault, Mode
-from fault_clients import CELL_SECONDS, Observation
-from fault_wire import Dialect
-
+from tests.faults.fault_cases import Cell, Fault, Mode
+from tests.faults.fault_clients import CELL_SECONDS, Observation
+from tests.faults.fault_wire import Dialect
 from translators.errors import BY_NAME, GATEWAY_DOMAIN, ErrorKind
 
 

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 import grpc
-from fault_cases import (
+
+from tests.faults.fault_cases import (
     BY_NAME,
     FOREVER,
     PARTIAL_TEXT,
@@ -35,7 +36,7 @@ from fault_cases import (
     Sleep,
     Together,
 )
-from fault_wire import (
+from tests.faults.fault_wire import (
     GRPC_SERVICES,
     SETTLE,
     VERSIONS,

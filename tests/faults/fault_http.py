@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 
-from fault_cases import (
+from tests.faults.fault_cases import (
     BY_NAME,
     FOREVER,
     Answer,
@@ -36,7 +36,7 @@ from fault_cases import (
     Sleep,
     Together,
 )
-from fault_wire import (
+from tests.faults.fault_wire import (
     SETTLE,
     STREAM_METHODS,
     Dialect,

@@ -12,11 +12,12 @@ import json
 import os
 
 import pytest
-from fault_backend import FaultBackend
-from fault_cases import FAULTS, Fault, cells
-from fault_clients import CELL_SECONDS, FaultGateway
-from fault_expect import verdict
-from fault_wire import DIALECTS, Dialect
+
+from tests.faults.fault_backend import FaultBackend
+from tests.faults.fault_cases import FAULTS, Fault, cells
+from tests.faults.fault_clients import CELL_SECONDS, FaultGateway
+from tests.faults.fault_expect import verdict
+from tests.faults.fault_wire import DIALECTS, Dialect
 
 CASES = [pytest.param(backend, fault, id=f"{backend.name}-{fault.name}")
          for fault in FAULTS for backend in DIALECTS if fault.applies_to(backend)]

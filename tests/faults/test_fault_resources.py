@@ -15,11 +15,11 @@ import random
 import time
 from collections import Counter
 
-from fault_backend import FaultBackend
-from fault_cases import FAULTS, Cell, Fault
-from fault_clients import CELL_SECONDS, GatewayClient, Observation
-from fault_wire import DIALECTS, Dialect
-from helpers import MakeGateway, free_port
+from tests.faults.fault_backend import FaultBackend
+from tests.faults.fault_cases import FAULTS, Cell, Fault
+from tests.faults.fault_clients import CELL_SECONDS, GatewayClient, Observation
+from tests.faults.fault_wire import DIALECTS, Dialect
+from tests.support.helpers import MakeGateway, free_port
 
 CALLS = 1000
 WARMUP = 200

@@ -15,11 +15,12 @@ import aiohttp
 import grpc
 import pytest
 from aiohttp import web
-from fuzz_documents import V03, V10
-from fuzz_run import FuzzTarget, LogWatch, structlog_is_capturable
-from fuzz_stubs import Stub, build_stub_app
-from fuzz_values import MAX_BODY_BYTES
-from helpers import MakeGateway, free_port
+
+from tests.fuzz.fuzz_documents import V03, V10
+from tests.fuzz.fuzz_run import FuzzTarget, LogWatch, structlog_is_capturable
+from tests.fuzz.fuzz_stubs import Stub, build_stub_app
+from tests.fuzz.fuzz_values import MAX_BODY_BYTES
+from tests.support.helpers import MakeGateway, free_port
 
 
 @pytest.fixture

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
-from fuzz_documents import V03, V10, GrpcMethod
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
+from tests.fuzz.fuzz_documents import V03, V10, GrpcMethod
 from translators.errors import BY_NAME, ERROR_INFO_TYPE, ERROR_KINDS
 
 PROPERTIES = {

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fuzz_checks import (
+from tests.fuzz.fuzz_checks import (
     FAULT_CODES,
     FAULT_REASONS,
     Findings,
@@ -19,8 +19,7 @@ from fuzz_checks import (
     rest_error_dialect,
     strict_json,
 )
-from fuzz_documents import V03, V10, RpcMethod, grpc_method
-
+from tests.fuzz.fuzz_documents import V03, V10, RpcMethod, grpc_method
 from translators import operations as ops
 
 # ---------------------------------------------------------------- JSON-RPC

@@ -17,12 +17,12 @@ from typing import Any
 
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
-from fuzz_values import JSON, clean_ids, ids, media_types, tenants, urls
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, OneofDescriptor
 from google.protobuf.message import Message as ProtoMessage
 from hypothesis import strategies as st
 
+from tests.fuzz.fuzz_values import JSON, clean_ids, ids, media_types, tenants, urls
 from translators import operations as ops
 
 V03, V10 = "0.3", "1.0"

@@ -15,12 +15,12 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from fuzz_documents import GRPC_METHODS, SERVICE_FILES, V03, V10, GrpcMethod, grpc_method
 from google.api import field_behavior_pb2
 from google.protobuf import json_format, message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
+from tests.fuzz.fuzz_documents import GRPC_METHODS, SERVICE_FILES, V03, V10, GrpcMethod, grpc_method
 from translators import operations as ops
 from translators.j03.objects import ROLE_J03_TO_P10, STATE_J03_TO_P10
 from translators.rest_routes import route_for

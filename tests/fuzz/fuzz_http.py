@@ -7,9 +7,10 @@ import re
 from typing import Any
 from urllib.parse import quote, unquote
 
-from fuzz_documents import V03, V10
-from fuzz_values import MAX_BODY_BYTES, Raw, encode, json_values, mutate
 from hypothesis import strategies as st
+
+from tests.fuzz.fuzz_documents import V03, V10
+from tests.fuzz.fuzz_values import MAX_BODY_BYTES, Raw, encode, json_values, mutate
 
 Headers = tuple[tuple[str, str], ...]
 

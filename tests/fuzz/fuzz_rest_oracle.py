@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from fuzz_checks_http import RestExpect, RpcExpect
-from fuzz_documents import V03, V10
-from fuzz_http import (
+from tests.fuzz.fuzz_checks_http import RestExpect, RpcExpect
+from tests.fuzz.fuzz_documents import V03, V10
+from tests.fuzz.fuzz_http import (
     SERVED,
     declared_version,
     declares_1x,
@@ -31,8 +31,7 @@ from fuzz_http import (
     over_limit,
     version_status,
 )
-from fuzz_run import HttpRequest
-
+from tests.fuzz.fuzz_run import HttpRequest
 from translators.rest_routes import V03_ROUTES, V10_ROUTES, Route
 
 ROUTES: tuple[Route, ...] = (*V10_ROUTES, *V03_ROUTES)

@@ -19,11 +19,17 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from fuzz_checks import HugeInt, json_int, strict_json
-from fuzz_checks_http import RpcExpect
-from fuzz_documents import RPC_BY_NAME
-from fuzz_http import SERVED, declared_version, fallback_dialects, over_limit, version_status
-from fuzz_run import HttpRequest
+from tests.fuzz.fuzz_checks import HugeInt, json_int, strict_json
+from tests.fuzz.fuzz_checks_http import RpcExpect
+from tests.fuzz.fuzz_documents import RPC_BY_NAME
+from tests.fuzz.fuzz_http import (
+    SERVED,
+    declared_version,
+    fallback_dialects,
+    over_limit,
+    version_status,
+)
+from tests.fuzz.fuzz_run import HttpRequest
 
 KNOWN_TENANTS = {"", "t03", "t10", "v1"}
 ENVELOPE_CODES: dict[str, frozenset[int] | None] = {

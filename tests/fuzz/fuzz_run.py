@@ -26,15 +26,16 @@ from typing import Any, TypeVar
 import aiohttp
 import grpc
 import structlog
-from fuzz_checks import FAULT_REASONS, Findings, GrpcReply
-from fuzz_checks_http import HttpReply, parse_sse
-from fuzz_documents import GrpcMethod
-from fuzz_stubs import Stub
-from fuzz_values import Raw
 from hypothesis import HealthCheck, example, settings
 from multidict import CIMultiDict
 from structlog.testing import capture_logs
 from yarl import URL
+
+from tests.fuzz.fuzz_checks import FAULT_REASONS, Findings, GrpcReply
+from tests.fuzz.fuzz_checks_http import HttpReply, parse_sse
+from tests.fuzz.fuzz_documents import GrpcMethod
+from tests.fuzz.fuzz_stubs import Stub
+from tests.fuzz.fuzz_values import Raw
 
 T = TypeVar("T")
 CALL_TIMEOUT = 5.0

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
-from fuzz_checks import strict_json
-from fuzz_documents import V03, V10
-from fuzz_values import JSON
 from google.protobuf import json_format
 
+from tests.fuzz.fuzz_checks import strict_json
+from tests.fuzz.fuzz_documents import V03, V10
+from tests.fuzz.fuzz_values import JSON
 from translators import operations as ops
 
 STAMP = "2026-01-01T00:00:00.000Z"

@@ -17,14 +17,23 @@ import json
 from typing import Any
 from urllib.parse import quote
 
-from fuzz_checks import Findings, check_grpc_reply
-from fuzz_checks_http import RestExpect, RpcExpect, check_rest_reply, check_rpc_reply
-from fuzz_documents import RPC_BY_NAME, V03, V10
-from fuzz_enums import GRPC, JSONRPC, REST, SITES, Site, expected_ok, grpc_request, json_request
-from fuzz_run import FuzzTarget, GrpcRequest, HttpRequest, fuzz_settings, seeded
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.fuzz.fuzz_checks import Findings, check_grpc_reply
+from tests.fuzz.fuzz_checks_http import RestExpect, RpcExpect, check_rest_reply, check_rpc_reply
+from tests.fuzz.fuzz_documents import RPC_BY_NAME, V03, V10
+from tests.fuzz.fuzz_enums import (
+    GRPC,
+    JSONRPC,
+    REST,
+    SITES,
+    Site,
+    expected_ok,
+    grpc_request,
+    json_request,
+)
+from tests.fuzz.fuzz_run import FuzzTarget, GrpcRequest, HttpRequest, fuzz_settings, seeded
 from translators import operations as ops
 from translators.rest_routes import route_for
 

@@ -16,13 +16,20 @@ VersionNotSupportedError.
 
 from __future__ import annotations
 
-from fuzz_checks import Findings, check_grpc_reply
-from fuzz_documents import GRPC_METHODS, V03, V10, GrpcMethod, protos
-from fuzz_http import SERVED, UNSUPPORTED_VERSIONS, VERSION_VALUES, declares_1x, version_status
-from fuzz_run import FuzzTarget, GrpcRequest, fuzz_settings, seeded
-from fuzz_values import MAX_BODY_BYTES, TENANTS
 from hypothesis import given
 from hypothesis import strategies as st
+
+from tests.fuzz.fuzz_checks import Findings, check_grpc_reply
+from tests.fuzz.fuzz_documents import GRPC_METHODS, V03, V10, GrpcMethod, protos
+from tests.fuzz.fuzz_http import (
+    SERVED,
+    UNSUPPORTED_VERSIONS,
+    VERSION_VALUES,
+    declares_1x,
+    version_status,
+)
+from tests.fuzz.fuzz_run import FuzzTarget, GrpcRequest, fuzz_settings, seeded
+from tests.fuzz.fuzz_values import MAX_BODY_BYTES, TENANTS
 
 ascii_values = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=20)
 ASCII_VERSIONS = [v for v in VERSION_VALUES if v.isascii()]

@@ -15,15 +15,24 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from fuzz_checks import Findings
-from fuzz_checks_http import check_rpc_reply
-from fuzz_documents import RPC_METHODS, V10
-from fuzz_http import UNSUPPORTED_VERSIONS, bodies, headers, mutated, queries, raw_ids, target
-from fuzz_rpc_oracle import rpc_expect
-from fuzz_run import FuzzTarget, HttpRequest, fuzz_settings, seeded
-from fuzz_values import JSON, encode, tenants
 from hypothesis import given
 from hypothesis import strategies as st
+
+from tests.fuzz.fuzz_checks import Findings
+from tests.fuzz.fuzz_checks_http import check_rpc_reply
+from tests.fuzz.fuzz_documents import RPC_METHODS, V10
+from tests.fuzz.fuzz_http import (
+    UNSUPPORTED_VERSIONS,
+    bodies,
+    headers,
+    mutated,
+    queries,
+    raw_ids,
+    target,
+)
+from tests.fuzz.fuzz_rpc_oracle import rpc_expect
+from tests.fuzz.fuzz_run import FuzzTarget, HttpRequest, fuzz_settings, seeded
+from tests.fuzz.fuzz_values import JSON, encode, tenants
 
 TENANT_PATHS = ["/", "/t03", "/t10", "/v1", "/nope", "/t03/", "/T03"]
 

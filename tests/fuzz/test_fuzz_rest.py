@@ -20,17 +20,17 @@ import re
 from typing import Any
 from urllib.parse import quote
 
-from fuzz_checks import Findings
-from fuzz_checks_http import check_rest_reply
-from fuzz_documents import V03, V10, grpc_method, protojson
-from fuzz_http import UNSUPPORTED_VERSIONS, bodies, headers, mutated, queries, target
-from fuzz_rest_oracle import ROUTES, path_dialect, rest_expect
-from fuzz_rpc_oracle import rpc_expect
-from fuzz_run import FuzzTarget, HttpRequest, fuzz_settings, seeded
-from fuzz_values import encode, json_values
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.fuzz.fuzz_checks import Findings
+from tests.fuzz.fuzz_checks_http import check_rest_reply
+from tests.fuzz.fuzz_documents import V03, V10, grpc_method, protojson
+from tests.fuzz.fuzz_http import UNSUPPORTED_VERSIONS, bodies, headers, mutated, queries, target
+from tests.fuzz.fuzz_rest_oracle import ROUTES, path_dialect, rest_expect
+from tests.fuzz.fuzz_rpc_oracle import rpc_expect
+from tests.fuzz.fuzz_run import FuzzTarget, HttpRequest, fuzz_settings, seeded
+from tests.fuzz.fuzz_values import encode, json_values
 from translators import operations as ops
 from translators.rest_routes import Route
 

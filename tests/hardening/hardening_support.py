@@ -12,7 +12,8 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from helpers import free_port
+
+from tests.support.helpers import free_port
 
 JSON = dict[str, Any]
 V10 = {"A2A-Version": "1.0"}

@@ -11,8 +11,16 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from hardening_support import V10, ScriptedBackend, j03_message, p10_message, post, rpc_body
-from helpers import MakeGateway, free_port, v03
+
+from tests.hardening.hardening_support import (
+    V10,
+    ScriptedBackend,
+    j03_message,
+    p10_message,
+    post,
+    rpc_body,
+)
+from tests.support.helpers import MakeGateway, free_port, v03
 
 
 async def drip(request: web.Request, body: dict[str, Any]) -> web.StreamResponse:

@@ -13,9 +13,17 @@ import grpc
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
-from hardening_support import V10, ScriptedBackend, j03_message, p10_message, post, rpc_body
-from helpers import MakeGateway, free_port, v03
 from structlog.testing import capture_logs
+
+from tests.hardening.hardening_support import (
+    V10,
+    ScriptedBackend,
+    j03_message,
+    p10_message,
+    post,
+    rpc_body,
+)
+from tests.support.helpers import MakeGateway, free_port, v03
 
 
 @pytest.fixture

@@ -16,8 +16,9 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from hardening_support import ScriptedBackend, post, rpc_body
-from helpers import MakeGateway, v03
+
+from tests.hardening.hardening_support import ScriptedBackend, post, rpc_body
+from tests.support.helpers import MakeGateway, v03
 
 
 def _b64(text: str) -> bytes:

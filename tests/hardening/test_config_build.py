@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import yaml
-from helpers import VENV_BIN, free_port, running, v03, write_config
 
 from gateway.config.models import ConfigError, parse_config
+from tests.support.helpers import VENV_BIN, free_port, running, v03, write_config
+from tests.support.waiting import wait_until
 
 
 def _config(port: int, demo: int, **extra: Any) -> dict[str, Any]:
@@ -73,13 +73,10 @@ async def _refused_then_applied(http: aiohttp.ClientSession, path: Path, port: i
     data.pop("card_signing")
     data["loss_policy"] = "reject"
     write_config(path, data)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    async def applied() -> bool:
         async with http.post(url, json={**send, "method": "tasks/get",
                                         "params": {"id": "t", "metadata": {"k": 1}}}) as resp:
             reply = await resp.json()
-        if reply.get("error", {}).get("code") == -32602:  # metadata refused: reject
-            break
-        await asyncio.sleep(0.2)
-    else:
-        raise AssertionError("the valid edit after a refused one was never applied")
+        return bool(reply.get("error", {}).get("code") == -32602)  # metadata refused: reject
+
+    await wait_until(applied, "the valid edit after a refused one applied", interval=0.2)

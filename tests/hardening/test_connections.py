@@ -15,8 +15,9 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from hardening_support import j03_message, post, rpc_body
-from helpers import (
+
+from tests.hardening.hardening_support import j03_message, post, rpc_body
+from tests.support.helpers import (
     MakeGateway,
     free_port,
     gateway_cmd,

@@ -12,9 +12,10 @@ import grpc
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from aiohttp import web
-from hardening_support import JSON, ScriptedBackend, sse_lines
-from helpers import MakeGateway, free_port, v03
 from structlog.testing import capture_logs
+
+from tests.hardening.hardening_support import JSON, ScriptedBackend, sse_lines
+from tests.support.helpers import MakeGateway, free_port, v03
 
 STATE = 42  # a TaskState number neither version names
 

@@ -14,8 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from hardening_support import V10, j03_message, p10_message, post, rpc_body
-from helpers import MakeGateway, serving, v03
+
+from tests.hardening.hardening_support import V10, j03_message, p10_message, post, rpc_body
+from tests.support.helpers import MakeGateway, serving, v03
 
 Hooks = list[tuple[str, Any]]
 

@@ -11,11 +11,11 @@ import aiohttp
 import grpc
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
-from hardening_support import ScriptedBackend, j03_message, post, rpc_body
-from helpers import free_port, v03
 
 from gateway.config.models import parse_config
 from gateway.server.app import Server
+from tests.hardening.hardening_support import ScriptedBackend, j03_message, post, rpc_body
+from tests.support.helpers import free_port, v03
 
 GRACE = 2.0
 SEND = "/lf.a2a.v1.A2AService/SendMessage"

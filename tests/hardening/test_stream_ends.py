@@ -21,7 +21,12 @@ import grpc
 import pytest
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
-from hardening_support import (
+from prometheus_client import REGISTRY
+
+from gateway.egress.base import EventBatches
+from gateway.observability import metrics
+from gateway.streams.events import Flagged, with_final_flags, without_final_flags
+from tests.hardening.hardening_support import (
     HeldRelay,
     ScriptedBackend,
     endless_sse,
@@ -30,7 +35,7 @@ from hardening_support import (
     post,
     rpc_body,
 )
-from helpers import (
+from tests.support.helpers import (
     MakeGateway,
     free_port,
     gateway_cmd,
@@ -39,11 +44,7 @@ from helpers import (
     wait_for_port,
     write_config,
 )
-from prometheus_client import REGISTRY
-
-from gateway.egress.base import EventBatches
-from gateway.observability import metrics
-from gateway.streams.events import Flagged, with_final_flags, without_final_flags
+from tests.support.waiting import wait_until
 
 STREAMS = 10
 
@@ -98,7 +99,10 @@ async def test_a_client_that_leaves_is_counted_and_leaves_no_cycles(
                         request.SerializeToString(), metadata=(("a2a-version", "1.0"),))
                     await call.read()
                     call.cancel()
-            await asyncio.sleep(0.5)  # the gateway sees both kinds of leaving
+            # The gateway sees both kinds of leaving.
+            await wait_until(lambda: all(_cancelled(binding) - was >= STREAMS
+                                         for binding, was in before.items()),
+                             "every stream counted as cancelled by its client")
         for binding, was in before.items():
             assert _cancelled(binding) - was == STREAMS, binding
         assert garbage == [], f"stream handlers left in cycles: {sorted(set(garbage))}"
@@ -247,8 +251,9 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
             silent.append(asyncio.create_task(post(
                 http, f"http://127.0.0.1:{port}/message:stream",
                 {"message": p10_message("silent-rest")}, headers={"A2A-Version": "1.0"})))
-            while sum(str(b.get("params")).count("silent") for b in backend.seen) < each + 1:
-                await asyncio.sleep(0.02)
+            await wait_until(lambda: sum(str(b.get("params")).count("silent")
+                                         for b in backend.seen) >= each + 1,
+                             "the silent streams at the backend")
             # Subscriptions that failed before SIGTERM (the agent's task lookup is broken)
             # left the backend's stream open until the loop's end, once.
             for i in range(each):

@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from helpers import MakeGateway, free_port, v03
 
 from gateway.cards.signing import verify
+from tests.support.helpers import MakeGateway, free_port, v03
 
 V10 = {"A2A-Version": "1.0"}
 

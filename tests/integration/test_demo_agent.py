@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
-from demo_support import (
+
+from tests.integration.demo_support import (
     parse_sse,
     result,
     results,
@@ -19,6 +20,7 @@ from demo_support import (
     stream,
     user_message,
 )
+from tests.support.waiting import wait_until
 
 # --- card ----------------------------------------------------------------------
 
@@ -140,11 +142,13 @@ async def test_non_blocking_send_returns_early_and_keeps_working(
 ) -> None:
     task = await send(client, "stream: 3", blocking=False)
     assert task["status"]["state"] in ("submitted", "working")
-    for _ in range(100):
-        task = await result(client, "tasks/get", {"id": task["id"]})
-        if task["status"]["state"] == "completed":
-            break
-        await asyncio.sleep(0.02)
+    task_id = task["id"]
+
+    async def completed() -> dict[str, Any] | None:
+        got = await result(client, "tasks/get", {"id": task_id})
+        return got if got["status"]["state"] == "completed" else None
+
+    task = await wait_until(completed, "the task completed")
     assert task["status"]["state"] == "completed"
 
 

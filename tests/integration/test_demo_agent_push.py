@@ -12,9 +12,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
-from demo_support import JSON, result, rpc, send, send_follow_up, user_message
 
 from gateway.demo.agent import start_demo_agent
+from tests.integration.demo_support import JSON, result, rpc, send, send_follow_up, user_message
 
 # --- push notifications ---------------------------------------------------------
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import aiohttp
 import grpc
 from a2a.types import a2a_pb2 as pb
-from helpers import VENV_BIN, free_port, running, stop_process, write_config
+
+from tests.support.helpers import VENV_BIN, free_port, running, stop_process, write_config
 
 
 def _config(port: int, grpc_port: int, demo: int) -> dict[str, object]:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from auth_pki import issue, make_ca
-from helpers import MakeGateway, serving
 
 from gateway.ingress.fast_lane import HANDOVERS
+from tests.support.auth_pki import issue, make_ca
+from tests.support.helpers import MakeGateway, serving
 
 SEND = {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": {
     "kind": "message", "messageId": "m1", "role": "user",

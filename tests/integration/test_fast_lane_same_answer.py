@@ -18,11 +18,11 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, serving
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.ingress.fast_lane import HANDOVERS
+from tests.support.helpers import MakeGateway, serving
 
 CORPUS = 120  # drawn cases (each is two connections, a few ms)
 READ_BOUND = 10.0  # seconds: an answer that does not come within it fails the case

@@ -12,7 +12,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from helpers import MakeGateway, v03
+
+from tests.support.helpers import MakeGateway, v03
 
 V10_HEADERS = {"A2A-Version": "1.0"}
 
@@ -266,7 +267,7 @@ async def test_unknown_tenant(http: aiohttp.ClientSession, gw: str) -> None:
 
 
 async def test_backend_down(http: aiohttp.ClientSession, make_gateway: MakeGateway) -> None:
-    from helpers import free_port
+    from tests.support.helpers import free_port
 
     url = await make_gateway({"down": v03(f"http://127.0.0.1:{free_port()}/")}) + "/"
     reply, _ = await rpc(http, url, "SendMessage", {"message": p10_message("hi")}, V10_HEADERS)
@@ -282,7 +283,8 @@ async def test_backend_garbage_and_timeout(http: aiohttp.ClientSession,
     import asyncio
 
     from aiohttp import web
-    from helpers import free_port
+
+    from tests.support.helpers import free_port
 
     async def garbage(request: web.Request) -> web.Response:
         if request.query.get("status") == "502":  # a proxy's page: the backend is not there

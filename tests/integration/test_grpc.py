@@ -20,7 +20,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
     ProtoReflectionDescriptorDatabase,
 )
-from grpc_support import (
+
+from tests.integration.grpc_support import (
     FILE_CONTENT,
     V10_MD,
     collect,
@@ -33,7 +34,7 @@ from grpc_support import (
     v03_stub,
     v10_stub,
 )
-from helpers import MakeGateway, free_port, v03
+from tests.support.helpers import MakeGateway, free_port, v03
 
 
 @pytest.fixture

@@ -16,8 +16,16 @@ import aiohttp
 import grpc
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
-from grpc_support import FILE_CONTENT, collect, kinds, p03_send, rpc_error, v03_stub
-from helpers import MakeGateway, free_port, v03
+
+from tests.integration.grpc_support import (
+    FILE_CONTENT,
+    collect,
+    kinds,
+    p03_send,
+    rpc_error,
+    v03_stub,
+)
+from tests.support.helpers import MakeGateway, free_port, v03
 
 V10_HEADERS = {"A2A-Version": "1.0"}
 

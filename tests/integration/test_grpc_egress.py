@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -22,11 +21,11 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
-from grpc_support import V10_MD, p03_send, p10_send, v03_stub, v10_stub
-from helpers import MakeGateway, free_port, v03
 
 from gateway.config.models import parse_config
 from gateway.server.app import Server
+from tests.integration.grpc_support import V10_MD, p03_send, p10_send, v03_stub, v10_stub
+from tests.support.helpers import MakeGateway, free_port, v03
 
 V10_HEADERS = dict(V10_MD)
 
@@ -211,16 +210,16 @@ async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend) -> Non
     config = parse_config({
         "listen": {"http": f"127.0.0.1:{free_port()}", "grpc": f"127.0.0.1:{port}"},
         "tenants": {"fake": v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")},
-        "shutdown_grace": 3})
+        "shutdown_grace": 60})
     server = Server(config)
     await server.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = v10_stub(channel).SendStreamingMessage(p10_send("s"), metadata=V10_MD)
         assert (await call.read()).task.id == "t1"
-        started = time.monotonic()
         stopping = asyncio.create_task(server.stop())
         assert await call.read() is grpc.aio.EOF  # an end of stream, not a reset
         assert await call.code() == grpc.StatusCode.OK
+        # The stream did not wait out the grace: a stop that did would take 60 s, 12
+        # times this bound (no elapsed time to compare on a loaded machine).
         await asyncio.wait_for(stopping, 5)
-    assert time.monotonic() - started < 2  # the stream did not wait out the grace
     await asyncio.wait_for(fake.cancelled.wait(), 5)

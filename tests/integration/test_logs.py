@@ -18,8 +18,17 @@ import aiohttp
 import grpc
 import pytest
 from a2a.types import a2a_pb2 as pb
-from auth_pki import issue, make_ca
-from helpers import VENV_BIN, free_port, gateway_cmd, stop_process, wait_for_port, write_config
+
+from tests.support.auth_pki import issue, make_ca
+from tests.support.helpers import (
+    VENV_BIN,
+    free_port,
+    gateway_cmd,
+    stop_process,
+    wait_for_port,
+    write_config,
+)
+from tests.support.waiting import wait_until
 
 KEY = "k-logs-test-0123456789abcdef"
 SECRET = "SECRET-never-in-the-log-4242"  # in the malformed heads' credential lines
@@ -67,9 +76,8 @@ class Gateway:
 
     async def wait_for_line(self, part: bytes, timeout: float = 10.0) -> None:
         """Until a line holding ``part`` is on stderr (bounded by ``timeout``)."""
-        async with asyncio.timeout(timeout):
-            while part not in self.err.read_bytes():
-                await asyncio.sleep(0.02)
+        await wait_until(lambda: part in self.err.read_bytes(), f"{part!r} on stderr",
+                         timeout=timeout)
 
     def stop(self) -> tuple[bytes, bytes]:
         stop_process(self.proc)

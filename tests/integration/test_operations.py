@@ -18,7 +18,9 @@ from typing import Any
 import aiohttp
 import pytest
 import yaml
-from helpers import free_port, gateway_cmd, stop_process, wait_for_port, write_config
+
+from tests.support.helpers import free_port, gateway_cmd, stop_process, wait_for_port, write_config
+from tests.support.waiting import wait_until
 
 
 class Proc:
@@ -99,8 +101,14 @@ async def test_log_lines_and_metrics_after_real_calls(gateway_proc: Proc) -> Non
         assert stray["error"]["code"] == -32602
         async with http.get(base + "/metrics") as resp:
             text = await resp.text()
-    await asyncio.sleep(0.1)
-    calls = {line["request_id"]: line for line in gateway_proc.lines() if line.get("event") == "call"}
+    def logged() -> dict[str, Any] | None:  # a call's line is written after its answer
+        calls = {line["request_id"]: line for line in gateway_proc.lines()
+                 if line.get("event") == "call"}
+        kinds = {(c["client_binding"], bool(c.get("dropped"))) for c in calls.values()}
+        return calls if "req-1" in calls and {("HTTP+JSON", False), ("JSONRPC", True)} <= kinds \
+            else None
+
+    calls = await wait_until(logged, "the calls' log lines")
     first = calls["req-1"]
     assert first | {"duration_ms": 0} == first | {
         "tenant": "demo", "operation": "SendMessage", "client_version": "0.3",
@@ -172,26 +180,26 @@ async def test_reload_valid_invalid_and_streams_survive(gateway_proc: Proc) -> N
         task_id = await _slow_task(http, base)
         events: list[dict[str, Any]] = []
         stream = asyncio.create_task(_subscribe(http, base, task_id, events))
-        await asyncio.sleep(0.3)
+        await wait_until(lambda: events, "the subscription's first event")
         # A valid change: a second tenant name for the same agent.
         data = yaml.safe_load(current)
         data["tenants"]["again"] = data["tenants"]["demo"]
         data["default_tenant"] = "demo"
         gateway_proc.config_path.write_text(yaml.safe_dump(data))
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        async def served() -> dict[str, Any] | None:
             reply = await rpc(http, base + "/again", "message/send", j03("x"))
-            if "result" in reply:
-                break
-            await asyncio.sleep(0.1)
+            return reply if "result" in reply else None
+
+        reply = await wait_until(served, "the new tenant served after the reload")
         assert reply["result"]["parts"][0]["text"] == "echo: x"
         # An invalid change is refused; the previous config keeps serving.
         gateway_proc.config_path.write_text("tenants: {again: {backend: {version: '7'}}}\n")
         gateway_proc.proc.send_signal(signal.SIGHUP)
-        await asyncio.sleep(0.6)
+        refused = await wait_until(lambda: [line for line in gateway_proc.lines()
+                                            if "refused" in line.get("event", "")],
+                                   "the reload refused")
         assert "result" in await rpc(http, base + "/again", "message/send", j03("y"))
-        refused = [line for line in gateway_proc.lines() if "refused" in line.get("event", "")]
-        assert refused and "tenants.again.backend" in refused[0]["error"]
+        assert "tenants.again.backend" in refused[0]["error"]
         # The stream opened before both reloads is still alive and ends normally.
         assert not stream.done()
         cancel = await rpc(http, base + "/", "tasks/cancel", {"id": task_id})
@@ -208,7 +216,7 @@ async def test_sigterm_closes_open_streams_cleanly_and_exits_0(gateway_proc: Pro
         task_id = await _slow_task(http, base)
         events: list[dict[str, Any]] = []
         stream = asyncio.create_task(_subscribe(http, base, task_id, events))
-        await asyncio.sleep(0.3)
+        await wait_until(lambda: events, "the subscription's first event")
         started = time.monotonic()
         gateway_proc.proc.send_signal(signal.SIGTERM)
         await asyncio.wait_for(stream, 5)  # ends without a connection error

@@ -15,7 +15,8 @@ import aiohttp
 import grpc
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving
+
+from tests.support.helpers import MakeGateway, free_port, serving
 
 TASK = {"id": "t-1", "contextId": "c-1", "kind": "task",
         "status": {"state": "completed"}, "x-unknown": {"kept": True}}

@@ -15,7 +15,6 @@ from typing import Any, cast
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving, v03
 from structlog.testing import capture_logs
 
 from gateway.config.models import PushRelayConfig, parse_config
@@ -23,6 +22,8 @@ from gateway.relay.delivery import COUNTERS
 from gateway.relay.guard import WebhookGuard
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, load_keys, sealed_part
+from tests.support.helpers import MakeGateway, free_port, serving, v03
+from tests.support.waiting import wait_until
 from translators.webhooks import RelayTarget
 
 V10 = {"A2A-Version": "1.0"}
@@ -341,10 +342,7 @@ async def test_receiver_down_retries_then_logs_and_counts(
     with capture_logs() as logs:
         await rpc(http, gw, "SendMessage", {"message": p10_message(
             "Paris", taskId=first["id"], contextId=first["contextId"])}, V10)
-        for _ in range(200):
-            if COUNTERS.failed > failed:
-                break
-            await asyncio.sleep(0.02)
+        await wait_until(lambda: COUNTERS.failed > failed, "a failed delivery counted")
     assert COUNTERS.failed > failed
     assert COUNTERS.retried >= retried + 2
     lines = [e for e in logs if e["event"] == "push relay delivery failed"]
@@ -375,10 +373,7 @@ async def test_delivery_resolves_through_the_guard(
                              "contextId": "c", "status": {"state": "working"}},
                              headers={"X-A2A-Notification-Token": "relay-tok"}) as resp:
             assert resp.status == 202
-        for _ in range(200):
-            if COUNTERS.failed > failed:
-                break
-            await asyncio.sleep(0.02)
+        await wait_until(lambda: COUNTERS.failed > failed, "a failed delivery counted")
     line = next(e for e in logs if e["event"] == "push relay delivery failed")
     assert "SSRF guard" in line["error"] and "loopback" in line["error"]
     assert line["attempts"] == 1  # a refusal is not retried

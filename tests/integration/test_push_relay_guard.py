@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from helpers import v03
 
 from gateway.config.models import ConfigError, PushRelayConfig, parse_config
 from gateway.relay.guard import WebhookGuard
+from tests.support.helpers import v03
 from translators.errors import A2AError
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import aiohttp
 import pytest
-from helpers import MakeGateway, v03
+
+from tests.support.helpers import MakeGateway, v03
 
 V10 = {"A2A-Version": "1.0"}
 

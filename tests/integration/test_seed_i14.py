@@ -16,7 +16,8 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port
+
+from tests.support.helpers import MakeGateway, free_port
 
 V10 = {"A2A-Version": "1.0"}
 TASK = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}

@@ -1,32 +1,35 @@
 """What the gateway adds to streams from v0.3 backends (found by the compatibility matrix).
 
 A stub v0.3 JSON-RPC backend behaves like a2a-sdk 0.3.26: its `tasks/resubscribe` sends
-nothing until the task next changes (here: 1 s of silence, then an artifact), and then
-closes without the terminal status (as 0.3.26's gRPC TaskSubscription usually does). The
-gateway sends the Task first at once (v1.0 promises it) and, when the stream closes
-early, the task's terminal status read with tasks/get.
+nothing until the task next changes (here: silence until the client has the stream's
+first event, then an artifact), and then closes without the terminal status (as 0.3.26's
+gRPC TaskSubscription usually does). The gateway sends the Task first at once (v1.0
+promises it) and, when the stream closes early, the task's terminal status read with
+tasks/get. A backend that stays silent until the client holds the first event decides
+"not held back" without timing it: held back, the stream would never go on (BOUND).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving, v03
 
-QUIET = 2.0  # the backend's silence; the grace before the gateway fetches the Task is 0.25 s
+from tests.support.helpers import MakeGateway, free_port, serving, v03
+
+BOUND = 10.0  # seconds a stream may take in all here (the Task's fetch waits 0.25 s)
 
 
 class QuietBackend:
     def __init__(self) -> None:
         self.stream_over = False
         self.url = ""
+        self.release = asyncio.Event()  # the client has the first event
 
     def task(self) -> dict[str, Any]:
         state = "completed" if self.stream_over else "working"
@@ -39,7 +42,7 @@ class QuietBackend:
         assert body["method"] == "tasks/resubscribe", body
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        await asyncio.sleep(QUIET)
+        await self.release.wait()
         update = {"kind": "artifact-update", "taskId": "t1", "contextId": "c1",
                   "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "x"}]}}
         self.stream_over = True
@@ -64,12 +67,20 @@ async def quiet_backend() -> AsyncIterator[QuietBackend]:
 
 
 async def _events(http: aiohttp.ClientSession, url: str, body: dict[str, Any],
-                  headers: dict[str, str]) -> list[tuple[float, Any]]:
-    started, out = time.monotonic(), []
-    async with http.post(url, json=body, headers=headers) as resp:
-        async for line in resp.content:
-            if line.startswith(b"data:"):
-                out.append((time.monotonic() - started, json.loads(line[5:])["result"]))
+                  headers: dict[str, str], release: asyncio.Event | None = None) -> list[Any]:
+    """The stream's events; ``release`` is set once the first is here (the backend
+    waits for it before its next)."""
+    out: list[Any] = []
+    try:
+        async with asyncio.timeout(BOUND), http.post(url, json=body, headers=headers) as resp:
+            async for line in resp.content:
+                if line.startswith(b"data:"):
+                    out.append(json.loads(line[5:])["result"])
+                    if release is not None:
+                        release.set()
+    except TimeoutError:
+        raise AssertionError(f"the stream stalled after {out}: an event held back until "
+                             "the backend's next one?") from None
     return out
 
 
@@ -77,14 +88,14 @@ async def test_v10_subscribe_gets_the_task_first_and_the_end(
         http: aiohttp.ClientSession, make_gateway: MakeGateway,
         quiet_backend: QuietBackend) -> None:
     gw = await make_gateway({"q": v03(quiet_backend.url)})
+    # Not held back until the backend's first event: the backend waits for it.
     events = await _events(http, gw + "/", {"jsonrpc": "2.0", "id": 1, "method":
                                             "SubscribeToTask", "params": {"id": "t1"}},
-                           {"A2A-Version": "1.0"})
-    (first_at, first), *rest = events
+                           {"A2A-Version": "1.0"}, quiet_backend.release)
+    first, *rest = events
     assert first["task"]["status"]["state"] == "TASK_STATE_WORKING"
-    assert first_at < QUIET / 2  # not held back until the backend's first event
-    assert [next(iter(e)) for _, e in rest] == ["artifactUpdate", "statusUpdate"]
-    assert rest[-1][1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert [next(iter(e)) for e in rest] == ["artifactUpdate", "statusUpdate"]
+    assert rest[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
 
 
 async def test_v03_resubscribe_ends_with_a_final_status(
@@ -92,10 +103,11 @@ async def test_v03_resubscribe_ends_with_a_final_status(
         quiet_backend: QuietBackend) -> None:
     gw = await make_gateway({"q": v03(quiet_backend.url)})
     events = await _events(http, gw + "/", {"jsonrpc": "2.0", "id": 1, "method":
-                                            "tasks/resubscribe", "params": {"id": "t1"}}, {})
-    kinds = [e["kind"] for _, e in events]
+                                            "tasks/resubscribe", "params": {"id": "t1"}}, {},
+                           quiet_backend.release)
+    kinds = [e["kind"] for e in events]
     assert kinds == ["task", "artifact-update", "status-update"]
-    last = events[-1][1]
+    last = events[-1]
     assert (last["status"]["state"], last["final"]) == ("completed", True)
 
 
@@ -124,9 +136,10 @@ async def test_subscribing_to_an_ended_task_is_unsupported_for_v10_clients(
     assert "terminal" in answer["error"]["message"]
 
 
-def _v10_stream_backend(pause: float, then_state: str | None) -> web.Application:
-    """A v1.0 JSON-RPC backend whose stream sends a working status, waits ``pause``,
-    then a status in ``then_state`` (None: it closes instead)."""
+def _v10_stream_backend(release: asyncio.Event | None,
+                        then_state: str | None) -> web.Application:
+    """A v1.0 JSON-RPC backend whose stream sends a working status, waits for ``release``
+    (if any), then a status in ``then_state`` (None: it closes instead)."""
     async def rpc(request: web.Request) -> web.StreamResponse:
         body = await request.json()
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -139,7 +152,8 @@ def _v10_stream_backend(pause: float, then_state: str | None) -> web.Application
             await response.write(f"data: {json.dumps(frame)}\n\n".encode())
 
         await status("TASK_STATE_WORKING")
-        await asyncio.sleep(pause)
+        if release is not None:
+            await release.wait()
         if then_state is not None:
             await status(then_state)
         await response.write_eof()
@@ -156,17 +170,18 @@ async def test_v03_clients_get_each_status_at_once_and_a_final_one_at_the_end(
         "kind": "message", "messageId": "m", "role": "user",
         "parts": [{"kind": "text", "text": "x"}]}}}
     backend = {"version": "1.0", "precheck": False}
-    # A working status is not held back to learn whether it is the last one.
-    async with serving(_v10_stream_backend(QUIET, "TASK_STATE_COMPLETED")) as base:
+    # A working status is not held back to learn whether it is the last one: the
+    # backend sends the next only once the client has it.
+    release = asyncio.Event()
+    async with serving(_v10_stream_backend(release, "TASK_STATE_COMPLETED")) as base:
         gw = await make_gateway({"q": {"backend": {"url": base + "/", **backend}}})
-        events = await _events(http, gw + "/", send, {})
-    (first_at, first), (_, last) = events
+        events = await _events(http, gw + "/", send, {}, release)
+    first, last = events
     assert (first["status"]["state"], first["final"]) == ("working", False)
-    assert first_at < QUIET / 10
     assert (last["status"]["state"], last["final"]) == ("completed", True)
     # A stream that closes after a status that did not end it: that status again, final.
-    async with serving(_v10_stream_backend(0.0, None)) as base:
+    async with serving(_v10_stream_backend(None, None)) as base:
         gw = await make_gateway({"q": {"backend": {"url": base + "/", **backend}}})
         events = await _events(http, gw + "/", send, {})
-    assert [(e["status"]["state"], e["final"]) for _, e in events] == [
+    assert [(e["status"]["state"], e["final"]) for e in events] == [
         ("working", False), ("working", True)]

@@ -28,7 +28,16 @@ import pytest
 import yaml
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
-from helpers import free_port, gateway_cmd, serving, stop_process, wait_for_port, write_config
+
+from tests.support.helpers import (
+    free_port,
+    gateway_cmd,
+    serving,
+    stop_process,
+    wait_for_port,
+    write_config,
+)
+from tests.support.waiting import wait_until, wait_until_sync
 
 Line = dict[str, Any]
 V10 = {"A2A-Version": "1.0"}
@@ -60,15 +69,19 @@ class Workers:
                 if raw.startswith("{")]
 
     def wait_for(self, match: Callable[[Line], bool], timeout: float = 30) -> Line:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = [line for line in self.lines() if match(line)]
-            if found:
-                return found[-1]
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError(f"no such log line; the log:\n{self.log_path.read_text()[-3000:]}")
+        def found() -> Line | None:
+            lines = [line for line in self.lines() if match(line)]
+            if not lines and self.proc.poll() is not None:
+                raise AssertionError(f"the gateway exited; the log:\n{self.log()}")
+            return lines[-1] if lines else None
+
+        try:
+            return wait_until_sync(found, "such a log line", timeout=timeout)
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; the log:\n{self.log()}") from None
+
+    def log(self) -> str:
+        return self.log_path.read_text()[-3000:]
 
     def pids(self) -> dict[int, int]:
         """Worker index → pid of the worker that is ready now."""
@@ -155,8 +168,9 @@ async def test_both_workers_serve_both_ports_and_metrics_add_up(workers: Workers
     answers = await asyncio.gather(*(grpc_send(workers.grpc_port, f"g{i}")
                                      for i in range(SPREAD)))
     assert answers == [f"echo: g{i}" for i in range(SPREAD)]
-    await asyncio.sleep(0.1)
-    calls = workers.calls()
+    # Each worker logs a call after answering it.
+    calls = await wait_until(lambda: (c := workers.calls()).total() == len(texts) + SPREAD
+                             and c, "every call's log line")
     for worker in (0, 1):
         assert calls[(worker, "JSONRPC")] > 0 and calls[(worker, "GRPC")] > 0, calls
     assert calls[(0, "JSONRPC")] + calls[(1, "JSONRPC")] == len(texts)
@@ -191,9 +205,11 @@ async def test_a_killed_worker_is_replaced_and_the_counts_survive(workers: Worke
     # Idle connections held open on both workers when one of them dies.
     held = [socket.create_connection(("127.0.0.1", workers.port)) for _ in range(SPREAD)]
     try:
-        while metric(await metrics_text(workers.base), "a2a_gateway_open_connections") \
-                < SPREAD + 1:
-            await asyncio.sleep(0.05)
+        async def all_open() -> bool:
+            text = await metrics_text(workers.base)
+            return metric(text, "a2a_gateway_open_connections") >= SPREAD + 1
+
+        await wait_until(all_open, "the held connections open on the workers")
         victim = workers.pids()[1]
         os.kill(victim, signal.SIGKILL)
         died = workers.wait_for(lambda line: line.get("event") == "worker exited; starting "
@@ -212,15 +228,14 @@ async def test_a_killed_worker_is_replaced_and_the_counts_survive(workers: Worke
         # The second calls' connections, closed by the client, count until each worker
         # has read their end (a worker may answer the scrape before the other has): the
         # dead worker's gauges never would.
-        deadline = time.monotonic() + 5
-        while True:
+        async def settled() -> str | None:
             text = await metrics_text(workers.base)
-            open_now = metric(text, "a2a_gateway_open_connections")
-            if open_now == len(survivors) + 1 or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.05)
+            return text if metric(text, "a2a_gateway_open_connections") == \
+                len(survivors) + 1 else None
+
+        text = await wait_until(settled, "open connections: the survivors and the scrape",
+                                timeout=5)
         assert sent_ok(text, "JSONRPC") == 2 * SPREAD
-        assert open_now == len(survivors) + 1
     finally:
         for conn in held:
             conn.close()
@@ -255,8 +270,8 @@ async def test_sigterm_drains_every_worker_and_exits_0(tmp_path: Path) -> None:
         try:
             texts = [f"s{i}" for i in range(SPREAD)]
             calls = asyncio.create_task(each_on_a_new_connection(gateway.base + "/", texts))
-            while len(arrived) < len(texts):  # every call is in flight at the backend
-                await asyncio.sleep(0.02)
+            await wait_until(lambda: len(arrived) == len(texts),  # all at the backend
+                             "every call in flight at the backend")
             started = time.monotonic()
             gateway.proc.send_signal(signal.SIGTERM)
             assert await asyncio.wait_for(calls, 10) == [f"slow {t}" for t in texts]
@@ -335,10 +350,9 @@ async def _relay_across_workers(gateway: Workers, receiver: str, received: list[
                if line.get("event") == "push relay dropped a repeated notification"}
     assert dropped == {0, 1}  # both workers knew the first one had been taken
     stamps = [f"2026-01-01T00:00:{i:02d}Z" for i in range(SPREAD)] + ["2026-01-01T00:01:00Z"]
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and len(_delivered(received, stamps)) < len(stamps):
-        await asyncio.sleep(0.05)
-    await asyncio.sleep(0.2)
+    await wait_until(lambda: len(_delivered(received, stamps)) >= len(stamps),
+                     "every notification delivered")
+    await asyncio.sleep(0.2)  # a quiet period: no second copy of any arrives
     assert sorted(_delivered(received, stamps)) == sorted(stamps)  # each exactly once
 
 
@@ -351,10 +365,7 @@ def test_workers_stop_when_their_supervisor_is_killed(workers: Workers) -> None:
     """No orphan keeps a share of the port: each worker follows its supervisor out."""
     pids = list(workers.pids().values())
     workers.proc.kill()
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
-        time.sleep(0.05)
-    assert not [pid for pid in pids if _alive(pid)]
+    wait_until_sync(lambda: not any(_alive(pid) for pid in pids), "every worker gone")
     assert {line.get("worker") for line in workers.lines()
             if line.get("event") == "stopped"} == {0, 1}  # drained, not killed
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", workers.port), 0.5):

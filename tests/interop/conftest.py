@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from interop_support import Deployment, deployment_running
+
+from tests.support.interop_support import Deployment, deployment_running
 
 
 @pytest.fixture(scope="session")

@@ -25,8 +25,9 @@ from typing import Any
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
-from helpers import PEERS, SDK_PYTHON, free_port, gateway_cmd, running, write_config
 from jwt.algorithms import RSAAlgorithm
+
+from tests.support.helpers import PEERS, SDK_PYTHON, free_port, gateway_cmd, running, write_config
 
 ISSUER, AUDIENCE = "https://issuer.test", "a2a-gateway"
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

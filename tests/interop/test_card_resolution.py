@@ -8,8 +8,9 @@ import subprocess
 from typing import Any
 
 import pytest
-from helpers import PEERS, SDK_PYTHON
-from interop_support import Deployment
+
+from tests.support.helpers import PEERS, SDK_PYTHON
+from tests.support.interop_support import Deployment
 
 
 def resolve_and_send(version: str, base: str, transport: str) -> dict[str, Any]:

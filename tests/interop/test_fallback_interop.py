@@ -10,11 +10,11 @@ import os
 from typing import Any
 
 import aiohttp
-from helpers import MakeGateway
-from interop_support import Deployment, card_url
 from structlog.testing import capture_logs
 
 from gateway.observability.metrics import FALLBACKS
+from tests.support.helpers import MakeGateway
+from tests.support.interop_support import Deployment, card_url
 
 V10 = {"A2A-Version": "1.0"}
 LIST, DELETE = "ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig"

@@ -21,8 +21,8 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as v03_grpc
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc as pb_grpc
 from google.rpc import error_details_pb2, status_pb2
-from interop_support import Deployment, client_results, webhook_for
-from test_sdk_interop import (  # noqa: F401  (collected here with this module's `pair`)
+
+from tests.interop.test_sdk_interop import (  # noqa: F401  (collected here with this module's `pair`)
     _ok,
     test_cancel,
     test_extended_card,
@@ -33,6 +33,7 @@ from test_sdk_interop import (  # noqa: F401  (collected here with this module's
     test_send_task_with_artifact,
     test_streaming_send,
 )
+from tests.support.interop_support import Deployment, client_results, webhook_for
 
 G, J = "GRPC", "JSONRPC"
 CASES = [

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from interop_support import Deployment, run_client
+
+from tests.support.interop_support import Deployment, run_client
 
 BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
 

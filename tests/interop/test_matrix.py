@@ -17,22 +17,22 @@ import asyncio
 import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import grpc
 import httpx
 import pytest
-from interop_support import (
+
+from tests.interop.matrix_report import EXPECTED, NA, PASS, PASSING, RAW, current_section, render
+from tests.support.interop_support import (
     Deployment,
     client_results,
     read_hooks,
     webhook_for,
     webhook_path,
 )
-from matrix_report import EXPECTED, NA, PASS, PASSING, RAW, current_section, render
-
+from tests.support.waiting import wait_until_sync
 from translators.errors import BY_NAME
 
 J, R, G = "JSONRPC", "HTTP+JSON", "GRPC"
@@ -176,11 +176,9 @@ def check_delivery(deployment: Deployment, client: str, binding: str, tenant: st
     assert got["second"] == "completed" and got["answer"] == "push from hook", got
     task_id = got["created"]["taskId"]
     path = webhook_path(client, tenant, binding)
-    deadline = time.monotonic() + 20
-    while not any(_completes(r["body"], task_id, client)
-                  for r in hook_records(deployment, path)):
-        assert time.monotonic() < deadline, hook_records(deployment, path)
-        time.sleep(0.1)
+    wait_until_sync(lambda: any(_completes(r["body"], task_id, client)
+                                for r in hook_records(deployment, path)),
+                    f"the completed task on {path}", timeout=20, interval=0.1)
     for record in hook_records(deployment, path):
         body = record["body"]
         if client == "0.3":

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from helpers import free_port, gateway_cmd, running, write_config
-from interop_support import Deployment, run_client
+
+from tests.support.helpers import free_port, gateway_cmd, running, write_config
+from tests.support.interop_support import Deployment, run_client
 
 KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789"}
 # (client binding, tenant): each binding once on each side.

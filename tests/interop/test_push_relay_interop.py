@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-from interop_support import Deployment, client_results, read_hooks, webhook_path
+
+from tests.support.interop_support import Deployment, client_results, read_hooks, webhook_path
+from tests.support.waiting import wait_until_sync
 
 PUSH_CFG = {"id": "cfg1", "token": "tok-1", "scheme": "Bearer", "credentials": "sekret"}
 
@@ -36,13 +37,11 @@ class Receiver:
     def wait_for(self, path: str, done: Callable[[Any], bool],
                  timeout: float = 30) -> dict[str, Any]:
         """The first POST to ``path`` whose body satisfies ``done``."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for record in self.records(path):
-                if done(record["body"]):
-                    return record
-            time.sleep(0.1)
-        raise AssertionError(f"no matching notification on {path}; got {self.records(path)}")
+        def matching() -> dict[str, Any] | None:
+            return next((r for r in self.records(path) if done(r["body"])), None)
+
+        return wait_until_sync(matching, f"a matching notification on {path}",
+                               timeout=timeout, interval=0.1)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from interop_support import Deployment, client_results, webhook_for
+
+from tests.support.interop_support import Deployment, client_results, webhook_for
 
 J, R = "JSONRPC", "HTTP+JSON"
 CASES = [

@@ -14,7 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
-from interop_support import Deployment, client_results
+
+from tests.support.interop_support import Deployment, client_results
 
 V10 = {"A2A-Version": "1.0"}
 BACKENDS = ["a03", "a10", "r03", "r10", "g03", "g10"]

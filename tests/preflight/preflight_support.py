@@ -9,8 +9,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from auth_pki import issue, make_ca
 from jwt.algorithms import ECAlgorithm
+
+from tests.support.auth_pki import issue, make_ca
 
 # Every file-bearing field of the config models, by (model, field): a new one must be
 # added to the matrix (tests/preflight/test_preflight_matrix.py checks this list against

@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from auth_pki import issue, make_ca
 from cryptography.hazmat.primitives import serialization
-from helpers import VENV_BIN, v03, write_config
-from preflight_support import AS_ROOT, full_config, make_missing
 
 from gateway.cli import main
+from tests.preflight.preflight_support import AS_ROOT, full_config, make_missing
+from tests.support.auth_pki import issue, make_ca
+from tests.support.helpers import VENV_BIN, v03, write_config
 
 
 def _minimal(**extra: Any) -> dict[str, Any]:

@@ -12,12 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from aiohttp import web
-from auth_pki import make_ca
-from helpers import VENV_BIN, free_port, serving, v03, write_config
 from jwt.algorithms import ECAlgorithm
 
 from gateway.config.models import parse_config
 from gateway.preflight.connect import CONNECT_TIMEOUT, connect_problems
+from tests.support.auth_pki import make_ca
+from tests.support.helpers import VENV_BIN, free_port, serving, v03, write_config
 
 
 @contextmanager

@@ -11,8 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import write_config
-from preflight_support import (
+from pydantic import BaseModel
+
+from gateway.cli import main
+from gateway.config.models import GatewayConfig
+from tests.preflight.preflight_support import (
     FILE_FIELDS,
     MATRIX_OPTIONS,
     REDIS_OPTIONS,
@@ -21,10 +24,7 @@ from preflight_support import (
     make_missing,
     make_unreadable,
 )
-from pydantic import BaseModel
-
-from gateway.cli import main
-from gateway.config.models import GatewayConfig
+from tests.support.helpers import write_config
 
 FAULTS: dict[str, Callable[[Path], None]] = {
     "missing": make_missing, "corrupt": make_corrupt, "unreadable": make_unreadable}

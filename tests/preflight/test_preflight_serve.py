@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import VENV_BIN, free_port, v03, write_config
-from preflight_support import full_config, make_missing
+
+from tests.preflight.preflight_support import full_config, make_missing
+from tests.support.helpers import VENV_BIN, free_port, v03, write_config
 
 
 def _not_json(stderr: str) -> list[str]:

@@ -17,8 +17,9 @@ import aiohttp
 import grpc
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
-from auth_pki import issue, make_ca
-from helpers import free_port
+
+from tests.support.auth_pki import issue, make_ca
+from tests.support.helpers import free_port
 
 JSON = dict[str, Any]
 V10 = {"A2A-Version": "1.0"}

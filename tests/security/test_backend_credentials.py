@@ -11,8 +11,9 @@ from typing import Any
 import aiohttp
 import pytest
 from aiohttp import web
-from helpers import MakeGateway, serving
-from security_support import RecordingAgent, keys, post, rpc_send
+
+from tests.security.security_support import RecordingAgent, keys, post, rpc_send
+from tests.support.helpers import MakeGateway, serving
 
 KEY = "caller-key-0123456789"
 

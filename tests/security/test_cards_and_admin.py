@@ -5,8 +5,9 @@ endpoints move to their own listener or ask for a credential (/healthz never doe
 from __future__ import annotations
 
 import aiohttp
-from helpers import MakeGateway, free_port
-from security_support import V10, keys, post, sha
+
+from tests.security.security_support import V10, keys, post, sha
+from tests.support.helpers import MakeGateway, free_port
 
 KEY = "card-key-0123456789"
 

@@ -8,9 +8,9 @@ import stat
 from pathlib import Path
 
 import aiohttp
-from helpers import MakeGateway
 
 from gateway.cli import main
+from tests.support.helpers import MakeGateway
 
 
 async def test_dev_cert_serves_tls_and_is_kept(make_gateway: MakeGateway, demo_agent: str,

@@ -7,7 +7,6 @@ serves gRPC clients without one (and does not read certificates there)."""
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 from pathlib import Path
 from typing import Any
@@ -15,12 +14,13 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from helpers import MakeGateway, free_port
 from pydantic import ValidationError
-from security_support import PKI, RecordingAgent, grpc_send, keys, rpc_send
 from structlog.testing import capture_logs
 
 from gateway.config.tls import ServerTlsConfig
+from tests.security.security_support import PKI, RecordingAgent, grpc_send, keys, rpc_send
+from tests.support.helpers import MakeGateway, free_port
+from tests.support.waiting import wait_until
 
 KEY = "key-of-alice-0123456789"
 
@@ -114,10 +114,8 @@ async def test_grpc_client_auth_none_serves_clients_without_a_certificate(
             assert await _grpc_call(target, _grpc(pki, "client")) \
                 == grpc.StatusCode.UNAUTHENTICATED
             # A call's access line is written once its answer is out: wait for the second.
-            for _ in range(200):
-                if len(_principals(logs)) >= 2:
-                    break
-                await asyncio.sleep(0.01)
+            await wait_until(lambda: len(_principals(logs)) >= 2, "the second access line",
+                             interval=0.01)
     assert _principals(logs) == [("alice", "api_key", "ok"), (None, None, "UNAUTHENTICATED")]
 
 

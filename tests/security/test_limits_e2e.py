@@ -3,14 +3,14 @@ the slot back when a stream closes), and the gRPC reflection switch."""
 
 from __future__ import annotations
 
-import asyncio
-
 import aiohttp
 import grpc
 import pytest
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from helpers import MakeGateway, free_port
-from security_support import RecordingAgent, keys, post, rpc_send
+
+from tests.security.security_support import RecordingAgent, keys, post, rpc_send
+from tests.support.helpers import MakeGateway, free_port
+from tests.support.waiting import wait_until
 
 KEY, OTHER = "streamer-0123456789", "other-0123456789"
 
@@ -41,14 +41,12 @@ async def test_a_principal_at_its_stream_cap_is_refused_until_one_closes(
             status, _, _ = await post(http, gw + "/t", rpc_send(), {"X-API-Key": KEY})
             assert status == 200
             opened.pop().close()
-            for _ in range(50):  # the gateway notices the closed stream
-                await asyncio.sleep(0.05)
+            async def admitted() -> bool:  # once the gateway notices the closed stream
                 resp = await http.post(gw + "/t", json=stream, headers={"X-API-Key": KEY})
-                if resp.status == 200:
-                    break
                 resp.close()
-            assert resp.status == 200
-            resp.close()
+                return resp.status == 200
+
+            await wait_until(admitted, "a stream admitted again", interval=0.05)
             for resp in opened:
                 resp.close()
 

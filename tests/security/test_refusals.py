@@ -10,8 +10,9 @@ from typing import Any
 import aiohttp
 import grpc
 import pytest
-from helpers import MakeGateway, free_port
-from security_support import (
+from structlog.testing import capture_logs
+
+from tests.security.security_support import (
     V10,
     RecordingAgent,
     grpc_send,
@@ -20,8 +21,7 @@ from security_support import (
     rest_send,
     rpc_send,
 )
-from structlog.testing import capture_logs
-
+from tests.support.helpers import MakeGateway, free_port
 from translators.grpc_errors import STATUS_DETAILS_KEY
 
 KEY_A, KEY_B, READER = "key-of-a-0123456789", "key-of-b-0123456789", "reader-0123456789"

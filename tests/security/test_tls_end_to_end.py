@@ -15,8 +15,9 @@ import aiohttp
 import grpc
 import pytest
 from a2a.types import a2a_pb2 as pb
-from helpers import MakeGateway, free_port
-from security_support import PKI, RecordingAgent, grpc_send, post, rpc_send
+
+from tests.security.security_support import PKI, RecordingAgent, grpc_send, post, rpc_send
+from tests.support.helpers import MakeGateway, free_port
 
 
 @pytest.fixture

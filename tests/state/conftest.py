@@ -10,12 +10,12 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
-from helpers import free_port, redis_server
-from redis_process import RedisProcess
 
 from gateway.state import RetentionConfig, Store
 from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore
+from tests.support.helpers import free_port, redis_server
+from tests.support.redis_process import RedisProcess
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from helpers import free_port, gateway_cmd, running, write_config
+
+from tests.support.helpers import free_port, gateway_cmd, running, write_config
 
 KEYS = {"alice": "k-alice-0123456789", "bob": "k-bob-0123456789"}
 V10 = {"A2A-Version": "1.0"}

@@ -21,7 +21,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import yaml
-from helpers import ROOT, free_port, gateway_cmd
+
+from tests.support.helpers import ROOT, free_port, gateway_cmd
 
 COLD_STARTS = int(os.environ.get("A2A_TEST_COLD_STARTS", "50"))
 AT_ONCE = 3

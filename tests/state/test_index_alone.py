@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
-from helpers import v03
-from test_ownership import call
 
 from gateway.config.models import parse_config
 from gateway.state import Store, StoreError, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.index import TaskIndex
+from tests.state.test_ownership import call
+from tests.support.helpers import v03
 from translators import operations as ops
 from translators.errors import A2AError
 

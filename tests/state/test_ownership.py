@@ -16,13 +16,13 @@ from typing import Any, cast
 import aiohttp
 import pytest
 from a2a.types import a2a_pb2 as pb
-from helpers import MakeGateway, v03
 
 from gateway.auth.principal import Principal
 from gateway.call import Call, CallContext
 from gateway.config.models import parse_config
 from gateway.state import Store, TaskRecord
 from gateway.tasks.index import TaskIndex, task_of
+from tests.support.helpers import MakeGateway, v03
 from translators import operations as ops
 from translators.errors import A2AError, a2a_error
 

@@ -3,10 +3,9 @@ a wrong password is a line naming state.url (the redis_url fixture lives here)."
 
 from __future__ import annotations
 
-from helpers import v03
-
 from gateway.config.models import GatewayConfig, parse_config
 from gateway.preflight.connect import connect_problems
+from tests.support.helpers import v03
 
 
 async def test_connect_reaches_a_real_redis(redis_url: str) -> None:

@@ -17,7 +17,6 @@ import hashlib
 import json
 import os
 import subprocess
-import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import ExitStack, asynccontextmanager
@@ -25,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from helpers import free_port, gateway_cmd, stop_process, write_config
-from replica_support import KEYS, V10, demo_agent, gateway
+
+from tests.state.replica_support import KEYS, V10, demo_agent, gateway
+from tests.support.helpers import free_port, gateway_cmd, stop_process, write_config
+from tests.support.waiting import wait_until
 
 ROUNDS = 200
 HOOK = "http://127.0.0.1:9/hook"  # never called: the push config is only registered
@@ -99,10 +100,11 @@ async def two_workers(tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     with open(log, "wb") as out:
         proc = subprocess.Popen(gateway_cmd(config), stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + 60
-        while "workers ready" not in log.read_text():
-            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-            await asyncio.sleep(0.05)
+        def ready() -> bool:
+            assert proc.poll() is None, log.read_text()[-2000:]
+            return "workers ready" in log.read_text()
+
+        await wait_until(ready, "workers ready", timeout=60, interval=0.05)
         yield f"http://127.0.0.1:{port}/", log
     finally:
         stop_process(proc)
@@ -115,8 +117,8 @@ async def _pinned(base: str, log: Path) -> dict[int, Client]:
         client = Client(base)
         rid = f"probe-{n}"
         await client.rpc("GetTask", {"id": "none"}, rid)
-        while rid not in (workers := _call_workers(log)):
-            await asyncio.sleep(0.02)
+        workers = await wait_until(lambda r=rid: r in (w := _call_workers(log)) and w,
+                                   f"the call line of {rid}")
         if workers[rid] in pinned:
             await client.http.close()
         else:

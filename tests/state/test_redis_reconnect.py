@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator, Iterator
 
 import aiohttp
 import pytest
-from helpers import MakeGateway, free_port
-from redis_process import RedisProcess
 from structlog.testing import capture_logs
 
 from gateway.state import StoreError
 from gateway.state.redis_store import RedisStore
+from tests.support.helpers import MakeGateway, free_port
+from tests.support.redis_process import RedisProcess
 
 POOL = 4  # connections the pool holds when the server goes away
 

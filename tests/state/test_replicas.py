@@ -13,8 +13,10 @@ import uuid
 from typing import Any
 
 import aiohttp
-from helpers import MakeGateway, receiving_webhooks, v03
-from replica_support import KEYS, message, rpc
+
+from tests.state.replica_support import KEYS, message, rpc
+from tests.support.helpers import MakeGateway, receiving_webhooks, v03
+from tests.support.waiting import wait_until
 
 
 async def test_a_task_through_replica_a_is_served_by_replica_b(
@@ -46,11 +48,11 @@ async def test_a_task_through_replica_a_is_served_by_replica_b(
         # else either.
         got = await rpc(http, b, "alice", "GetTask", {"id": task["id"]})
         assert got["result"]["id"] == task["id"]
-        for _ in range(50):
+        async def listed_on_b() -> dict[str, Any] | None:
             listed = (await rpc(http, b, "alice", "ListTasks", {"contextId": ctx}))["result"]
-            if listed["tasks"]:
-                break
-            await asyncio.sleep(0.02)
+            return listed if listed["tasks"] else None
+
+        listed = await wait_until(listed_on_b, "the task listed on B")
         assert [t["id"] for t in listed["tasks"]] == [task["id"]]
         assert listed["tasks"][0]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
         assert (await rpc(http, b, "bob", "GetTask", {"id": task["id"]}))["error"][

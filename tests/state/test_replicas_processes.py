@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from helpers import receiving_webhooks
-from replica_support import KEYS, demo_agent, gateway, message, rpc
+
+from tests.state.replica_support import KEYS, demo_agent, gateway, message, rpc
+from tests.support.helpers import receiving_webhooks
+from tests.support.waiting import wait_until
 
 
 def call_lines(log: Path) -> list[dict[str, Any]]:
@@ -45,12 +47,12 @@ async def test_two_replica_processes_share_tasks_and_relay(tmp_path: Path,
                               message("input: trip", ctx)))["result"]["task"]
             await rpc(http, a + "/t", "alice", "CreateTaskPushNotificationConfig", {
                 "taskId": task["id"], "id": "c1", "url": hook_url})
-            for _ in range(100):
+            async def listed_on_b() -> dict[str, Any] | None:
                 listed = (await rpc(http, b + "/t", "alice", "ListTasks",
                                     {"contextId": ctx}))["result"]
-                if listed["tasks"]:
-                    break
-                await asyncio.sleep(0.02)
+                return listed if listed["tasks"] else None
+
+            listed = await wait_until(listed_on_b, "the task listed on B")
             assert [t["id"] for t in listed["tasks"]] == [task["id"]]
             got = await rpc(http, b + "/t", "alice", "GetTask", {"id": task["id"]})
             assert got["result"]["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
-
-from helpers import free_port
 
 from gateway.config.models import parse_config
 from gateway.server.app import Server
 from gateway.state import TaskQuery, TaskRecord
+from tests.support.helpers import free_port
+from tests.support.waiting import wait_until
 
 T0 = 1_700_000_000.0
 
@@ -28,10 +27,10 @@ async def test_server_prunes_on_its_timer(tmp_path: Path) -> None:
         for i in range(5):
             await store.record_task(TaskRecord("t", f"task-{i}", "c", "TASK_STATE_WORKING",
                                                T0 + i, T0 + i))
-        for _ in range(100):
-            if (await store.list_tasks(TaskQuery("t"))).total_size == 2:
-                break
-            await asyncio.sleep(0.02)
+        async def pruned() -> bool:
+            return (await store.list_tasks(TaskQuery("t"))).total_size == 2
+
+        await wait_until(pruned, "pruned to 2 tasks")
         page = await store.list_tasks(TaskQuery("t"))
         assert [r.task_id for r in page.records] == ["task-4", "task-3"]
     finally:

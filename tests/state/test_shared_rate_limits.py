@@ -4,7 +4,6 @@ connection, so the kernel spreads them over the workers; the replicas take turns
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -16,10 +15,12 @@ import grpc
 import pytest
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
-from helpers import MakeGateway, free_port
-from redis_process import RedisProcess
-from replica_support import demo_agent, gateway
 from structlog.testing import capture_logs
+
+from tests.state.replica_support import demo_agent, gateway
+from tests.support.helpers import MakeGateway, free_port
+from tests.support.redis_process import RedisProcess
+from tests.support.waiting import wait_until
 
 KEY = "shared-limit-key-0123456789"
 BURST = 4
@@ -183,10 +184,10 @@ async def test_local_and_allow_keep_serving_during_an_outage(
         # The store is back (empty: it keeps nothing on disk) and rules again once it is
         # asked again, a second after it failed: a full bucket there.
         with capture_logs() as back:
-            deadline = asyncio.get_running_loop().time() + 10
-            while (await _send(http, gw + "/t"))[0] != 200 or not _recovered(back):
-                assert asyncio.get_running_loop().time() < deadline
-                await asyncio.sleep(0.05)
+            async def ruled_again() -> bool:
+                return (await _send(http, gw + "/t"))[0] == 200 and bool(_recovered(back))
+
+            await wait_until(ruled_again, "the store ruling again", interval=0.05)
     assert got == expected
     assert _recovered(back) == ["rate limits: state store available again"]
     assert _tracebacks(logs) == []

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import free_port
 
 from gateway.config.models import ConfigError, parse_config
 from gateway.state import StoreError, open_store
 from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore
+from tests.support.helpers import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TENANTS = {"t": {"backend": {"url": "http://a/", "version": "0.3"}}}

@@ -13,6 +13,7 @@ import pytest
 from gateway.state import BadPageToken, RetentionConfig, Store, TaskQuery, TaskRecord
 from gateway.state.retention import prune_forever
 from gateway.state.sqlite_store import _CHUNK as CHUNK  # rows SQLite writes to a statement
+from tests.support.waiting import wait_until
 
 T0 = 1_700_000_000.0
 
@@ -310,10 +311,10 @@ async def test_pruned_on_a_timer(make_store: MakeStore) -> None:
         await store.record_task(rec(f"t{i}", T0 + i))
     pruner = asyncio.create_task(prune_forever(store, 0.05))
     try:
-        for _ in range(100):
-            if (await store.list_tasks(TaskQuery("t1"))).total_size == 2:
-                break
-            await asyncio.sleep(0.02)
+        async def pruned() -> bool:
+            return (await store.list_tasks(TaskQuery("t1"))).total_size == 2
+
+        await wait_until(pruned, "pruned to 2 tasks")
     finally:
         pruner.cancel()
     assert [r.task_id for r in (await store.list_tasks(TaskQuery("t1"))).records] == ["t3", "t2"]

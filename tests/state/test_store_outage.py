@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from redis_process import RedisProcess
-from replica_support import KEYS, V10, demo_agent, gateway, message, rpc
+
+from tests.state.replica_support import KEYS, V10, demo_agent, gateway, message, rpc
+from tests.support.redis_process import RedisProcess
+from tests.support.waiting import wait_until
 
 CALLS = 90  # SendMessage calls in all, AT_ONCE at a time, alternating replicas
 AT_ONCE = 3
@@ -78,8 +80,8 @@ async def test_calls_during_a_redis_outage_are_kept_or_refused(
 
         async def restarter(http: aiohttp.ClientSession) -> None:
             await killed.wait()
-            while after_kill < DOWN_CALLS:
-                await asyncio.sleep(0.02)
+            await wait_until(lambda: after_kill >= DOWN_CALLS, "the calls while it is down",
+                             timeout=60)
             # A read that needs the store (the ownership check) is refused the same way.
             down_reads.extend([await rpc(http, base, "alice", "GetTask",
                                          {"id": acknowledged[0]}) for base in replicas])

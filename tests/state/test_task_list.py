@@ -11,12 +11,12 @@ from typing import Any
 
 import aiohttp
 import pytest
-from helpers import free_port, v03
 
 from gateway.config.models import parse_config
 from gateway.server.app import Server
 from gateway.state import TaskRecord
 from gateway.state.sqlite_store import SqliteStore
+from tests.support.helpers import free_port, v03
 
 V10 = {"A2A-Version": "1.0"}
 

@@ -13,12 +13,13 @@ from typing import Any, cast
 
 import aiohttp
 import pytest
-from helpers import MakeGateway, receiving_webhooks, v03
 
 from gateway.observability.metrics import TASK_DROPS, TASK_RECORDS
 from gateway.state import Store, StoreError, TaskQuery, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.record import TaskRecorder
+from tests.support.helpers import MakeGateway, receiving_webhooks, v03
+from tests.support.waiting import wait_until
 
 T0 = 1_700_000_000.0
 V10 = {"A2A-Version": "1.0"}
@@ -132,8 +133,8 @@ async def test_creations_wait_for_their_write_and_share_it(store: Store) -> None
     holding = Holding(store)
     recorder = TaskRecorder(cast(Store, holding), batch=4, linger=30)
     first = asyncio.ensure_future(recorder.write([rec("w0", T0)]))
-    while not holding.batches:
-        await asyncio.sleep(0.001)
+    await wait_until(lambda: holding.batches, "the first batch being written",
+                     interval=0.001)
     # While that is written, more than a batch queues up, and more callers wait: one
     # write for all of them, ahead of the queue.
     for i in range(6):
@@ -168,12 +169,11 @@ async def test_a_creation_the_store_cannot_take_is_an_error(tmp_path: Path) -> N
 
 async def eventually(store: Store, task_id: str, done: Callable[[TaskRecord], bool],
                      tenant: str = "demo") -> TaskRecord:
-    for _ in range(200):
+    async def recorded() -> TaskRecord | None:
         record = await store.get_task(tenant, task_id)
-        if record is not None and done(record):
-            return record
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"{task_id}: {await store.get_task(tenant, task_id)}")
+        return record if record is not None and done(record) else None
+
+    return await wait_until(recorded, f"{task_id} recorded so")
 
 
 def state_is(state: str) -> Callable[[TaskRecord], bool]:

@@ -24,10 +24,11 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as v03_grpc
 from a2a.types import a2a_pb2 as pb
 from a2a.types import a2a_pb2_grpc as pb_grpc
 from aiohttp import web
-from helpers import MakeGateway, free_port, serving, v03
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 
 from gateway.observability import tracing
+from tests.support.helpers import MakeGateway, free_port, serving, v03
+from tests.support.waiting import wait_until
 from translators.webhooks import RelayTarget
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -362,12 +363,9 @@ async def test_relayed_delivery_carries_trace_context(
         assert headers["tracestate"] == TRACESTATE
         return
     assert headers["traceparent"].split("-")[1] == TRACE_ID
-    for _ in range(50):  # the span ends just after the webhook answered
-        delivered = [s for s in spans() if s.name == "push relay delivery"]
-        if delivered:
-            break
-        await asyncio.sleep(0.02)
-    (span,) = delivered
+    # The span ends just after the webhook answered.
+    (span,) = await wait_until(
+        lambda: [s for s in spans() if s.name == "push relay delivery"], "the delivery's span")
     assert hexid(span.parent.span_id, 16) == PARENT_ID
     assert headers["traceparent"].split("-")[2] == hexid(span.context.span_id, 16)
     assert span.attributes["a2a.tenant"] == "demo"

@@ -1,0 +1,66 @@
+"""The YAML config: defaults, the YAML path in every error, the committed JSON Schema."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gateway.config.models import ConfigError, json_schema, load_config, parse_config
+from tests.support.helpers import ROOT
+
+
+def test_default_config_loads() -> None:
+    config = load_config(ROOT / "config" / "gateway.yaml")
+    assert config.default_tenant == "demo"
+    assert config.tenants["demo"].backend.version == "0.3"
+    assert config.demo_agent is not None
+
+
+def test_single_tenant_is_the_default_and_unquoted_versions_work() -> None:
+    config = parse_config({"tenants": {"t": {"backend": {"url": "http://a:1/", "version": 1.0}}}})
+    assert config.default_tenant == "t"
+    assert config.tenants["t"].backend.version == "1.0"
+    assert config.tenants["t"].backend.binding == "JSONRPC"
+
+
+@pytest.mark.parametrize(("data", "needle"), [
+    ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "2.0"}}}},
+     "tenants.t.backend.version"),
+    ({"tenants": {"t": {"backend": {"url": "ftp://a/", "version": "0.3"}}}},
+     "backend url must start with http"),
+    ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "0.3", "colour": 1}}}},
+     "tenants.t.backend.colour"),
+    ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "0.3"}}},
+      "listen": {"http": "8080"}}, "listen.http"),
+    ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "0.3"}}},
+      "default_tenant": "x"}, "default_tenant 'x'"),
+    ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "0.3"}}},
+      "loss_policy": "ignore"}, "loss_policy"),
+])
+def test_errors_name_the_yaml_path(data: dict, needle: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(data, "my.yaml")
+    assert "my.yaml" in str(info.value)
+    assert needle in str(info.value)
+
+
+def test_committed_schema_is_current() -> None:
+    committed = json.loads((ROOT / "config" / "gateway.schema.json").read_text())
+    assert committed == json_schema(), "run: a2a-gateway schema > config/gateway.schema.json"
+
+
+def test_check_config_cli(tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "gateway.cli", "check-config"]
+    ok = subprocess.run([*cli, str(ROOT / "config" / "gateway.yaml")], capture_output=True,
+                        text=True, cwd=ROOT)
+    assert ok.returncode == 0 and "OK" in ok.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tenants:\n  t:\n    backend: {url: http://a/, version: '7'}\n")
+    res = subprocess.run([*cli, str(bad)], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 2
+    assert "tenants.t.backend.version" in res.stderr
+    assert "Traceback" not in res.stderr
