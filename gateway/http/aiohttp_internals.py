@@ -7,8 +7,7 @@ would, and the keep-alive client (gateway/egress/http1.py) reads answers with ai
 parser. Those needs are met here, and only here, from aiohttp's internal modules and
 private attributes; tests/unit/gateway/http/test_aiohttp_internals.py pins each of them,
 so an aiohttp release that moves one fails that test by name instead of a call at run
-time. The
-supported range is pinned in pyproject.toml (README "aiohttp versions").
+time. The supported range is pinned in pyproject.toml (README "aiohttp versions").
 """
 
 from __future__ import annotations
