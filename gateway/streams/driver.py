@@ -189,8 +189,15 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                 if batch is None:
                     break
                 phase = _FILTERING
+                head = True
                 for item in batch:  # decoded as taken: the backend's error, if any
-                    if turn.over():
+                    # Not before a read's first event: the turn was looked at after the
+                    # last read, and a stream's very first event must be framed (and
+                    # written: the sink writes its first frames at once) before it lets
+                    # the others run — while a call starts every turn is over at once.
+                    if head:
+                        head = False
+                    elif turn.over():
                         # The others' turn; what is framed may wait for the next write.
                         phase = _WRITING
                         if write_timeout is not None:
