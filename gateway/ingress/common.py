@@ -16,11 +16,12 @@ from gateway.http.request import ClientRequest
 from gateway.observability import tracing
 from gateway.observability.logs.access import CALL_KEY, note_error
 from gateway.pipeline.core import Gateway
+from gateway.pipeline.holder import GatewayHolder
 from translators import versions
 from translators.dialects.base import DecodedCall, HttpAnswer
 from translators.errors import A2AError, a2a_error
 
-GATEWAY_KEY = web.AppKey("gateway", object)
+GATEWAY_KEY = web.AppKey("gateway", GatewayHolder)
 DROPPED_HEADER = "A2A-Gateway-Dropped"
 _REQUEST_ID = re.compile(r"^[\w.:@-]{1,128}$")
 
@@ -31,9 +32,7 @@ def gateway_of(request: ClientRequest) -> Gateway:
 
 def app_gateway(app: web.Application) -> Gateway:
     """The gateway an HTTP app serves now (a reload swaps it)."""
-    gateway = app[GATEWAY_KEY].current  # type: ignore[attr-defined]
-    assert isinstance(gateway, Gateway)
-    return gateway
+    return app[GATEWAY_KEY].current
 
 
 async def read_body(request: web.Request, gateway: Gateway) -> bytes:

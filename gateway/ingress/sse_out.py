@@ -37,7 +37,7 @@ def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     gateway = gateway_of(request)
     sink = SseSink(request, call, frame_item, frame_error, answer_error)
     return drive(call, gateway.stream(call), sink,
-                 request.app[GATEWAY_KEY].streams,  # type: ignore[attr-defined]
+                 request.app[GATEWAY_KEY].streams,
                  call.ctx.client_binding, gateway.config.limits.write_timeout)
 
 

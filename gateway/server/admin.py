@@ -13,6 +13,7 @@ from aiohttp import web
 from gateway.auth.peer import http_peer_cert
 from gateway.ingress.common import GATEWAY_KEY, gateway_of, refused
 from gateway.observability.metrics import exposition
+from gateway.pipeline.holder import GatewayHolder
 from gateway.server.lifecycle import readiness
 from translators.dialects.rest import REST_V10
 from translators.errors import A2AError
@@ -67,7 +68,7 @@ def add_admin_routes(app: web.Application, *, probes_only: bool) -> None:
         app.router.add_get("/metrics", metrics)
 
 
-def build_admin_app(holder: object) -> web.Application:
+def build_admin_app(holder: GatewayHolder) -> web.Application:
     """The admin listener's app (``holder``: the server's GatewayHolder)."""
     app = web.Application()
     app[GATEWAY_KEY] = holder

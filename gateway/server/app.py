@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import signal
 from collections.abc import Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,26 +33,18 @@ from gateway.observability import metrics, tracing
 from gateway.observability.logs.access import ACCESS_LOGGER, AccessLogger
 from gateway.observability.observe import configure_logging
 from gateway.pipeline.core import Gateway
+from gateway.pipeline.holder import GatewayHolder
 from gateway.preflight.startup import binding, check_listeners_free, start_failure
 from gateway.server.admin import add_admin_routes, build_admin_app
 from gateway.server.heap import settle_after_start
 from gateway.server.lifecycle import ConfigWatcher
 from gateway.state import Store, open_store
 from gateway.state.retention import prune_forever
-from gateway.streams.registry import Streams
 from gateway.tls.context import ReloadingServerContext, grpc_server_credentials
 from gateway.workers.worker import WorkerRole
 from translators.rest_routes import JSONRPC_TENANT_ROUTES
 
 log = structlog.get_logger("a2a_gateway")
-
-
-@dataclass
-class GatewayHolder:
-    """The gateway in use; a config reload swaps it without touching open connections."""
-
-    current: Gateway
-    streams: Streams = field(default_factory=Streams)
 
 
 def split_host_port(value: str) -> tuple[str, int]:
