@@ -49,8 +49,10 @@ class LoopWriter:
         self.path = path
         self._db: sqlite3.Connection | None = None
         self._since_checkpoint = 0
-        self.written = 0  # batches written here (tests and /metrics-free introspection)
-        self.deferred = 0  # batches sent to the store's thread: the lock was taken
+        # Batches committed here, and those sent to the store's thread because the lock
+        # was taken (read by tests/state/test_sqlite_loop.py).
+        self.written = 0
+        self.deferred = 0
 
     def _open(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=0, isolation_level=None,
