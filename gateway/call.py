@@ -13,6 +13,7 @@ from typing import Any
 from google.protobuf.message import Message as ProtoMessage
 
 from translators.dialects.base import WireRequest
+from translators.dialects.contract import Dialect
 from translators.loss import LossReport
 from translators.operations import Operation
 
@@ -71,6 +72,7 @@ class CallContext:
     # known).
     operation: str | None = None
     error: BaseException | None = None
+    finished: bool = False  # observe.finish ran: the call is counted, logged and traced
 
     def remaining(self, default: float) -> float:
         if self.deadline is None:
@@ -83,10 +85,10 @@ class Call:
     op: Operation
     request: ProtoMessage
     ctx: CallContext
-    dialect: Any = None  # the client's dialect (translators/dialects)
-    request_id: Any = None  # JSON-RPC: the id the client gave
-    # The backend's card (P10), when its pre-checks apply: the backend's dialect refuses
-    # what it rules out before anything is sent.
-    backend_card: Any = None
+    # The client's dialect (None for the gateway's own calls: the relay reading a task).
+    dialect: Dialect | None = None
+    # The backend's card (P10 JSON), when its pre-checks apply: the backend's dialect
+    # refuses what it rules out before anything is sent.
+    backend_card: dict[str, Any] | None = None
     # What the client sent, for a backend of the same dialect (translators.dialects.base).
     wire: WireRequest | None = None

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from translators import operations as ops
 from translators.errors import a2a_error, invalid_params
-from translators.versions import V03, V10, is_major_1
+from translators.versions import V03, V10, Version, is_major_1
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class Route:
     verb: str
     template: str  # e.g. "/tasks/{id}:cancel"; path variables name request fields
     op: str
-    version: str
+    version: Version
     body: bool = False  # the JSON body is the request (merged with path variables)
     query: tuple[QueryParam, ...] = ()
     # v0.3 requests name resources ("tasks/{id}"); path variable → (field, format)
@@ -200,7 +200,7 @@ def query_string_values(route: Route, request: dict[str, Any]) -> dict[str, str]
 _V03_PATH = re.compile(r"^(/[^/:]+)?/v1/")
 
 
-def dialect_of_path(path: str, header_version: str) -> str:
+def dialect_of_path(path: str, header_version: str) -> Version:
     """The version a path speaks when no route matched (for the error's shape):
     `/v1/...` and `/{tenant}/v1/...` are v0.3 unless the client declares 1.x."""
     return V03 if not is_major_1(header_version) and _V03_PATH.match(path) else V10

@@ -20,7 +20,7 @@ from google.protobuf.message import Message as ProtoMessage
 from translators import operations as ops
 from translators.dialects.grpc import wire_method
 from translators.j03.objects import STATE_J03_TO_P10
-from translators.versions import V03
+from translators.versions import V03, as_version
 
 _DECODER = json.JSONDecoder()
 # Operations whose answer may carry a Task.
@@ -185,7 +185,7 @@ def wire_facts(binding: str, version: str, op: str, body: bytes) -> list[TaskFac
     document: Any
     try:
         if binding == "GRPC":
-            document = wire_method(ops.BY_NAME[op], version).response.FromString(body)
+            document = wire_method(ops.BY_NAME[op], as_version(version)).response.FromString(body)
         else:
             # Only the first JSON value is read, without json.loads' encoding sniffing.
             document, _ = _DECODER.raw_decode(body.decode("utf-8").lstrip())

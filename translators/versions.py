@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from translators.errors import A2AError, a2a_error
 
-V03 = "0.3"
-V10 = "1.0"
+# The versions a dialect speaks (a negotiated version is one of them).
+Version = Literal["0.3", "1.0"]
+V03: Final = "0.3"
+V10: Final = "1.0"
 KNOWN_VERSIONS = (V10, V03)
 # What a v0.3 card says it speaks (Major.Minor.Patch); v1.0 interfaces say Major.Minor.
 V03_CARD_VERSION = "0.3.0"
@@ -33,7 +36,17 @@ def normalize_version(raw: str | None) -> str:
     return shown + ("..." if len(value) > _SHOWN else "")
 
 
-def declared_version(raw: str | None) -> str:
+def as_version(value: str) -> Version:
+    """A version a dialect speaks; anything else is ValueError (a version a call
+    negotiated, the config validated or a record of ours kept always is one)."""
+    if value == V10:
+        return V10
+    if value == V03:
+        return V03
+    raise ValueError(f"no dialect speaks A2A version {value[:32]!r}")
+
+
+def declared_version(raw: str | None) -> Version:
     """The version a client's A2A-Version names, for an answer given before its payload
     said one: 1.0, or else 0.3 (absent means 0.3, spec §3.6.2; one not served, too)."""
     return V10 if normalize_version(raw) == V10 else V03

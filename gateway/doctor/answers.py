@@ -14,6 +14,7 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from translators import operations as ops
+from translators.dialects.contract import Dialect
 from translators.dialects.grpc import wire_method
 from translators.errors import A2AError
 from translators.loss import LossReport
@@ -45,15 +46,10 @@ def _answer_for(op: str) -> ProtoMessage:
     return pb.SendMessageResponse(task=rich_task()) if op == ops.SEND else rich_task()
 
 
-def _encode(dialect: Any, op: ops.Operation, result: ProtoMessage, loss: LossReport) -> bytes:
+def _encode(dialect: Dialect, op: ops.Operation, result: ProtoMessage, loss: LossReport,
+            ) -> bytes:
     """An answer as ``dialect`` sends it to its client."""
-    if dialect.binding == "JSONRPC":
-        out: bytes = dialect.answer(1, op, result, loss)
-    elif dialect.binding == "HTTP+JSON":
-        out = dialect.answer(op, result, loss)
-    else:
-        out = dialect.answer(wire_method(op, dialect.version), result, loss)
-    return out
+    return dialect.client(op, 1).answer(result, loss)
 
 
 def _read(dialect: Any, op: ops.Operation, raw: bytes, request: ProtoMessage) -> Any:

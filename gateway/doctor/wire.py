@@ -28,15 +28,15 @@ from gateway.doctor.classify import (
 )
 from gateway.doctor.report import ErrorSeen
 from translators import operations as ops
+from translators.dialects import grpc as grpc_dialects
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS
-from translators.dialects.grpc import BY_VERSION as GRPC_DIALECTS
 from translators.dialects.grpc import TENANT_KEY
 from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10
 from translators.dialects.rest import REST_V03, REST_V10
 from translators.errors import A2AError
 from translators.grpc_errors import STATUS_DETAILS_KEY
 from translators.loss import LossReport
-from translators.versions import V10
+from translators.versions import V10, as_version
 
 MAX_BYTES = 4 * 1024 * 1024
 STREAM_EVENTS = 64  # a probe reads at most this many events of a stream
@@ -201,7 +201,7 @@ class Prober:
 
     async def _grpc(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
                     limit: int) -> Outcome:
-        dialect = GRPC_DIALECTS[self.version]
+        dialect = grpc_dialects.ROWS[as_version(self.version)]
         loss = LossReport()
         method, payload = dialect.encode_request(op, request, loss, self.tenant)
         sent = _headers(self.version, headers, self.extensions)

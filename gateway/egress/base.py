@@ -9,7 +9,7 @@ request id finds them (non-negotiable "nothing secret reaches a caller").
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 import structlog
 from a2a.types import a2a_pb2 as pb
@@ -19,6 +19,7 @@ from gateway.call import Call
 from gateway.config.models import BackendConfig
 from gateway.observability import tracing
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS, WireAnswer
+from translators.dialects.contract import Dialect
 from translators.errors import A2AError, a2a_error
 from translators.versions import V10
 
@@ -37,11 +38,14 @@ EventBatches = AsyncIterator[Iterable[pb.StreamResponse]]
 
 class Backend(Protocol):
     config: BackendConfig
-    dialect: Any  # the backend's dialect (translators/dialects)
+    @property
+    def dialect(self) -> Dialect:
+        """The backend's dialect (translators/dialects)."""
+        ...
 
     async def unary(self, call: Call) -> ProtoMessage | None: ...
 
-    async def forward(self, call: Call) -> WireAnswer: ...
+    async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None: ...
 
     def stream(self, call: Call) -> EventBatches: ...
 

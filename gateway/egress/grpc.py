@@ -159,25 +159,23 @@ class GrpcBackend:
             raise self._error(call, exc, timeout) from None
         return self.dialect.read_answer(method, raw, call.ctx.loss, call.request)
 
-    async def forward(self, call: Call) -> WireAnswer:
+    async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
         """The client's own message bytes, to a backend of its dialect; its answer bytes
         as they come, its errors read as a translated call's are."""
         assert call.wire is not None
         timeout = call.ctx.remaining(self.config.timeout)
-        rpc = self.channel().unary_unary(wire_method(call.op, self.version).path)
+        rpc = self.channel().unary_unary(wire_method(call.op, self.dialect.version).path)
         try:
             pending = rpc(call.wire.body, timeout=timeout, metadata=self._metadata(call))
             raw = await pending
             self._echo(call, await pending.initial_metadata())
         except grpc.aio.AioRpcError as exc:
             raise self._error(call, exc, timeout) from None
-        message = self.dialect.forwarded(call.op, self.version, raw)
+        message = self.dialect.forwarded(call.op, self.dialect.version, raw)
         if message is not None:
             return WireAnswer(raw, document=message)
-        result = self.dialect.read_answer(wire_method(call.op, self.version), raw,
-                                          call.ctx.loss, call.request)  # names the fault
-        return WireAnswer(self.dialect.answer(wire_method(call.op, self.version), result,
-                                              call.ctx.loss))
+        return self.dialect.read_answer(wire_method(call.op, self.dialect.version), raw,
+                                        call.ctx.loss, call.request)  # names the fault
 
     async def stream(self, call: Call) -> EventBatches:
         method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,

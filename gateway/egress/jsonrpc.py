@@ -62,18 +62,17 @@ class JsonRpcBackend:
         _, raw = await self._exchange(call, body)
         return self.dialect.read_answer(call.op, raw, sent_id, call.ctx.loss, call.request)
 
-    async def forward(self, call: Call) -> WireAnswer:
+    async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
         """The client's own document, to a backend of its dialect; a result as it comes.
         An error (rare) is read as a translated answer is, so that it is logged, counted
         and rendered the one way errors are."""
         assert call.wire is not None
         status, raw = await self._exchange(call, call.wire.body)
-        document = self.dialect.forwarded(raw, call.request_id) if status == 200 else None
+        sent_id = call.wire.rpc_id
+        document = self.dialect.forwarded(raw, sent_id) if status == 200 else None
         if document is not None:
             return WireAnswer(raw, document=document)
-        result = self.dialect.read_answer(call.op, raw, call.request_id, call.ctx.loss,
-                                          call.request)
-        return WireAnswer(self.dialect.answer(call.request_id, call.op, result, call.ctx.loss))
+        return self.dialect.read_answer(call.op, raw, sent_id, call.ctx.loss, call.request)
 
     async def stream(self, call: Call) -> EventBatches:
         body, sent_id = self.dialect.call_body(call.op, call.request, call.ctx.loss,

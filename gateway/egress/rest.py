@@ -82,7 +82,7 @@ class RestBackend:
         status, _, raw = await self._exchange(call, out.verb, out.path, out.query, out.body)
         return self.dialect.read_answer(call.op, status, raw, call.ctx.loss, call.request)
 
-    async def forward(self, call: Call) -> WireAnswer:
+    async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
         """The client's own request, to a backend of its dialect; a JSON result as it
         comes. An error (rare) is read as a translated answer is, so that it is logged,
         counted and rendered the one way errors are."""
@@ -93,8 +93,7 @@ class RestBackend:
         document = self.dialect.forwarded(status, content_type, raw)
         if document is not None:
             return WireAnswer(raw, status, document)
-        result = self.dialect.read_answer(call.op, status, raw, call.ctx.loss, call.request)
-        return WireAnswer(self.dialect.answer(call.op, result, call.ctx.loss))
+        return self.dialect.read_answer(call.op, status, raw, call.ctx.loss, call.request)
 
     async def stream(self, call: Call) -> EventBatches:
         tries = self._calls(call, True)

@@ -19,6 +19,7 @@ from gateway.pipeline.core import Gateway
 from gateway.pipeline.holder import GatewayHolder
 from translators import versions
 from translators.dialects.base import DecodedCall, HttpAnswer
+from translators.dialects.contract import ErrorAnswer
 from translators.errors import A2AError, a2a_error
 
 GATEWAY_KEY = web.AppKey("gateway", GatewayHolder)
@@ -87,7 +88,7 @@ def _too_large(limit: int) -> A2AError:
 
 
 
-def declared_version(request: ClientRequest) -> str:
+def declared_version(request: ClientRequest) -> versions.Version:
     """The version a request's A2A-Version names, for answers given before its payload
     said one: 1.0, or else 0.3 (absent means 0.3, spec §3.6.2)."""
     return versions.declared_version(header_version(request))
@@ -138,7 +139,7 @@ def client_context(request: ClientRequest, gateway: Gateway, binding: str) -> Ca
     return ctx
 
 
-def bind(ctx: CallContext, decoded: DecodedCall) -> Call:
+def bind(ctx: CallContext, decoded: DecodedCall[ErrorAnswer]) -> Call:
     """The call a decoded request makes, in the context it came with."""
     dialect = decoded.dialect
     ctx.client_version = dialect.version
@@ -146,8 +147,7 @@ def bind(ctx: CallContext, decoded: DecodedCall) -> Call:
     ctx.tenant = decoded.tenant
     ctx.loss = decoded.loss
     tracing.decoded(ctx, decoded)
-    return Call(decoded.op, decoded.request, ctx, dialect, decoded.request_id,
-                wire=decoded.wire)
+    return Call(decoded.op, decoded.request, ctx, dialect, wire=decoded.wire)
 
 
 def dialect_headers(ctx: CallContext) -> dict[str, str]:

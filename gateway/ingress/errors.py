@@ -12,7 +12,7 @@ from aiohttp import web
 from gateway.http.request import ClientRequest
 from gateway.ingress.common import header_version
 from gateway.observability.logs.access import client_gone
-from translators.dialects import DIALECTS, HTTP_JSON, JSONRPC
+from translators.dialects import jsonrpc, rest
 from translators.errors import A2AError, a2a_error
 from translators.rest_routes import dialect_of_path, is_jsonrpc_path
 from translators.versions import declared_version, normalize_version
@@ -32,9 +32,9 @@ def render_error(request: ClientRequest, err: A2AError, status: int | None = Non
     """``err`` in the dialect the request's path speaks (before any payload said one)."""
     declared = normalize_version(header_version(request))
     if request.method == "POST" and (request.path == "/" or is_jsonrpc_path(request.path)):
-        answer = DIALECTS[(JSONRPC, declared_version(declared))].refusal(None, err)
+        answer = jsonrpc.ROWS[declared_version(declared)].client(None, None).refusal(err)
     else:
-        answer = DIALECTS[(HTTP_JSON, dialect_of_path(request.path, declared))].refusal(err)
+        answer = rest.ROWS[dialect_of_path(request.path, declared)].client(None).refusal(err)
     return web.Response(body=answer.body, content_type="application/json",
                         status=status or answer.status)
 

@@ -24,16 +24,16 @@ from gateway.auth.peer import grpc_peer_cert
 from gateway.call import Call, CallContext
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
+from gateway.ingress.exit import refused, run_unary
 from gateway.observability import tracing
 from gateway.observability.logs import access
-from gateway.observability.observe import log_call
 from gateway.pipeline.core import Gateway
 from gateway.streams.driver import drive
 from gateway.streams.registry import Streams
 from translators.dialects import grpc as wire
-from translators.dialects.base import WireAnswer
-from translators.errors import A2AError, a2a_error
-from translators.grpc_errors import STATUS_DETAILS_KEY
+from translators.dialects.contract import Refusal
+from translators.errors import A2AError
+from translators.grpc_errors import STATUS_DETAILS_KEY, GrpcStatus
 from translators.versions import V03, V10
 
 Metadata = dict[str, list[str]]
@@ -57,7 +57,7 @@ def _first(md: Metadata, key: str) -> str | None:
 def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
              context: grpc.aio.ServicerContext) -> CallContext:
     ctx = CallContext(client_version=method.version, client_binding=wire.GRPC,
-                      extension_header=wire.BY_VERSION[method.version].extension_header)
+                      extension_header=wire.ROWS[method.version].extension_header)
     rid = _first(md, "x-request-id")
     if valid_request_id(rid):
         ctx.request_id = rid  # type: ignore[assignment]
@@ -75,15 +75,18 @@ def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
 
 
 def _decode(gateway: Gateway, method: wire.WireMethod, md: Metadata, ctx: CallContext,
-            raw: bytes) -> Call:
+            raw: bytes) -> tuple[Call, wire.GrpcClient] | tuple[A2AError, GrpcStatus]:
+    """The call ``raw`` makes and its codec; or, refused (finished here, as every call
+    is), the error and the status that answers it in the caller's dialect."""
     try:
         decoded = wire.decode_call(method, raw, _first(md, "a2a-version"),
                                    _first(md, wire.TENANT_KEY), gateway.version_rules,
                                    gateway.config.max_body_bytes)
-    except wire.Refusal as no:
-        ctx.client_version = no.dialect.version
-        raise no.error from None
-    return bind(ctx, decoded)
+    except Refusal as no:
+        return no.error, refused(ctx, no)
+    codec = decoded.codec
+    assert isinstance(codec, wire.GrpcClient)
+    return bind(ctx, decoded), codec
 
 
 def _trailers(ctx: CallContext) -> list[tuple[str, str | bytes]]:
@@ -92,10 +95,8 @@ def _trailers(ctx: CallContext) -> list[tuple[str, str | bytes]]:
             if v.isascii() and v.isprintable()]
 
 
-async def _abort(context: grpc.aio.ServicerContext, ctx: CallContext,
-                 exc: BaseException) -> NoReturn:
-    err = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
-    status = wire.BY_VERSION[V03 if ctx.client_version == V03 else V10].status(err)
+async def _abort(context: grpc.aio.ServicerContext, ctx: CallContext, err: A2AError,
+                 status: GrpcStatus) -> NoReturn:
     trailers = _trailers(ctx)
     retry_after = err.metadata.get("retry_after")
     if retry_after is not None:
@@ -114,18 +115,14 @@ def _unary_handler(current: Current, method: wire.WireMethod,
         ctx = _context(gateway, method, md, context)
         out = b""
         try:
-            try:
-                call = _decode(gateway, method, md, ctx, raw)
-                result = await gateway.unary(call)
-                out = (result.body if isinstance(result, WireAnswer)
-                       else call.dialect.answer(method, result, ctx.loss))
-            except Exception as exc:  # A2AError, or a bug of ours: answer, keep serving
-                log_call(ctx, method.op.name, exc)
-                await _abort(context, ctx, exc)
-            except BaseException as exc:  # cancelled by the client or the server's stop
-                log_call(ctx, method.op.name, exc)
-                raise
-            log_call(ctx, method.op.name, None)
+            decoded = _decode(gateway, method, md, ctx, raw)
+            if isinstance(decoded[0], A2AError):
+                await _abort(context, ctx, *decoded)
+            call, codec = decoded
+            answered = await run_unary(gateway, call, codec)
+            if isinstance(answered, A2AError):
+                await _abort(context, ctx, answered, codec.refusal(answered))
+            out = answered.body
             context.set_trailing_metadata(tuple(_trailers(ctx)))
             return out
         finally:
@@ -152,15 +149,14 @@ def _stream_handler(current: Current, method: wire.WireMethod, streams: Streams 
 async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
                         gateway: Gateway, streams: Streams | None, raw: bytes,
                         context: grpc.aio.ServicerContext, sent: list[int]) -> None:
-    try:
-        call = _decode(gateway, method, md, ctx, raw)
-    except Exception as exc:
-        log_call(ctx, method.op.name, exc)
-        await _abort(context, ctx, exc)
+    decoded = _decode(gateway, method, md, ctx, raw)
+    if isinstance(decoded[0], A2AError):
+        await _abort(context, ctx, *decoded)
+    call, codec = decoded
     # A write is never cut by the shutdown's drain (Streams.uncut): the stream ends after it.
     uncut = streams.uncut if streams is not None else contextlib.nullcontext
-    await drive(call, gateway.stream(call), _GrpcSink(call, context, sent, uncut), streams,
-                wire.GRPC)
+    await drive(call, gateway.stream(call), _GrpcSink(call, codec, context, sent, uncut),
+                streams, wire.GRPC)
 
 
 class _GrpcSink:
@@ -171,9 +167,9 @@ class _GrpcSink:
     # A shutdown before the first event ends the stream with its status, as after.
     answers_early_drain = False
 
-    def __init__(self, call: Call, context: grpc.aio.ServicerContext, sent: list[int],
-                 uncut: Callable[[], AbstractContextManager[None]]) -> None:
-        self.call, self.context, self.sent = call, context, sent
+    def __init__(self, call: Call, codec: wire.GrpcClient, context: grpc.aio.ServicerContext,
+                 sent: list[int], uncut: Callable[[], AbstractContextManager[None]]) -> None:
+        self.call, self.codec, self.context, self.sent = call, codec, context, sent
         # Each write is a step the shutdown's drain lets finish (a write cut half-done
         # leaves gRPC's core unable to send the status: the client then gets UNAVAILABLE
         # at the grace's end), and the stream ends after it.
@@ -182,7 +178,7 @@ class _GrpcSink:
         self.frames: list[bytes] = []
 
     def frame(self, item: pb.StreamResponse, final: bool) -> None:
-        self.frames.append(self.call.dialect.event_frame(item, final, self.call.ctx.loss))
+        self.frames.append(self.codec.event_frame(item, final, self.call.ctx.loss))
 
     async def flush(self, due: bool) -> None:
         frames = self.frames
@@ -194,7 +190,7 @@ class _GrpcSink:
                 await self.context.write(frame)
 
     async def fail(self, err: A2AError) -> None:
-        await _abort(self.context, self.call.ctx, err)
+        await _abort(self.context, self.call.ctx, err, self.codec.refusal(err))
 
     async def finish(self) -> None:
         # The end: the drain (if any) is over, what is framed goes out whole.

@@ -8,7 +8,6 @@ where every `data:` is a full JSON-RPC response.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from functools import partial
 
 from aiohttp import web
 
@@ -25,15 +24,14 @@ from gateway.ingress.common import (
     header_version,
     read_body,
     refusal,
-    refused,
 )
+from gateway.ingress.common import refused as refused_response
+from gateway.ingress.exit import refused, run_unary, unreadable
 from gateway.ingress.sse_out import serve_sse
-from gateway.observability.observe import log_call
 from gateway.pipeline.core import Gateway
-from translators import operations as ops
 from translators.dialects import jsonrpc as rpc
-from translators.dialects.base import HttpAnswer, WireAnswer
-from translators.errors import A2AError, a2a_error
+from translators.dialects.contract import HttpAnswer, Refusal
+from translators.errors import A2AError
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
@@ -65,12 +63,13 @@ async def serve(request: web.Request, path_tenant: str | None, body: bytes | Non
             body = await read_body(request, gateway)
         except A2AError as err:
             return _unreadable(request, ctx, err)
-    call = _decode(request, gateway, ctx, path_tenant, body)
-    if isinstance(call, Reply):
-        return call
+    decoded = _decode(request, gateway, ctx, path_tenant, body)
+    if isinstance(decoded, Reply):
+        return decoded
+    call, codec = decoded
     if call.op.streaming:
-        return await _stream(request, call)
-    return await _unary(gateway, call)
+        return await _stream(request, call, codec)
+    return await _unary(gateway, call, codec)
 
 
 async def serve_unary(request: ClientRequest, path_tenant: str | None, body: bytes) -> Reply:
@@ -79,68 +78,55 @@ async def serve_unary(request: ClientRequest, path_tenant: str | None, body: byt
     it is done."""
     gateway = gateway_of(request)
     ctx = client_context(request, gateway, rpc.JSONRPC)
-    call = _decode(request, gateway, ctx, path_tenant, body)
-    if isinstance(call, Reply):
-        return call
+    decoded = _decode(request, gateway, ctx, path_tenant, body)
+    if isinstance(decoded, Reply):
+        return decoded
+    call, codec = decoded
     if call.op.streaming:
         raise StreamNotServed
-    return await _unary(gateway, call)
+    return await _unary(gateway, call, codec)
 
 
 def _decode(request: ClientRequest, gateway: Gateway, ctx: CallContext,
-            path_tenant: str | None, body: bytes) -> Call | Reply:
-    """The call ``body`` makes, or the refusal of a body that makes none."""
+            path_tenant: str | None, body: bytes) -> tuple[Call, rpc.JsonRpcClient] | Reply:
+    """The call ``body`` makes and its codec, or the refusal of a body that makes none."""
     try:
         decoded = rpc.decode_call(body, header_version(request), path_tenant,
                                   gateway.version_rules)
-    except rpc.Refusal as no:
+    except Refusal as no:
         # Every refused request leaves the line a served call does (a bad body too).
-        ctx.client_version = no.dialect.version
-        log_call(ctx, no.op.name if no.op is not None else ops.UNKNOWN, no.error)
-        return refusal(no.dialect.refusal(no.request_id, no.error), no.error, ctx)
+        return refusal(refused(ctx, no), no.error, ctx)
     except A2AError as err:
         return _unreadable(request, ctx, err)
-    return bind(ctx, decoded)
+    codec = decoded.codec
+    assert isinstance(codec, rpc.JsonRpcClient)
+    return bind(ctx, decoded), codec
 
 
 def _unreadable(request: ClientRequest, ctx: CallContext, err: A2AError) -> Reply:
     """The refusal of a body that could not be read, in the version the request declared."""
-    fallback = rpc.JSONRPC_V10 if declared_version(request) == "1.0" else rpc.JSONRPC_V03
-    ctx.client_version = fallback.version
-    log_call(ctx, ops.UNKNOWN, err)
-    return refusal(fallback.refusal(None, err), err, ctx)
+    version = declared_version(request)
+    unreadable(ctx, version, err)
+    return refusal(rpc.ROWS[version].client(None, None).refusal(err), err, ctx)
 
 
-async def _unary(gateway: Gateway, call: Call) -> Reply:
-    ctx = call.ctx
-    try:
-        result = await gateway.unary(call)
-        answer = (result.body if isinstance(result, WireAnswer)
-                  else call.dialect.answer(call.request_id, call.op, result, ctx.loss))
-    except A2AError as err:
-        log_call(ctx, call.op.name, err)
-        return refusal(call.dialect.refusal(call.request_id, err), err, ctx)
-    except Exception as exc:  # a bug of ours: answer in the client's dialect, keep serving
-        log_call(ctx, call.op.name, exc)
-        internal = a2a_error("InternalError")
-        return refusal(call.dialect.refusal(call.request_id, internal), internal, ctx)
-    log_call(ctx, call.op.name, None)
-    return Reply(HttpAnswer(200, answer), dialect_headers(ctx))
+async def _unary(gateway: Gateway, call: Call, codec: rpc.JsonRpcClient) -> Reply:
+    out = await run_unary(gateway, call, codec)
+    if isinstance(out, A2AError):
+        return refusal(codec.refusal(out), out, call.ctx)
+    return Reply(HttpAnswer(200, out.body), dialect_headers(call.ctx))
 
 
-def _stream(request: web.Request, call: Call) -> Awaitable[web.StreamResponse]:
+def _stream(request: web.Request, call: Call,
+            codec: rpc.JsonRpcClient) -> Awaitable[web.StreamResponse]:
     # Not a coroutine of its own: each coroutine around a stream is resumed at each of
     # its waits (bench/README.md, "One stream driver").
-    dialect, rid, loss = call.dialect, call.request_id, call.ctx.loss
-
     def answer_error(err: A2AError) -> web.StreamResponse | None:
         # The v0.3 SDK clients read a streaming method's answer as SSE only: an error
         # before the first event is one data line too (as the a2a-sdk 0.3 server sends
         # it), unless the HTTP status itself says it (401, 403, 429, 408, 413).
-        if dialect.version == "0.3" and err.kind.name not in rpc.TRANSPORT_ERRORS:
+        if codec.dialect.version == "0.3" and err.kind.name not in rpc.TRANSPORT_ERRORS:
             return None
-        return refused(dialect.refusal(rid, err), err, call.ctx)
+        return refused_response(codec.refusal(err), err, call.ctx)
 
-    return serve_sse(
-        request, call, partial(dialect.event_frame, rid, loss=loss),  # no Python frame of its own
-        lambda err: dialect.error_frame(rid, err), answer_error)
+    return serve_sse(request, call, codec, answer_error)

@@ -15,18 +15,16 @@ from gateway.ingress.connections import answer_started
 from gateway.streams import turns
 from gateway.streams.driver import drive
 from gateway.streams.sse import SSE_HEADERS
+from translators.dialects.contract import SseClientCodec
 from translators.errors import A2AError
 
-FrameItem = Callable[[pb.StreamResponse, bool], bytes]
-FrameError = Callable[[A2AError], bytes]
 # The plain answer to an error before the first event; None: a stream of that error.
 AnswerError = Callable[[A2AError], web.StreamResponse | None]
 
 
-def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
-              frame_error: FrameError, answer_error: AnswerError,
-              ) -> Awaitable[web.StreamResponse]:
-    """Run the call's stream and write each event as the client's dialect frames it.
+def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
+              answer_error: AnswerError) -> Awaitable[web.StreamResponse]:
+    """Run the call's stream and write each event as the client's codec frames it.
 
     An error before the first event is answered by ``answer_error`` (a plain error in the
     client's dialect), or, when it gives None, as a stream holding only the error frame; a
@@ -35,7 +33,7 @@ def serve_sse(request: web.Request, call: Call, frame_item: FrameItem,
     of its waits (bench/README.md, "One stream driver").
     """
     gateway = gateway_of(request)
-    sink = SseSink(request, call, frame_item, frame_error, answer_error)
+    sink = SseSink(request, call, codec, answer_error)
     return drive(call, gateway.stream(call), sink,
                  request.app[GATEWAY_KEY].streams,
                  call.ctx.client_binding, gateway.config.limits.write_timeout)
@@ -49,19 +47,19 @@ class SseSink:
     each_event = False
     answers_early_drain = True
 
-    def __init__(self, request: web.Request, call: Call, frame_item: FrameItem,
-                 frame_error: FrameError, answer_error: AnswerError) -> None:
+    def __init__(self, request: web.Request, call: Call, codec: SseClientCodec,
+                 answer_error: AnswerError) -> None:
         self.request, self.call = request, call
-        self.frame_item, self.frame_error, self.answer_error = (frame_item, frame_error,
-                                                                answer_error)
+        self.frame_error, self.answer_error = codec.error_frame, answer_error
         self.response = web.StreamResponse(headers={**SSE_HEADERS,
                                                     **dialect_headers(call.ctx)})
         self.opened = False
         self.frames: list[bytes] = []  # framed, not written yet
         append = self.frames.append
+        frame_item, loss = codec.event_frame, call.ctx.loss
 
         def frame(item: pb.StreamResponse, final: bool) -> None:
-            append(frame_item(item, final))
+            append(frame_item(item, final, loss))
 
         self.frame = frame  # a closure, not a method: one attribute lookup less per event
         self._loop = asyncio.get_running_loop()

@@ -4,7 +4,7 @@ With workers (README "Workers") the supervisor sets PROMETHEUS_MULTIPROC_DIR bef
 worker starts: each worker writes its values there, every gauge says how workers' values
 combine (`multiprocess_mode`), and `/metrics` on any worker reads all of them.
 
-Every call is counted once, at the same place it is logged (observe.log_call), so the
+Every call is counted once, at the same place it is logged (observe.finish), so the
 log line and the counters cannot disagree. Label values are bounded: operations,
 dialects and outcomes come from fixed tables; loss field paths lose their indices.
 """

@@ -20,7 +20,7 @@ from gateway.observability.logs import setup as log_setup
 from gateway.observability.logs.access import outcome_of
 from gateway.observability.metrics import LOSSES, record_call
 
-__all__ = ["configure_logging", "log_call", "log_dropped", "outcome_of"]
+__all__ = ["configure_logging", "finish", "log_dropped", "outcome_of"]
 
 _configured = False
 
@@ -42,10 +42,15 @@ def configure_logging(config: LogConfig | str = "info", worker: int | None = Non
 log = structlog.get_logger("a2a_gateway.call")
 
 
-def log_call(ctx: CallContext, operation: str, error: BaseException | None) -> None:
-    """A call's end: counted, its span ended, and what its access line says noted on
+def finish(ctx: CallContext, operation: str, error: BaseException | None) -> None:
+    """A call's one exit: counted, its span ended, and what its access line says noted on
     ``ctx`` (the transport writes the line once the answer is out:
-    gateway/observability/logs/access.py)."""
+    gateway/observability/logs/access.py). Once per call: a second finish (a path that
+    ended the call and then failed writing its answer) changes nothing, so no call is
+    counted twice."""
+    if ctx.finished:
+        return
+    ctx.finished = True
     seconds = time.monotonic() - ctx.started
     ctx.operation = operation
     access.note_error(ctx, error)

@@ -204,7 +204,7 @@ def _start_server(ctx: CallContext, operation: str) -> Span | None:
     return trace.server
 
 
-def decoded(ctx: CallContext, call: DecodedCall) -> None:
+def decoded(ctx: CallContext, call: DecodedCall[object]) -> None:
     """The request is decoded: open the call's SERVER span (from its first byte) and
     mark the reading and decoding as a child span."""
     if not enabled:

@@ -201,9 +201,10 @@ class Gateway:
         if self.tasks.lists(call, backend.config.version):
             return await self.listing.list_tasks(call)
         # Same dialect object on both sides first: a translated call asks no more.
-        forward = (call.dialect is backend.dialect and call.wire is not None
+        client = call.dialect
+        forward = (client is not None and client is backend.dialect and call.wire is not None
                    and route.config.pass_through
-                   and forwardable(call.op, call.request, call.dialect, backend.dialect,
+                   and forwardable(call.op, call.request, client, backend.dialect,
                                    backend.config.tenant))
         if forward:
             # What decoding dropped is not lost: the backend gets the client's own bytes.

@@ -140,7 +140,7 @@ class FallbackBackend:
         FALLBACKS.labels(self._tenant, call.op.name, key[0]).inc()
         return result
 
-    async def forward(self, call: Call) -> WireAnswer:
+    async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
         return await self.primary.forward(call)
 
     def stream(self, call: Call) -> EventBatches:

@@ -39,7 +39,7 @@ async def _refusal(request: web.Request) -> web.Response | None:
     except A2AError as err:
         # Answered as the v1.0 HTTP+JSON binding answers (google.rpc.Status), with the
         # challenge: the one error shape, from its table.
-        return refused(REST_V10.refusal(err), err, None)
+        return refused(REST_V10.client(None).refusal(err), err, None)
     return None
 
 

@@ -24,7 +24,7 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.egress.base import EventBatches
-from gateway.observability.observe import log_call
+from gateway.observability.observe import finish
 from gateway.streams.deadline import Deadline
 from gateway.streams.events import FinalFlags, close_stream
 from gateway.streams.filters import Bounds, Chain, WrittenFirst
@@ -144,7 +144,7 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
         error = exc
         failure = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
     finally:
-        log_call(call.ctx, call.op.name, error)
+        finish(call.ctx, call.op.name, error)
         # A cancellation's traceback holds this frame: kept here it would make a cycle
         # that only the collector frees (full collections stall the loop when 10,000
         # streams are open).

@@ -100,6 +100,7 @@ class TaskIndex:
         if isinstance(result, WireAnswer):
             if 200 <= result.status < 300:
                 dialect = call.dialect
+                assert dialect is not None  # only a client's call is passed through
                 item = (call.ctx.tenant or "", self._owner(call), backend_label(call),
                         dialect.binding, dialect.version, call.op.name, result.body,
                         result.document)

@@ -3,22 +3,38 @@ each, in one registry (after grpc-gateway's marshaler registry).
 
 Each binding module (jsonrpc, rest, grpc) holds its two dialects and a `decode_call`
 front door that reads a client's request, picks the dialect it speaks and decodes it.
-The gateway's I/O side picks a dialect here for each backend and calls it.
+The contract all six keep is typed in `contract.py`; the gateway's I/O side picks a
+dialect here, by (binding, version), and nowhere else.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from types import MappingProxyType
 
-from translators.dialects.grpc import GRPC, GRPC_V03, GRPC_V10
-from translators.dialects.jsonrpc import JSONRPC, JSONRPC_V03, JSONRPC_V10
-from translators.dialects.rest import HTTP_JSON, REST_V03, REST_V10
-from translators.versions import V03, V10
+from translators.dialects import grpc, jsonrpc, rest
+from translators.dialects.contract import BINDINGS, Binding
+from translators.dialects.grpc import GRPC, GrpcDialect
+from translators.dialects.jsonrpc import JSONRPC, JsonRpcDialect
+from translators.dialects.rest import HTTP_JSON, RestDialect
+from translators.versions import Version, as_version
 
-DIALECTS: dict[tuple[str, str], Any] = {
-    (JSONRPC, V10): JSONRPC_V10, (JSONRPC, V03): JSONRPC_V03,
-    (HTTP_JSON, V10): REST_V10, (HTTP_JSON, V03): REST_V03,
-    (GRPC, V10): GRPC_V10, (GRPC, V03): GRPC_V03,
-}
+AnyDialect = JsonRpcDialect | RestDialect | GrpcDialect
 
-__all__ = ["DIALECTS", "GRPC", "HTTP_JSON", "JSONRPC"]
+DIALECTS: Mapping[tuple[Binding, Version], AnyDialect] = MappingProxyType({
+    **{(JSONRPC, v): d for v, d in jsonrpc.ROWS.items()},
+    **{(HTTP_JSON, v): d for v, d in rest.ROWS.items()},
+    **{(GRPC, v): d for v, d in grpc.ROWS.items()},
+})
+
+
+def dialect_for(binding: str, version: str) -> AnyDialect:
+    """The registry's row for a configured or declared (binding, version)."""
+    for key in DIALECTS:
+        if key == (binding, version):
+            return DIALECTS[key]
+    raise ValueError(f"no dialect {binding} {version}")
+
+
+__all__ = ["BINDINGS", "DIALECTS", "GRPC", "HTTP_JSON", "JSONRPC", "AnyDialect", "Binding",
+           "Version", "as_version", "dialect_for"]

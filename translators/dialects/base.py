@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic
 
 import orjson
 from a2a.types import a2a_pb2 as pb
@@ -25,6 +25,8 @@ from google.protobuf.message import Message as ProtoMessage
 from translators import operations as ops
 from translators.answers import enforce_answer_rules
 from translators.capabilities import precheck
+from translators.dialects.contract import ClientCodec, Dialect, ErrorAnswer
+from translators.dialects.contract import HttpAnswer as HttpAnswer
 from translators.errors import A2AError, a2a_error, invalid_params
 from translators.json_text import number_refusal, parse_json
 from translators.loss import LossPolicy, LossReport
@@ -46,25 +48,16 @@ def has_tenant(cls: type[ProtoMessage]) -> bool:
 
 
 @dataclass(frozen=True)
-class HttpAnswer:
-    """An answer for an HTTP client: status, body, and the headers that go with it."""
-
-    status: int
-    body: bytes
-    headers: dict[str, str] = field(default_factory=dict)
-    content_type: str = "application/json"
-
-
-@dataclass(frozen=True)
 class WireRequest:
     """A client's request as its dialect carried it, for a backend of the same dialect:
     JSON-RPC the whole document, gRPC the message bytes, HTTP+JSON the body with the
-    verb, the route's path below any tenant prefix and the query."""
+    verb, the route's path below any tenant prefix and the query, JSON-RPC also the id."""
 
     body: bytes
     verb: str = "POST"
     path: str = ""
     query: tuple[tuple[str, str], ...] = ()
+    rpc_id: str | int | None = None  # JSON-RPC: the id the client gave
 
 
 @dataclass(frozen=True)
@@ -84,7 +77,7 @@ class WireAnswer:
 FORWARDED_OPS = frozenset({ops.SEND, ops.GET_TASK, ops.CANCEL, ops.LIST_TASKS})
 
 
-def forwardable(op: ops.Operation, request: ProtoMessage, client: Any, backend: Any,
+def forwardable(op: ops.Operation, request: ProtoMessage, client: Dialect, backend: Dialect,
                 backend_tenant: str | None) -> bool:
     """Whether a call may skip translation: same dialect on both sides, and nothing in
     it that the gateway must change (a push config to relay, a tenant to rename)."""
@@ -145,18 +138,17 @@ class SseEventReader:
 
 
 @dataclass
-class DecodedCall:
-    """A client's call, decoded: the operation, the dialect it spoke, the canonical
-    request, and what the binding carried beside it."""
+class DecodedCall(Generic[ErrorAnswer]):
+    """A client's call, decoded: the operation, the dialect it spoke and the codec that
+    answers it, the canonical request, and what the binding carried beside it."""
 
     op: ops.Operation
-    dialect: Any  # the client's dialect (JsonRpcDialect, RestDialect or GrpcDialect)
+    dialect: Dialect
+    codec: ClientCodec[ErrorAnswer]
     request: ProtoMessage
     loss: LossReport
     tenant: str | None = None
-    request_id: Any = None  # JSON-RPC: the id to answer with
     wire: WireRequest | None = None  # what the client sent (same-dialect pass-through)
-    media_type: str = "application/json"  # HTTP+JSON: the type to answer with
 
 
 def backend_json(raw: bytes | str, what: str = "the answer") -> Any:

@@ -10,10 +10,11 @@ prefixes the message with the error's name (grpc_errors.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
@@ -33,6 +34,7 @@ from translators.dialects.base import (
     has_tenant,
     refuse_losses,
 )
+from translators.dialects.contract import JSON_MEDIA, Refusal
 from translators.errors import A2AError, a2a_error
 from translators.grpc_errors import GrpcStatus, error_from_grpc, error_to_grpc
 from translators.loss import LossReport
@@ -43,18 +45,19 @@ from translators.tenancy import request_tenant
 from translators.versions import (
     V03,
     V10,
+    Version,
     VersionRules,
     is_major_1,
     negotiate,
     normalize_version,
 )
 
-GRPC = "GRPC"
+GRPC: Final = "GRPC"
 SERVICES = {V10: "lf.a2a.v1.A2AService", V03: "a2a.v1.A2AService"}
 # v0.3 requests have no tenant field: a gRPC client names its tenant in this metadata key
 # (v1.0 clients may too, when their request's `tenant` is empty).
 TENANT_KEY = "x-a2a-tenant"
-_FILES: dict[str, FileDescriptor] = {V10: pb.DESCRIPTOR, V03: v03pb.DESCRIPTOR}
+_FILES: dict[Version, FileDescriptor] = {V10: pb.DESCRIPTOR, V03: v03pb.DESCRIPTOR}
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class WireMethod:
     """One method of one version's A2AService and the operation it carries."""
 
     op: ops.Operation
-    version: str
+    version: Version
     name: str
     request: type[ProtoMessage]
     response: type[ProtoMessage]  # google.protobuf.Empty for the delete
@@ -75,7 +78,7 @@ def _method_name(op: ops.Operation, version: str) -> str | None:
 
 
 @cache
-def wire_methods(version: str) -> dict[str, WireMethod]:
+def wire_methods(version: Version) -> dict[str, WireMethod]:
     """Every method of the version's service by name; checks the table against the proto."""
     service = _FILES[version].services_by_name["A2AService"]
     out: dict[str, WireMethod] = {}
@@ -93,7 +96,7 @@ def wire_methods(version: str) -> dict[str, WireMethod]:
     return out
 
 
-def wire_method(op: ops.Operation, version: str) -> WireMethod:
+def wire_method(op: ops.Operation, version: Version) -> WireMethod:
     """The method that carries ``op`` in ``version``; UnsupportedOperationError if none."""
     name = _method_name(op, version)
     if name is None:
@@ -122,8 +125,8 @@ def _bytes(msg: ProtoMessage) -> bytes:
 class GrpcDialect:
     """gRPC of one version; the version-specific pieces are the subclasses'."""
 
-    binding = GRPC
-    version = ""
+    binding: Final = GRPC
+    version: Version
     extension_header = ""  # metadata keys are lowercase
 
     def _request_in(self, method: WireMethod, msg: ProtoMessage,
@@ -155,8 +158,14 @@ class GrpcDialect:
         msg = parse_message(method.request, raw, "InvalidRequestError", "the request")
         return self._request_in(method, msg, loss)
 
-    def answer(self, method: WireMethod, result: ProtoMessage | None,
-               loss: LossReport) -> bytes:
+    def client(self, op: ops.Operation | None, request_id: str | int | None = None,
+               media_type: str = JSON_MEDIA) -> GrpcClient:
+        """One call's client side: its answer is the response message of the method that
+        carries ``op`` (gRPC has no request id or media type to keep)."""
+        return GrpcClient(self, op)
+
+    def encode_answer(self, method: WireMethod, result: ProtoMessage | None,
+                      loss: LossReport) -> bytes:
         if result is None:
             return b""  # google.protobuf.Empty
         loss.answering = True
@@ -167,9 +176,6 @@ class GrpcDialect:
         """One event for a client; ``final`` is v0.3's flag (the stream encoder decides)."""
         loss.answering = True
         return _bytes(self._event_out(item, final, loss))
-
-    def status(self, err: A2AError) -> GrpcStatus:
-        return error_to_grpc(err, self.version)
 
     # ------------------------------------------------------------ backend side
 
@@ -195,7 +201,7 @@ class GrpcDialect:
         return method, payload
 
     @staticmethod
-    def forwarded(op: ops.Operation, version: str, raw: bytes) -> ProtoMessage | None:
+    def forwarded(op: ops.Operation, version: Version, raw: bytes) -> ProtoMessage | None:
         """A same-dialect backend's answer as read, when it may reach the client as it
         came: bytes that parse as the method's response message. None for what does not:
         it is read the translated way, which names what is wrong."""
@@ -224,6 +230,26 @@ class GrpcDialect:
     @staticmethod
     def read_error(code: str, message: str, details: bytes | None) -> A2AError:
         return error_from_grpc(code, message, details)
+
+
+@dataclass(frozen=True, slots=True)
+class GrpcClient:
+    """One gRPC call's client side (a ClientCodec): the answer is the method's response
+    message; an error, before or after the first event, is the call's status."""
+
+    dialect: GrpcDialect
+    op: ops.Operation | None
+
+    def answer(self, result: ProtoMessage | None, loss: LossReport) -> bytes:
+        assert self.op is not None
+        return self.dialect.encode_answer(wire_method(self.op, self.dialect.version), result,
+                                          loss)
+
+    def event_frame(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> bytes:
+        return self.dialect.event_frame(item, final, loss)
+
+    def refusal(self, err: A2AError) -> GrpcStatus:
+        return error_to_grpc(err, self.dialect.version)
 
 
 class Grpc10(GrpcDialect):
@@ -291,15 +317,8 @@ class Grpc03(GrpcDialect):
 
 GRPC_V10 = Grpc10()
 GRPC_V03 = Grpc03()
-BY_VERSION: dict[str, GrpcDialect] = {V10: GRPC_V10, V03: GRPC_V03}
-
-
-class Refusal(Exception):
-    """A gRPC call refused before it ran, in the dialect of the caller."""
-
-    def __init__(self, error: A2AError, dialect: GrpcDialect) -> None:
-        super().__init__(error.message)
-        self.error, self.dialect = error, dialect
+# This binding\'s two rows of the registry (translators/dialects/__init__.py).
+ROWS: Mapping[Version, GrpcDialect] = MappingProxyType({V10: GRPC_V10, V03: GRPC_V03})
 
 
 def rc_refusal(header: str) -> A2AError:
@@ -312,14 +331,14 @@ def rc_refusal(header: str) -> A2AError:
 
 
 def decode_call(method: WireMethod, raw: bytes, declared: str | None, md_tenant: str | None,
-                rules: VersionRules, max_bytes: int) -> DecodedCall:
+                rules: VersionRules, max_bytes: int) -> DecodedCall[GrpcStatus]:
     """A client's gRPC call, decoded: the negotiated version, the canonical request,
     checked, and its tenant (field or `x-a2a-tenant` metadata). Refusal otherwise."""
-    dialect = BY_VERSION[method.version]
+    dialect = ROWS[method.version]
     if method.version == V03 and is_major_1(normalize_version(declared)):
         # An `a2a.v1` caller that speaks 1.x is a v1.0.0-rc peer: its bytes have yet
         # another numbering (reference §6.5). It reads errors the v1.0 way.
-        raise Refusal(rc_refusal(declared or "1.x"), GRPC_V10)
+        raise Refusal(rc_refusal(declared or "1.x"), GRPC_V10.client(method.op))
     try:
         negotiate(declared, method.version, rules)
         if len(raw) > max_bytes:
@@ -329,5 +348,6 @@ def decode_call(method: WireMethod, raw: bytes, declared: str | None, md_tenant:
         request = client_request(method.op, lambda: dialect.decode_request(method, raw, loss))
         tenant = request_tenant(request, md_tenant, "x-a2a-tenant metadata")
     except A2AError as err:
-        raise Refusal(err, dialect) from None
-    return DecodedCall(method.op, dialect, request, loss, tenant, wire=WireRequest(raw))
+        raise Refusal(err, dialect.client(method.op), method.op) from None
+    return DecodedCall(method.op, dialect, dialect.client(method.op), request, loss, tenant,
+                       WireRequest(raw))

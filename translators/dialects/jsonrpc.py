@@ -11,9 +11,10 @@ response with the request's id.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
@@ -21,7 +22,6 @@ from google.protobuf.message import Message as ProtoMessage
 from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
-    HttpAnswer,
     SseEventReader,
     WireRequest,
     backend_answer,
@@ -33,6 +33,7 @@ from translators.dialects.base import (
     json_object,
     refuse_losses,
 )
+from translators.dialects.contract import JSON_MEDIA, HttpAnswer, Refusal
 from translators.errors import (
     A2AError,
     a2a_error,
@@ -48,9 +49,9 @@ from translators.loss import LossReport
 from translators.protojson import dump_p10, parse_p10
 from translators.sse import SseEvent, sse_frame
 from translators.tenancy import request_tenant
-from translators.versions import V03, V10, VersionRules, declared_version, negotiate
+from translators.versions import V03, V10, Version, VersionRules, declared_version, negotiate
 
-JSONRPC = "JSONRPC"
+JSONRPC: Final = "JSONRPC"
 # Errors about the request's transport or its caller, not its content: the HTTP status
 # says them (a body too large or too slow, 401/403 as the spec asks of auth on every
 # binding, 429 and 503 so that retry logic and load balancers see a limit or an outage
@@ -70,15 +71,6 @@ class Envelope:
     request_id: str | int | None
     method: str
     params: Any
-
-
-class Refusal(Exception):
-    """A call refused before it ran: the error, and how to answer it."""
-
-    def __init__(self, error: A2AError, dialect: JsonRpcDialect, request_id: Any = None,
-                 op: ops.Operation | None = None) -> None:
-        super().__init__(error.message)
-        self.error, self.dialect, self.request_id, self.op = error, dialect, request_id, op
 
 
 def _valid_id(value: Any) -> bool:
@@ -104,19 +96,21 @@ def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
     if not isinstance(body, dict):
         message = "batch requests are not supported" if isinstance(body, list) else \
             "a JSON-RPC request is a JSON object"
-        raise Refusal(a2a_error("InvalidRequestError", message), dialect)
+        raise Refusal(a2a_error("InvalidRequestError", message), dialect.client(None, None))
     rid = body.get("id")
     if not _valid_id(rid):
         raise Refusal(a2a_error("InvalidRequestError",
-                                "the id must be a string, an integer or null"), dialect)
+                                "the id must be a string, an integer or null"),
+                      dialect.client(None, None))
     method = body.get("method")
     if body.get("jsonrpc") != "2.0" or not isinstance(method, str):
         raise Refusal(a2a_error("InvalidRequestError",
-                                "expected jsonrpc '2.0' and a string method"), dialect, rid)
+                                "expected jsonrpc '2.0' and a string method"),
+                      dialect.client(None, rid))
     return Envelope(rid, method, body.get("params"))
 
 
-def read_answer(body: Any, sent_id: str | int, *, empty_ok: bool = False) -> Any:
+def read_answer(body: Any, sent_id: str | int | None, *, empty_ok: bool = False) -> Any:
     """A backend's JSON-RPC response to the request sent with ``sent_id``: its ``result``
     (None when a successful answer has none, as a2a-sdk 0.3.26's push-config delete does),
     or the A2AError its ``error`` names. Anything else — not a 2.0 response, another id —
@@ -148,8 +142,8 @@ def success(request_id: Any, result: Any) -> dict[str, Any]:
 class JsonRpcDialect:
     """JSON-RPC of one version; the version-specific pieces are the subclasses'."""
 
-    binding = JSONRPC
-    version = ""
+    binding: Final = JSONRPC
+    version: Version
     extension_header = ""  # how this version names the extensions header
 
     def __init__(self) -> None:
@@ -201,24 +195,14 @@ class JsonRpcDialect:
         loss.answering = True
         return self._event_out(dump_p10(item), final, loss)
 
-    def answer(self, request_id: Any, op: ops.Operation, result: ProtoMessage | None,
-               loss: LossReport) -> bytes:
-        return dump_bytes(success(request_id, self.encode_result(op, result, loss)))
-
-    def event_frame(self, request_id: Any, item: pb.StreamResponse, final: bool,
-                    loss: LossReport) -> bytes:
-        return sse_frame(success(request_id, self.encode_event(item, final, loss)))
+    def client(self, op: ops.Operation | None, request_id: str | int | None = None,
+               media_type: str = JSON_MEDIA) -> JsonRpcClient:
+        """One call's client side: its answers carry the id the client gave (JSON-RPC
+        answers are always application/json)."""
+        return JsonRpcClient(self, op, request_id)
 
     def failure(self, request_id: Any, err: A2AError) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": request_id, "error": self.error_body(err)}
-
-    def refusal(self, request_id: Any, err: A2AError) -> HttpAnswer:
-        status = err.kind.http if err.kind.name in TRANSPORT_ERRORS else 200
-        return HttpAnswer(status, dump_bytes(self.failure(request_id, err)))
-
-    def error_frame(self, request_id: Any, err: A2AError) -> bytes:
-        # An error inside a stream is one more data line with the same id (§3.8).
-        return sse_frame(self.failure(request_id, err))
 
     # ------------------------------------------------------------ backend side
 
@@ -264,7 +248,8 @@ class JsonRpcDialect:
         answered = body.get("id")
         return body if answered == sent_id and not isinstance(answered, bool) else None
 
-    def read_answer(self, op: ops.Operation, raw: bytes, sent_id: int, loss: LossReport,
+    def read_answer(self, op: ops.Operation, raw: bytes, sent_id: str | int | None,
+                    loss: LossReport,
                     request: ProtoMessage) -> ProtoMessage | None:
         result = read_answer(backend_json(raw, "the answer"), sent_id,
                              empty_ok=op.response is None)
@@ -280,6 +265,33 @@ class JsonRpcDialect:
     def event_reader(self, sent_id: int, loss: LossReport, request: ProtoMessage,
                      max_event_bytes: int) -> EventReader:
         return EventReader(self, sent_id, loss, request, max_event_bytes)
+
+
+@dataclass(frozen=True, slots=True)
+class JsonRpcClient:
+    """One JSON-RPC call's client side (a ClientCodec): every answer, event and error
+    carries the id the client gave; an error is HTTP 200 unless it is about the
+    transport (TRANSPORT_ERRORS)."""
+
+    dialect: JsonRpcDialect
+    op: ops.Operation | None
+    request_id: str | int | None
+
+    def answer(self, result: ProtoMessage | None, loss: LossReport) -> bytes:
+        assert self.op is not None
+        return dump_bytes(success(self.request_id,
+                                  self.dialect.encode_result(self.op, result, loss)))
+
+    def event_frame(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> bytes:
+        return sse_frame(success(self.request_id, self.dialect.encode_event(item, final, loss)))
+
+    def refusal(self, err: A2AError) -> HttpAnswer:
+        status = err.kind.http if err.kind.name in TRANSPORT_ERRORS else 200
+        return HttpAnswer(status, dump_bytes(self.dialect.failure(self.request_id, err)))
+
+    def error_frame(self, err: A2AError) -> bytes:
+        # An error inside a stream is one more data line with the same id (§3.8).
+        return sse_frame(self.dialect.failure(self.request_id, err))
 
 
 class EventReader(SseEventReader):
@@ -358,7 +370,8 @@ class JsonRpc03(JsonRpcDialect):
 
 JSONRPC_V10 = JsonRpc10()
 JSONRPC_V03 = JsonRpc03()
-_BY_VERSION: dict[str, JsonRpcDialect] = {V10: JSONRPC_V10, V03: JSONRPC_V03}
+# This binding\'s two rows of the registry (translators/dialects/__init__.py).
+ROWS: Mapping[Version, JsonRpcDialect] = MappingProxyType({V10: JSONRPC_V10, V03: JSONRPC_V03})
 
 
 def operation_for_method(method: str) -> tuple[ops.Operation, JsonRpcDialect] | None:
@@ -375,20 +388,21 @@ def operation_for_method(method: str) -> tuple[ops.Operation, JsonRpcDialect] | 
 
 
 def decode_call(body: bytes, declared: str | None, path_tenant: str | None,
-                rules: VersionRules) -> DecodedCall:
+                rules: VersionRules) -> DecodedCall[HttpAnswer]:
     """A client's JSON-RPC request, decoded: the envelope, the method (and so the version),
     the negotiated version, the params as the canonical request, checked, and its tenant.
     Refusal says how to answer what cannot be decoded."""
-    fallback = _BY_VERSION[declared_version(declared)]
+    fallback = ROWS[declared_version(declared)]
     try:
         parsed = parse_json(body)
     except A2AError as err:
-        raise Refusal(err, fallback) from None
+        raise Refusal(err, fallback.client(None, None)) from None
     envelope = read_envelope(parsed.value, fallback)
     found = operation_for_method(envelope.method)
     if found is None:
         raise Refusal(a2a_error("MethodNotFoundError", f"Method not found: "
-                                f"{envelope.method[:100]}"), fallback, envelope.request_id)
+                                f"{envelope.method[:100]}"),
+                      fallback.client(None, envelope.request_id))
     op, dialect = found
     loss = LossReport()
     try:
@@ -398,6 +412,6 @@ def decode_call(body: bytes, declared: str | None, path_tenant: str | None,
         request = client_request(op, lambda: dialect.decode_params(op, envelope.params, loss))
         tenant = request_tenant(request, path_tenant)
     except A2AError as err:
-        raise Refusal(err, dialect, envelope.request_id, op) from None
-    return DecodedCall(op, dialect, request, loss, tenant, envelope.request_id,
-                       WireRequest(body))
+        raise Refusal(err, dialect.client(op, envelope.request_id), op) from None
+    return DecodedCall(op, dialect, dialect.client(op, envelope.request_id), request, loss,
+                       tenant, WireRequest(body, rpc_id=envelope.request_id))

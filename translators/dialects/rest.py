@@ -10,9 +10,10 @@ error inside a stream is an `event: error` frame carrying the error body.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Final
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
@@ -20,7 +21,6 @@ from google.protobuf.message import Message as ProtoMessage
 from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
-    HttpAnswer,
     SseEventReader,
     WireRequest,
     backend_answer,
@@ -31,6 +31,7 @@ from translators.dialects.base import (
     json_object,
     refuse_losses,
 )
+from translators.dialects.contract import JSON_MEDIA, HttpAnswer, Refusal
 from translators.errors import A2AError, a2a_error, invalid_params
 from translators.j03.common import iso_to_p10
 from translators.j03.objects import STATE_J03_TO_P10
@@ -52,20 +53,10 @@ from translators.rest_routes import (
 )
 from translators.sse import SseEvent, sse_frame
 from translators.tenancy import request_tenant
-from translators.versions import V03, V10, VersionRules, negotiate, normalize_version
+from translators.versions import V03, V10, Version, VersionRules, negotiate, normalize_version
 
-HTTP_JSON = "HTTP+JSON"
+HTTP_JSON: Final = "HTTP+JSON"
 A2A_JSON = "application/a2a+json"
-
-
-class Refusal(Exception):
-    """A REST call refused before it ran, and how to answer it."""
-
-    def __init__(self, error: A2AError, dialect: RestDialect, op: ops.Operation | None = None,
-                 allow: set[str] | None = None, media_type: str = "application/json") -> None:
-        super().__init__(error.message)
-        self.error, self.dialect, self.op, self.allow = error, dialect, op, allow
-        self.media_type = media_type
 
 
 class IsJsonRpc(Exception):
@@ -100,8 +91,8 @@ def _lenient_query(values: dict[str, Any]) -> dict[str, Any]:
 class RestDialect:
     """HTTP+JSON of one version; the version-specific pieces are the subclasses'."""
 
-    binding = HTTP_JSON
-    version = ""
+    binding: Final = HTTP_JSON
+    version: Version
     extension_header = ""
 
     # ------------------------------------------------------------ per version
@@ -141,22 +132,15 @@ class RestDialect:
             return {}  # google.protobuf.Empty (DELETE answers `{}`, reference §8.13)
         return self._answer_out(op, result, loss)
 
-    def answer(self, op: ops.Operation, result: ProtoMessage | None, loss: LossReport) -> bytes:
-        return dump_bytes(self.encode_result(op, result, loss))
-
     def encode_event(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> Any:
         loss.answering = True
         return self._event_out(item, final, loss)
 
-    def event_frame(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> bytes:
-        return sse_frame(self.encode_event(item, final, loss))
-
-    def refusal(self, err: A2AError) -> HttpAnswer:
-        status, body = error_to_rest(err, self.version)
-        return HttpAnswer(status, dump_bytes(body))
-
-    def error_frame(self, err: A2AError) -> bytes:
-        return sse_frame(error_to_rest(err, self.version)[1], event="error")
+    def client(self, op: ops.Operation | None, request_id: str | int | None = None,
+               media_type: str = JSON_MEDIA) -> RestClient:
+        """One call's client side: its answers go in the media type the client used
+        (REST has no request id)."""
+        return RestClient(self, op, media_type)
 
     # ------------------------------------------------------------ backend side
 
@@ -232,6 +216,31 @@ def stream_error(body: Any) -> A2AError:
     return error_from_rest(status, body)
 
 
+@dataclass(frozen=True, slots=True)
+class RestClient:
+    """One HTTP+JSON call's client side (a ClientCodec): answers in the media type the
+    client used; an error is the version's error document with its HTTP status, or in a
+    stream an `event: error` frame."""
+
+    dialect: RestDialect
+    op: ops.Operation | None
+    media_type: str
+
+    def answer(self, result: ProtoMessage | None, loss: LossReport) -> bytes:
+        assert self.op is not None
+        return dump_bytes(self.dialect.encode_result(self.op, result, loss))
+
+    def event_frame(self, item: pb.StreamResponse, final: bool, loss: LossReport) -> bytes:
+        return sse_frame(self.dialect.encode_event(item, final, loss))
+
+    def refusal(self, err: A2AError) -> HttpAnswer:
+        status, body = error_to_rest(err, self.dialect.version)
+        return HttpAnswer(status, dump_bytes(body), content_type=self.media_type)
+
+    def error_frame(self, err: A2AError) -> bytes:
+        return sse_frame(error_to_rest(err, self.dialect.version)[1], event="error")
+
+
 class EventReader(SseEventReader):
     """A REST backend's event stream: SSE frames of bare StreamResponse objects, and an
     `error` event for a failure mid-stream."""
@@ -304,7 +313,8 @@ class Rest03(RestDialect):
 
 REST_V10 = Rest10()
 REST_V03 = Rest03()
-_BY_VERSION: dict[str, RestDialect] = {V10: REST_V10, V03: REST_V03}
+# This binding\'s two rows of the registry (translators/dialects/__init__.py).
+ROWS: Mapping[Version, RestDialect] = MappingProxyType({V10: REST_V10, V03: REST_V03})
 
 
 def media_type(content_type: str, accept: str) -> str:
@@ -314,7 +324,7 @@ def media_type(content_type: str, accept: str) -> str:
 
 def decode_call(verb: str, path: str, query: dict[str, list[str]], body: bytes,
                 declared: str | None, rules: VersionRules, content_type: str = "",
-                accept: str = "") -> DecodedCall:
+                accept: str = "") -> DecodedCall[HttpAnswer]:
     """A client's REST request, decoded (route, version, the canonical request, checked,
     its tenant). IsJsonRpc for `POST /{tenant}`; Refusal says how to answer the rest."""
     media = media_type(content_type, accept)
@@ -323,18 +333,19 @@ def decode_call(verb: str, path: str, query: dict[str, list[str]], body: bytes,
     if match is None:
         if verb == "POST" and is_jsonrpc_path(path):
             raise IsJsonRpc(path.strip("/") or None)
-        dialect = _BY_VERSION[dialect_of_path(path, version)]
+        dialect = ROWS[dialect_of_path(path, version)]
         shown = path if len(path) <= 200 else path[:200] + "..."
         allowed = allowed_verbs(path, version)
         if allowed:
             raise Refusal(a2a_error("MethodNotAllowedError",
-                                    f"{verb[:16]} is not allowed on {shown}"), dialect,
-                          allow=allowed, media_type=media)
+                                    f"{verb[:16]} is not allowed on {shown}"),
+                          dialect.client(None, media_type=media),
+                          headers={"Allow": ", ".join(sorted(allowed))})
         raise Refusal(a2a_error("MethodNotFoundError", f"no A2A route for {verb[:16]} {shown}"),
-                      dialect, media_type=media)
+                      dialect.client(None, media_type=media))
     route = match.route
     op = ops.BY_NAME[route.op]
-    dialect = _BY_VERSION[route.version]
+    dialect = ROWS[route.version]
     loss = LossReport()
     try:
         negotiate(declared, route.version, rules)
@@ -348,7 +359,7 @@ def decode_call(verb: str, path: str, query: dict[str, list[str]], body: bytes,
             route, match.params, query, data, loss))
         tenant = request_tenant(request, match.tenant)
     except A2AError as err:
-        raise Refusal(err, dialect, op, media_type=media) from None
+        raise Refusal(err, dialect.client(op, media_type=media), op) from None
     below = path[len(match.tenant) + 1:] if match.tenant else path
     wire = WireRequest(body, verb, below, tuple((k, v) for k, vs in query.items() for v in vs))
-    return DecodedCall(op, dialect, request, loss, tenant, wire=wire, media_type=media)
+    return DecodedCall(op, dialect, dialect.client(op, media_type=media), request, loss, tenant, wire)

@@ -4,7 +4,7 @@ Written when the answer is out (a stream: when it ends), by the transport that k
 status and the bytes: aiohttp's access-logger hook (:class:`AccessLogger`), the fast lane
 (gateway/ingress/fast_lane.py) and the gRPC handlers (gateway/ingress/grpc.py). What the
 call itself adds (tenant, operation, dialects, outcome, trace id) comes from its
-CallContext, which `observe.log_call` completes; a request that never became a call (a
+CallContext, which `observe.finish` completes; a request that never became a call (a
 card, a probe, a malformed head) has a line too, without those fields. The fields, their
 order and meaning: `gateway.config.logs.ACCESS_FIELDS`, README "Logs".
 

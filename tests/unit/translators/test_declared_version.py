@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from translators.dialects import grpc, jsonrpc
+from translators.dialects.contract import Refusal
 from translators.rest_routes import dialect_of_path
 from translators.versions import (
     V03,
@@ -36,9 +37,9 @@ def test_the_rules(header: str | None, declared: str, major_1: bool) -> None:
 @pytest.mark.parametrize(("header", "declared", "major_1"), CASES)
 def test_jsonrpc_refuses_a_bad_body_in_the_declared_version(
         header: str | None, declared: str, major_1: bool) -> None:
-    with pytest.raises(jsonrpc.Refusal) as caught:
+    with pytest.raises(Refusal) as caught:
         jsonrpc.decode_call(b"{not json", header, None, VersionRules())
-    assert caught.value.dialect.version == declared
+    assert caught.value.codec.dialect.version == declared
     assert caught.value.error.name == "JSONParseError"
 
 
@@ -55,11 +56,11 @@ def test_grpc_v03_service_refuses_a_1x_caller(header: str | None, declared: str,
     method = grpc.wire_methods(V03)["GetTask"]
     try:
         grpc.decode_call(method, b"", header, None, VersionRules(), 1 << 20)
-    except grpc.Refusal as no:
-        refusal: grpc.Refusal | None = no
+    except Refusal as no:
+        refusal: Refusal[object] | None = no
     else:
         refusal = None
     rc = refusal is not None and "v1.0.0-rc" in refusal.error.message
     assert rc is major_1
     if major_1:
-        assert refusal is not None and refusal.dialect is grpc.GRPC_V10
+        assert refusal is not None and refusal.codec.dialect is grpc.GRPC_V10

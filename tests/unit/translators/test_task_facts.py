@@ -9,8 +9,8 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 
 from translators import operations as ops
-from translators.dialects.grpc import BY_VERSION as GRPC
-from translators.dialects.grpc import wire_method
+from translators.dialects import dialect_for
+from translators.dialects.grpc import ROWS as GRPC
 from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10
 from translators.dialects.rest import REST_V03, REST_V10
 from translators.loss import LossReport
@@ -21,6 +21,7 @@ from translators.task_facts import (
     state_name,
     wire_facts,
 )
+from translators.versions import as_version
 
 T0 = 1_700_000_000.25
 
@@ -52,13 +53,8 @@ LIST = (ops.LIST_TASKS, pb.ListTasksResponse(tasks=[
 
 
 def _bytes(binding: str, version: str, op: str, answer: Any) -> bytes:
-    operation, loss = ops.BY_NAME[op], LossReport()
-    if binding == "JSONRPC":
-        dialect = JSONRPC_V10 if version == "1.0" else JSONRPC_V03
-        return dialect.answer(7, operation, answer, loss)
-    if binding == "HTTP+JSON":
-        return (REST_V10 if version == "1.0" else REST_V03).answer(operation, answer, loss)
-    return GRPC[version].answer(wire_method(operation, version), answer, loss)
+    # Every row answers through the same contract (translators/dialects/contract.py).
+    return dialect_for(binding, version).client(ops.BY_NAME[op], 7).answer(answer, LossReport())
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
@@ -78,7 +74,7 @@ def _forwarded(binding: str, version: str, op: str, raw: bytes) -> Any:
     if binding == "HTTP+JSON":
         rest = REST_V10 if version == "1.0" else REST_V03
         return rest.forwarded(200, "application/json", raw)
-    return GRPC[version].forwarded(ops.BY_NAME[op], version, raw)
+    return GRPC[as_version(version)].forwarded(ops.BY_NAME[op], as_version(version), raw)
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
