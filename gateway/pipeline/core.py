@@ -11,18 +11,15 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import (
-    AbstractAsyncContextManager,
-    AbstractContextManager,
     asynccontextmanager,
     contextmanager,
-    nullcontext,
 )
 
 import aiohttp
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
-from gateway.auth.admission import admit, build_auth
+from gateway.auth.admission import build_auth
 from gateway.auth.service import GatewayAuth
 from gateway.call import Call, CallContext
 from gateway.cards.publisher import CardPublisher
@@ -34,8 +31,9 @@ from gateway.egress.grpc import GrpcBackend
 from gateway.egress.http import client_session
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
-from gateway.observability import tracing
 from gateway.pipeline.limits import CallLimits
+from gateway.pipeline.stages import Passage
+from gateway.pipeline.standard import standard_stages
 from gateway.relay.hooks import PushRelay
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
@@ -45,9 +43,8 @@ from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
 from gateway.tls.context import client_context
 from translators import operations as ops
-from translators.dialects.base import WireAnswer, check_backend_card, forwardable
+from translators.dialects.base import WireAnswer
 from translators.errors import A2AError, a2a_error
-from translators.loss import LossReport
 from translators.versions import VersionRules
 
 
@@ -61,15 +58,6 @@ def make_backend(config: BackendConfig, session: aiohttp.ClientSession,
         return GrpcBackend(config, tls)
     raise ConfigError(f"backend binding {config.binding} is not supported by this gateway "
                       f"build yet (backend {config.url}); use JSONRPC")
-
-
-_NOTHING_HELD: AbstractAsyncContextManager[None] = nullcontext()
-
-
-@asynccontextmanager
-async def _holding(slot: AbstractContextManager[None]) -> AsyncIterator[None]:
-    with slot:
-        yield
 
 
 class Gateway:
@@ -101,6 +89,9 @@ class Gateway:
         # What calls show of tasks, who owns them.
         self.tasks = TaskIndex(config, store, shared=shared_state)
         self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index
+        # What every call passes, in order, unary and stream alike.
+        self.stages = standard_stages(config, self.auth, self.tasks, self.listing,
+                                      self.relay, self.cards, self.limits)
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
 
@@ -163,28 +154,13 @@ class Gateway:
                                        ctx))
         return result if isinstance(result, pb.Task) else None
 
-    async def _admit(self, call: Call) -> tuple[TenantRoute, Backend]:
+    async def _enter(self, call: Call, streaming: bool) -> Passage:
+        """The call's tenant, then every stage's way in (gateway/pipeline/standard.py)."""
         route = self.tenant_for(call.ctx.tenant)
         call.ctx.tenant = call.ctx.outcome.tenant = route.name
-        if self.auth is not None:
-            await admit(self.auth.for_tenant(route.name), call)
-        backend = await route.backend(call)
-        call.ctx.outcome.backend_version = backend.config.version
-        call.ctx.outcome.backend_binding = backend.config.binding
-        call.ctx.loss.policy = self.config.loss_policy  # the backend's dialect applies it
-        if route.config.precheck:
-            call.backend_card = await route.card_json()
-        await self.tasks.admit(call)  # a task of another principal is not found
-        return route, backend
-
-    def _held(self, route: TenantRoute, call: Call, streaming: bool,
-              ) -> AbstractAsyncContextManager[None]:
-        """The caller's slot among its calls or streams open at once (auth.rate_limits);
-        nothing to hold, and nothing built per call, without auth."""
-        if self.auth is None or call.ctx.internal:
-            return _NOTHING_HELD
-        return _holding(self.auth.for_tenant(route.name).limits.hold(call.ctx.principal,
-                                                                      streaming))
+        passage = Passage(route, streaming)
+        await self.stages.enter(call, passage)
+        return passage
 
     async def unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         """The call's result, canonical; or, when the backend speaks the client's dialect
@@ -197,53 +173,29 @@ class Gateway:
             self._untrack()
 
     async def _unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
-        route, backend = await self._admit(call)
-        if self.tasks.lists(call, backend.config.version):
-            return await self.listing.list_tasks(call)
-        # Same dialect object on both sides first: a translated call asks no more.
-        client = call.dialect
-        forward = (client is not None and client is backend.dialect and call.wire is not None
-                   and route.config.pass_through
-                   and forwardable(call.op, call.request, client, backend.dialect,
-                                   backend.config.tenant))
-        if forward:
-            # What decoding dropped is not lost: the backend gets the client's own bytes.
-            call.ctx.loss = LossReport(policy=call.ctx.loss.policy)
-            call.ctx.outcome.forwarded = True
-            if call.backend_card is not None:
-                check_backend_card(call.op, call.request, call.backend_card,
-                                   call.ctx.extensions)
-        else:
-            await self.relay.rewrite_request(call)
-        async with self._held(route, call, streaming=False), self.limits.call(route), \
-                tracing.backend_span(call.ctx, call.op.name):
+        passage = await self._enter(call, streaming=False)
+        if passage.local is not None:  # answered by the gateway itself (the task index)
+            return await passage.local(call)
+        backend = passage.to
+        async with self.stages.held(call, passage):
             started = time.monotonic()
             try:
-                answer = await (backend.forward(call) if forward else backend.unary(call))
+                answer = await (backend.forward(call) if passage.forward
+                                else backend.unary(call))
             except A2AError as err:
                 call.ctx.outcome.backend_error = err.kind.reason
                 raise
             finally:
                 call.ctx.outcome.backend_seconds = time.monotonic() - started
-        written = self.tasks.answered(call, answer)  # recorded later, off this call's path
-        if written is not None:  # ... unless it created a task: in the store before the answer
-            await written
-        if isinstance(answer, WireAnswer):
-            return answer
-        result = self.relay.restore_response(call, answer)
-        if isinstance(result, pb.AgentCard):
-            # Never hand out the backend's own addresses: the extended card lists ours.
-            result = self.cards.rewrite_extended(result, call.ctx)
-        return result
+        return await self.stages.leave(call, answer)
 
     @asynccontextmanager
     async def stream(self, call: Call) -> AsyncIterator[StreamPlan]:
-        """The call's stream, admitted and opened, for the stream driver
-        (gateway/streams/driver.py): the backend's reads and the call's filters, the
-        caller's slots held and the backend span open until the driver is done."""
+        """The call's stream, through the same stages as a unary call, for the stream
+        driver (gateway/streams/driver.py): the backend's reads and the call's filters,
+        the stages' holds (the caller's slots, the backend span) kept until the driver
+        is done."""
         with self._tracked():
-            route, backend = await self._admit(call)
-            await self.relay.rewrite_request(call)
-            async with self._held(route, call, streaming=True), self.limits.stream(route), \
-                    tracing.backend_span(call.ctx, call.op.name):
-                yield plan_stream(call, backend, self.tasks)
+            passage = await self._enter(call, streaming=True)
+            async with self.stages.held(call, passage):
+                yield plan_stream(call, passage.to, self.tasks)

@@ -40,6 +40,13 @@ def jwk(key: Any, kid: str) -> dict[str, Any]:
     return {**out, "kid": kid, "use": "sig"}
 
 
+@dataclass(frozen=True)
+class Offset:
+    """A claim's time as seconds from now (now: when the test runs)."""
+
+    seconds: int
+
+
 def claims(**over: Any) -> dict[str, Any]:
     now = int(time.time())
     return {"sub": "alice", "iss": ISSUER, "aud": AUDIENCE, "iat": now, "exp": now + 300,
@@ -106,9 +113,11 @@ async def test_rs256_and_es256_tokens_name_their_principal(jwks_server: JwksServ
     assert jwks_server.hits == 1  # cached
 
 
+# Times are offsets from when the test runs, not from when it was collected: a suite that
+# reaches this test minutes after collection must still see `nbf` in the future.
 @pytest.mark.parametrize(("over", "failure"), [
-    ({"exp": int(time.time()) - 60}, "expired"),
-    ({"nbf": int(time.time()) + 120}, "not_yet_valid"),
+    ({"exp": Offset(-60)}, "expired"),
+    ({"nbf": Offset(120)}, "not_yet_valid"),
     ({"aud": "someone-else"}, "wrong_audience"),
     ({"iss": "https://evil.test"}, "wrong_issuer"),
     ({"exp": None}, "missing_claim"),
@@ -117,6 +126,8 @@ async def test_rs256_and_es256_tokens_name_their_principal(jwks_server: JwksServ
 async def test_claims_refused_each_with_its_reason(jwks_server: JwksServer, over: dict[str, Any],
                                                    failure: str) -> None:
     verifier = JwtVerifier(config(jwks_server.url), JwksSource(config(jwks_server.url)))
+    now = int(time.time())
+    over = {k: now + v.seconds if isinstance(v, Offset) else v for k, v in over.items()}
     body = {k: v for k, v in claims(**over).items() if v is not None}
     value = jwt.encode(body, RSA_KEY, algorithm="RS256", headers={"kid": "rsa1"})
     assert (await refused(verifier, value)).failure == failure

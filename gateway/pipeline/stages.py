@@ -1,0 +1,146 @@
+"""The stages every call passes, in one ordered list shared by unary calls and streams
+(after mitmproxy's ordered addons and Envoy's filter chains).
+
+A stage has up to three hooks, each optional:
+
+- ``enter(call, passage)``, before the backend, in list order: it may refuse the call
+  (raise A2AError), pick what the call goes to, or rewrite the request;
+- ``hold(call, passage)``, around the backend: a context held while the backend answers
+  (a unary call) or streams (until the stream driver is done);
+- ``leave(call, answer)``, after a unary answer, in list order: it may record or rewrite
+  the answer. A stream's events pass the stream filters instead (gateway/streams/plan.py).
+
+Counting, logging and tracing the call's end are not a stage: they are the call's one
+exit, ``observe.finish``, which the ingress (unary) and the stream driver call once.
+
+The list is built once per config (``build``), with only the stages that config needs, so
+a call asks no stage whether it applies; the hooks of each kind are kept apart, so a call
+runs no empty hook.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, TypeAlias
+
+from google.protobuf.message import Message as ProtoMessage
+
+from gateway.call import Call
+from gateway.routing.tenants import TenantRoute
+from translators.dialects.base import WireAnswer
+
+if TYPE_CHECKING:
+    from gateway.egress.base import Backend
+
+Answer: TypeAlias = "ProtoMessage | WireAnswer | None"
+
+
+@dataclass(slots=True)
+class Passage:
+    """What the stages decide for one call on its way: the tenant's route, the backend it
+    goes to, whether it is passed through as the client sent it, and an answer the
+    gateway gives itself instead of the backend (ListTasks from the task index)."""
+
+    route: TenantRoute
+    streaming: bool
+    backend: Backend | None = None
+    forward: bool = False
+    local: Callable[[Call], Awaitable[Answer]] | None = None
+
+    @property
+    def to(self) -> Backend:
+        assert self.backend is not None, "the router stage picks the backend first"
+        return self.backend
+
+
+Enter = Callable[[Call, Passage], Awaitable[None]]
+Hold = Callable[[Call, Passage], AbstractAsyncContextManager[None] | None]
+Leave = Callable[[Call, Answer], Awaitable[Answer]]
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    name: str
+    enter: Enter | None = None
+    hold: Hold | None = None
+    leave: Leave | None = None
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The ordered stages of one config, and each kind of hook in that order."""
+
+    stages: tuple[Stage, ...]
+    enters: tuple[Enter, ...] = field(init=False)
+    holds: tuple[Hold, ...] = field(init=False)
+    leaves: tuple[Leave, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "enters", tuple(s.enter for s in self.stages if s.enter))
+        object.__setattr__(self, "holds", tuple(s.hold for s in self.stages if s.hold))
+        object.__setattr__(self, "leaves", tuple(s.leave for s in self.stages if s.leave))
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.stages]
+
+    async def enter(self, call: Call, passage: Passage) -> None:
+        """Each stage's ``enter`` in order, until one has the gateway answer the call
+        itself (``passage.local``): the stages after it are for calls to the backend."""
+        for enter in self.enters:
+            await enter(call, passage)
+            if passage.local is not None:
+                return
+
+    async def leave(self, call: Call, answer: Answer) -> Answer:
+        for leave in self.leaves:
+            answer = await leave(call, answer)
+        return answer
+
+    def held(self, call: Call, passage: Passage) -> Held:
+        return Held([h for h in (hold(call, passage) for hold in self.holds) if h is not None])
+
+
+class Held:
+    """The stages' holds, entered in order and left in reverse, as nested ``async with``
+    blocks would be (without a generator or an exit stack per call). A hold that fails
+    to enter leaves those entered before it."""
+
+    __slots__ = ("_entered", "_holds")
+
+    def __init__(self, holds: Sequence[AbstractAsyncContextManager[None]]) -> None:
+        self._holds = holds
+        self._entered = 0
+
+    async def __aenter__(self) -> None:
+        try:
+            for hold in self._holds:
+                await hold.__aenter__()
+                self._entered += 1
+        except BaseException as exc:
+            await self._leave(type(exc), exc, exc.__traceback__)
+            raise
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self._leave(kind, exc, tb)
+
+    async def _leave(self, kind: type[BaseException] | None, exc: BaseException | None,
+                     tb: TracebackType | None) -> None:
+        failed: BaseException | None = None
+        while self._entered:
+            self._entered -= 1
+            try:
+                await self._holds[self._entered].__aexit__(kind, exc, tb)
+            except BaseException as err:  # the outer holds see it, as nested blocks would
+                failed, kind, exc, tb = err, type(err), err, err.__traceback__
+        if failed is not None:
+            raise failed
+
+
+def build(stages: Sequence[Stage | None]) -> Stages:
+    """The stages a config needs, in order (None: a stage this config does without)."""
+    return Stages(tuple(s for s in stages if s is not None))

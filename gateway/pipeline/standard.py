@@ -1,0 +1,159 @@
+"""The gateway's stages, in the order every call passes them (gateway/pipeline/stages.py):
+
+1. admission — who the caller is, whether it may call (auth), and its slot among its
+   open calls or streams (auth.rate_limits); only when auth is configured;
+2. router — the backend the call goes to (a discovered or fallback backend is picked
+   here), and the loss policy its dialect applies;
+3. precheck — the backend's card, when the tenant checks calls against it;
+4. task index — a task of another principal is not found; ListTasks answered from the
+   index where the backend cannot; each answer's tasks recorded;
+5. pass-through — a call the backend's dialect takes as the client sent it (unary only);
+6. push relay — the client's webhook sealed on the way in, restored on the way out;
+7. extended card — the backend's addresses never handed out: the card lists ours;
+8. limits — the backend address's (and the tenant's) slots for calls and streams;
+9. tracing — the backend call's CLIENT span.
+
+Admission comes before the router, so no unauthenticated call makes the gateway fetch a
+card or open a connection; the holds are taken in the same order, slot before span.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+
+from a2a.types import a2a_pb2 as pb
+
+from gateway.auth.admission import admit
+from gateway.auth.service import GatewayAuth
+from gateway.call import Call
+from gateway.cards.publisher import CardPublisher
+from gateway.config.models import GatewayConfig
+from gateway.observability import tracing
+from gateway.pipeline.limits import CallLimits
+from gateway.pipeline.stages import Answer, Passage, Stage, Stages, build
+from gateway.relay.hooks import PushRelay
+from gateway.tasks.index import TaskIndex
+from gateway.tasks.listing import TaskLister
+from translators.dialects.base import WireAnswer, check_backend_card, forwardable
+from translators.loss import LossReport
+
+
+@asynccontextmanager
+async def _holding(slot: AbstractContextManager[None]) -> AsyncIterator[None]:
+    with slot:
+        yield
+
+
+def _admission(auth: GatewayAuth | None) -> Stage | None:
+    if auth is None:
+        return None
+
+    async def enter(call: Call, passage: Passage) -> None:
+        await admit(auth.for_tenant(passage.route.name), call)
+
+    def hold(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] | None:
+        if call.ctx.internal:
+            return None
+        return _holding(auth.for_tenant(passage.route.name).limits.hold(
+            call.ctx.principal, passage.streaming))
+
+    return Stage("admission", enter, hold)
+
+
+def _router(config: GatewayConfig) -> Stage:
+    policy = config.loss_policy
+
+    async def enter(call: Call, passage: Passage) -> None:
+        backend = passage.backend = await passage.route.backend(call)
+        outcome = call.ctx.outcome
+        outcome.backend_version = backend.config.version
+        outcome.backend_binding = backend.config.binding
+        call.ctx.loss.policy = policy  # the backend's dialect applies it
+
+    return Stage("router", enter)
+
+
+async def _precheck(call: Call, passage: Passage) -> None:
+    if passage.route.config.precheck:
+        call.backend_card = await passage.route.card_json()
+
+
+def _task_index(tasks: TaskIndex, listing: TaskLister) -> Stage:
+    async def enter(call: Call, passage: Passage) -> None:
+        await tasks.admit(call)  # a task of another principal is not found
+        if not passage.streaming and tasks.lists(call, passage.to.config.version):
+            passage.local = listing.list_tasks
+
+    async def leave(call: Call, answer: Answer) -> Answer:
+        written = tasks.answered(call, answer)  # recorded later, off this call's path
+        if written is not None:  # ... unless it created a task: in the store first
+            await written
+        return answer
+
+    return Stage("task index", enter, leave=leave)
+
+
+async def _pass_through(call: Call, passage: Passage) -> None:
+    """Same dialect object on both sides first: a translated call asks no more."""
+    client, backend = call.dialect, passage.to
+    if passage.streaming or client is None or client is not backend.dialect \
+            or call.wire is None or not passage.route.config.pass_through \
+            or not forwardable(call.op, call.request, client, backend.dialect,
+                               backend.config.tenant):
+        return
+    passage.forward = True
+    # What decoding dropped is not lost: the backend gets the client's own bytes.
+    call.ctx.loss = LossReport(policy=call.ctx.loss.policy)
+    call.ctx.outcome.forwarded = True
+    if call.backend_card is not None:
+        check_backend_card(call.op, call.request, call.backend_card, call.ctx.extensions)
+
+
+def _push_relay(relay: PushRelay) -> Stage:
+    async def enter(call: Call, passage: Passage) -> None:
+        if not passage.forward:
+            await relay.rewrite_request(call)
+
+    async def leave(call: Call, answer: Answer) -> Answer:
+        if isinstance(answer, WireAnswer):
+            return answer
+        return relay.restore_response(call, answer)
+
+    return Stage("push relay", enter, leave=leave)
+
+
+def _extended_card(cards: CardPublisher) -> Stage:
+    async def leave(call: Call, answer: Answer) -> Answer:
+        if isinstance(answer, pb.AgentCard):
+            return cards.rewrite_extended(answer, call.ctx)
+        return answer
+
+    return Stage("extended card", leave=leave)
+
+
+def _limits(limits: CallLimits) -> Stage:
+    def hold(call: Call, passage: Passage) -> AbstractAsyncContextManager[None]:
+        return limits.stream(passage.route) if passage.streaming else limits.call(passage.route)
+
+    return Stage("limits", hold=hold)
+
+
+def _tracing(call: Call, passage: Passage) -> AbstractAsyncContextManager[None]:
+    return tracing.backend_span(call.ctx, call.op.name)
+
+
+def standard_stages(config: GatewayConfig, auth: GatewayAuth | None, tasks: TaskIndex,
+                    listing: TaskLister, relay: PushRelay, cards: CardPublisher,
+                    limits: CallLimits) -> Stages:
+    return build([
+        _admission(auth),
+        _router(config),
+        Stage("precheck", _precheck),
+        _task_index(tasks, listing),
+        Stage("pass-through", _pass_through),
+        _push_relay(relay),
+        _extended_card(cards),
+        _limits(limits),
+        Stage("tracing", hold=_tracing),
+    ])
