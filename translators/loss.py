@@ -6,6 +6,7 @@ dotted path, and the gateway decides (report, reject, carry) by its configured p
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -21,9 +22,20 @@ class LossPolicy(StrEnum):
 CARRY_KEY = "a2a-gateway/carried"
 
 
+# Which translation a loss was met in: the client's request being decoded, or one
+# attempt at a backend interface (a fallback makes more than one).
+DECODING = 0
+
+
 @dataclass
 class LossReport:
-    """Field paths dropped while translating one call, in the order they were met."""
+    """Field paths dropped while translating one call, in the order they were met.
+
+    Append-only: every drop is kept in ``log`` with the translation it was met in, and
+    no one replaces a call's report. What it *says* (``request``, ``response``,
+    ``dropped``) is the losses of the client's decoding and of the attempt that reached
+    the backend: a fallback starts a new attempt (``next_attempt``), and a call passed
+    through as the client sent it (``passed_through``) lost nothing in decoding."""
 
     policy: LossPolicy = LossPolicy.REPORT
     request: list[str] = field(default_factory=list)
@@ -36,22 +48,39 @@ class LossReport:
     # Every path lost so far, either side, once each, in the order met: what the caller
     # is told (A2A-Gateway-Dropped) and the log line lists.
     dropped: list[str] = field(default_factory=list)
+    # Every drop as met: (attempt, side, path), side "request" or "response".
+    log: list[tuple[int, str, str]] = field(default_factory=list)
+    attempt: int = DECODING
+    decoding_counts: bool = True
 
     def __post_init__(self) -> None:
+        for side, paths in (("request", self.request), ("response", self.response)):
+            self.log.extend((self.attempt, side, p) for p in paths)
         for path in [*self.request, *self.response, *self.held]:
             if path not in self.dropped:
                 self.dropped.append(path)
 
-    def fork(self) -> LossReport:
-        """A copy to go on from: a fallback translates the canonical request again for
-        another interface, and what the client's own request lost on the way to it (its
-        decoding) must stay in the report, while one interface's losses are that
-        attempt's alone."""
-        return LossReport(self.policy, list(self.request), list(self.response),
-                          self.answering, dict(self.held), list(self.dropped))
+    def next_attempt(self) -> None:
+        """A translation toward a backend interface starts: the one before it (another
+        interface, which refused the call) no longer counts; the decoding still does."""
+        self.attempt += 1
+        self._recount()
+
+    def passed_through(self) -> None:
+        """The backend gets the client's own bytes: what decoding them dropped is not lost."""
+        self.decoding_counts = False
+        self._recount()
+
+    def _recount(self) -> None:
+        counted = [(side, path) for attempt, side, path in self.log
+                   if attempt == self.attempt or (attempt == DECODING and self.decoding_counts)]
+        self.request = _unique(p for side, p in counted if side == "request")
+        self.response = _unique(p for side, p in counted if side == "response")
+        self.dropped = _unique([*(p for _, p in counted), *self.held])
 
     def drop(self, path: str) -> None:
         side = self.response if self.answering else self.request
+        self.log.append((self.attempt, "response" if self.answering else "request", path))
         if path not in side:
             side.append(path)
         if path not in self.dropped:
@@ -81,3 +110,7 @@ class LossReport:
 
     def __bool__(self) -> bool:
         return bool(self.dropped)
+
+
+def _unique(paths: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(paths))

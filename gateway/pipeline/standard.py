@@ -36,7 +36,6 @@ from gateway.relay.hooks import PushRelay
 from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
 from translators.dialects.base import WireAnswer, check_backend_card, forwardable
-from translators.loss import LossReport
 
 
 @asynccontextmanager
@@ -69,7 +68,9 @@ def _router(config: GatewayConfig) -> Stage:
         outcome = call.ctx.outcome
         outcome.backend_version = backend.config.version
         outcome.backend_binding = backend.config.binding
-        call.ctx.loss.policy = policy  # the backend's dialect applies it
+        loss = call.ctx.loss
+        loss.policy = policy  # the backend's dialect applies it
+        loss.next_attempt()  # what it drops from here is this backend's translation
 
     return Stage("router", enter)
 
@@ -104,7 +105,7 @@ async def _pass_through(call: Call, passage: Passage) -> None:
         return
     passage.forward = True
     # What decoding dropped is not lost: the backend gets the client's own bytes.
-    call.ctx.loss = LossReport(policy=call.ctx.loss.policy)
+    call.ctx.loss.passed_through()
     call.ctx.outcome.forwarded = True
     if call.backend_card is not None:
         check_backend_card(call.op, call.request, call.backend_card, call.ctx.extensions)

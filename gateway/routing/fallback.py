@@ -29,7 +29,6 @@ from gateway.observability.metrics import FALLBACKS
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError
-from translators.loss import LossReport
 from translators.versions import normalize_version
 from translators.vocabulary import JSON
 
@@ -95,12 +94,10 @@ class FallbackBackend:
 
     async def unary(self, call: Call) -> ProtoMessage | None:
         op = call.op.name
-        # What decoding the client's request lost, before any interface adds its own.
-        decoded = call.ctx.loss.fork()
         known = self._served_by.get(op)
         if known is not None and known in self._others:
             try:
-                return await self._on(self._others[known], known, call, decoded)
+                return await self._on(self._others[known], known, call)
             except A2AError as err:
                 if not not_served(op, err):
                     raise
@@ -110,15 +107,14 @@ class FallbackBackend:
         except A2AError as err:
             if not not_served(op, err):
                 raise
-            return await self._fall_back(call, err, decoded)
+            return await self._fall_back(call, err)
 
-    async def _fall_back(self, call: Call, refused: A2AError, decoded: LossReport,
-                         ) -> ProtoMessage | None:
+    async def _fall_back(self, call: Call, refused: A2AError) -> ProtoMessage | None:
         parsed = await self._card.get()
         for entry in alternatives(parsed.p10, self.config) if parsed is not None else []:
             key, backend = self._other(entry)
             try:
-                result = await self._on(backend, key, call, decoded)
+                result = await self._on(backend, key, call)
             except A2AError as err:
                 if not_served(call.op.name, err):
                     continue
@@ -130,11 +126,10 @@ class FallbackBackend:
             return result
         raise refused
 
-    async def _on(self, backend: Backend, key: Interface, call: Call, decoded: LossReport,
-                  ) -> ProtoMessage | None:
+    async def _on(self, backend: Backend, key: Interface, call: Call) -> ProtoMessage | None:
         # The other dialect's translation starts again from the canonical request: the
-        # losses of the client's decoding stay, the refused interface's are dropped.
-        call.ctx.loss = decoded.fork()
+        # losses of the client's decoding stay, the refused interface's no longer count.
+        call.ctx.loss.next_attempt()
         call.ctx.outcome.backend_binding = key[0]
         result = await backend.unary(call)
         FALLBACKS.labels(self._tenant, call.op.name, key[0]).inc()
