@@ -24,7 +24,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 
 from bench import nginx
-from gateway.call import Call, CallContext
+from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.models import parse_config
 from gateway.state import Store
 from gateway.state.redis_store import RedisStore
@@ -41,7 +41,7 @@ AT_ONCE = 32  # calls waiting for their writes at one time (bench/peers.py's con
 def _calls(path: str, n: int, op: str = ops.SEND) -> list[tuple[Call, Any]]:
     out = []
     for i in range(n):
-        ctx = CallContext(client_version="1.0", client_binding="JSONRPC", tenant="t")
+        ctx = CallContext(ClientFacts("JSONRPC"), "1.0", tenant="t")
         ctx.outcome.backend_binding = "JSONRPC"
         ctx.outcome.backend_version = "0.3" if path == "translated" else "1.0"
         call = Call(ops.BY_NAME[op], pb.SendMessageRequest(), ctx, JSONRPC_V10)

@@ -41,32 +41,47 @@ class CallOutcome:
     forwarded: bool = False  # passed through as sent (same dialect on both sides)
 
 
-@dataclass(slots=True)
-class CallContext:
-    client_version: str
-    client_binding: str
-    tenant: str | None = None
+@dataclass(frozen=True, slots=True)
+class ClientFacts:
+    """What the client's request said beside its payload, and when it came: set once by
+    the ingress, read by every stage and never written after (what the stages decide is
+    on CallContext)."""
+
+    binding: str  # the client's binding; "webhook-relay" for the gateway's own calls
     request_id: str = field(default_factory=new_request_id)
-    # Headers to pass to the backend, lowercase names (auth, extensions, request id).
-    forward_headers: dict[str, str] = field(default_factory=dict)
-    extensions: list[str] = field(default_factory=list)
-    # How the client's version names the extensions header (echoed extensions).
-    extension_header: str = "A2A-Extensions"
+    # Headers to pass to the backend, lowercase names (forward_headers, request id).
+    forward_headers: Mapping[str, str] = field(default_factory=dict)
+    extensions: tuple[str, ...] = ()
     deadline: float | None = None  # time.monotonic() value
     # The gateway's public HTTP base as this client reached it (cards list it).
     public_base: Callable[[], str] | None = None
     started: float = field(default_factory=time.monotonic)
-    loss: LossReport = field(default_factory=LossReport)
-    outcome: CallOutcome = field(default_factory=CallOutcome)
-    # gateway.observability.tracing.CallTrace: the client's trace context, the spans
-    trace: Any = None
     # What authentication reads (gateway/auth): the request's headers or gRPC metadata,
     # and the verified client certificate of the connection, if any.
     credentials: Mapping[str, Any] = field(default_factory=dict)
     peer_cert: Any = None
-    principal: Any = None  # gateway.auth.principal.Principal, once admitted
     # The gateway's own call (the relay reading a task): no caller to authenticate.
     internal: bool = False
+
+
+@dataclass(slots=True)
+class CallContext:
+    """One call's state: the client's facts (frozen), what decoding its payload said,
+    and what the stages decide and the call's end reports."""
+
+    facts: ClientFacts
+    client_version: str = ""  # what the payload spoke (set when it is decoded)
+    # How the client's version names the extensions header (echoed extensions).
+    extension_header: str = "A2A-Extensions"
+    tenant: str | None = None  # the payload's tenant, then the configured one it reached
+    loss: LossReport = field(default_factory=LossReport)
+    outcome: CallOutcome = field(default_factory=CallOutcome)
+    # gateway.observability.tracing.CallTrace: the client's trace context, the spans
+    trace: Any = None
+    principal: Any = None  # gateway.auth.principal.Principal, once admitted
+    # Headers the backend gets: the forwarded ones and, once admitted, the credentials
+    # the tenant's backend auth adds (gateway/auth/backend_creds.py).
+    backend_headers: Mapping[str, str] = field(default_factory=dict)
     # What its access line says (gateway/observability/logs/access.py): the operation,
     # once known, and the error it ended with (also a refusal before the operation was
     # known).
@@ -74,10 +89,15 @@ class CallContext:
     error: BaseException | None = None
     finished: bool = False  # observe.finish ran: the call is counted, logged and traced
 
+    def __post_init__(self) -> None:
+        if not self.backend_headers:
+            self.backend_headers = self.facts.forward_headers
+
     def remaining(self, default: float) -> float:
-        if self.deadline is None:
+        deadline = self.facts.deadline
+        if deadline is None:
             return default
-        return max(0.001, min(default, self.deadline - time.monotonic()))
+        return max(0.001, min(default, deadline - time.monotonic()))
 
 
 @dataclass(slots=True)

@@ -31,8 +31,8 @@ async def admit(policy: TenantAuth, call: Call) -> None:
     PermissionDeniedError, ResourceExhaustedError) its dialect renders; then set the
     credential headers its backend gets."""
     ctx = call.ctx
-    if not ctx.internal:
-        ctx.principal = await policy.admit(ctx.credentials, ctx.peer_cert, call.op.name)
+    if not ctx.facts.internal:
+        ctx.principal = await policy.admit(ctx.facts.credentials, ctx.facts.peer_cert, call.op.name)
         if ctx.principal is None and call.op.name == EXTENDED_CARD \
                 and policy.config.authenticates:
             # The extended card is for authenticated callers only (spec: the card's
@@ -40,4 +40,4 @@ async def admit(policy: TenantAuth, call: Call) -> None:
             schemes = policy.authenticator.schemes
             raise unauthenticated("missing", "the extended agent card needs an "
                                   "authenticated caller", schemes, policy.config.realm)
-    ctx.forward_headers = await policy.backend.headers(ctx.forward_headers)
+    ctx.backend_headers = await policy.backend.headers(ctx.backend_headers)

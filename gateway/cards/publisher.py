@@ -97,7 +97,7 @@ class CardPublisher:
         v1.0 shape: a v0.3 client's translation drops the signatures, which cover the
         v1.0 document only)."""
         base = self.address.fallback_base() if self.signer is not None else (
-            ctx.public_base() if ctx.public_base else self.address.fallback_base())
+            ctx.facts.public_base() if ctx.facts.public_base else self.address.fallback_base())
         tenant = ctx.tenant or ""
         path_tenant = tenant if tenant != self.config.default_tenant else None
         out = with_security(

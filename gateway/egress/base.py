@@ -56,14 +56,14 @@ def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
     """Headers for one backend call: configured ones and forwarded ones (which of the two
     wins a name both have is `header_precedence`), the request id, version, extensions."""
     if config.header_precedence == "backend":
-        headers = {**call.ctx.forward_headers, **config.headers}
+        headers = {**call.ctx.backend_headers, **config.headers}
     else:
-        headers = {**config.headers, **call.ctx.forward_headers}
-    headers["x-request-id"] = call.ctx.request_id
+        headers = {**config.headers, **call.ctx.backend_headers}
+    headers["x-request-id"] = call.ctx.facts.request_id
     version = config.version or V10
     headers.update(BACKEND_HEADERS[version])
-    if call.ctx.extensions:
-        value = ",".join(call.ctx.extensions)
+    if call.ctx.facts.extensions:
+        value = ",".join(call.ctx.facts.extensions)
         for name in EXTENSION_HEADERS[version]:
             headers[name] = value
     headers.update(tracing.outgoing(call.ctx))  # traceparent/tracestate
@@ -71,18 +71,18 @@ def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:
 
 
 def _where(call: Call) -> str:
-    return f"tenant {call.ctx.tenant or '(default)'}, request {call.ctx.request_id}"
+    return f"tenant {call.ctx.tenant or '(default)'}, request {call.ctx.facts.request_id}"
 
 
 def backend_unavailable(call: Call, config: BackendConfig, detail: str) -> A2AError:
-    log.warning("backend unavailable", tenant=call.ctx.tenant, request_id=call.ctx.request_id,
+    log.warning("backend unavailable", tenant=call.ctx.tenant, request_id=call.ctx.facts.request_id,
                 backend=config.url or config.card, detail=detail)
     return a2a_error("BackendUnavailableError", f"the backend is unavailable ({_where(call)})",
                      tenant=call.ctx.tenant or "")
 
 
 def backend_timeout(call: Call, config: BackendConfig, seconds: float, what: str) -> A2AError:
-    log.warning("backend timeout", tenant=call.ctx.tenant, request_id=call.ctx.request_id,
+    log.warning("backend timeout", tenant=call.ctx.tenant, request_id=call.ctx.facts.request_id,
                 backend=config.url or config.card, waited=what, seconds=seconds)
     return a2a_error("BackendTimeoutError", f"the backend did not answer in time: {what} "
                      f"({seconds:g} s; {_where(call)})", tenant=call.ctx.tenant or "")
@@ -90,7 +90,7 @@ def backend_timeout(call: Call, config: BackendConfig, seconds: float, what: str
 
 def bad_response(call: Call, config: BackendConfig, detail: str) -> A2AError:
     log.warning("backend answer refused", tenant=call.ctx.tenant,
-                request_id=call.ctx.request_id, backend=config.url or config.card,
+                request_id=call.ctx.facts.request_id, backend=config.url or config.card,
                 detail=detail)
     return a2a_error("InvalidAgentResponseError", f"the backend sent an invalid response: "
                      f"{detail} ({_where(call)})", tenant=call.ctx.tenant or "")

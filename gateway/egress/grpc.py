@@ -148,7 +148,7 @@ class GrpcBackend:
     async def unary(self, call: Call) -> ProtoMessage | None:
         method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,
                                                       self.config.tenant, call.backend_card,
-                                                      call.ctx.extensions)
+                                                      call.ctx.facts.extensions)
         timeout = call.ctx.remaining(self.config.timeout)
         rpc = self.channel().unary_unary(method.path)
         try:
@@ -180,11 +180,11 @@ class GrpcBackend:
     async def stream(self, call: Call) -> EventBatches:
         method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,
                                                       self.config.tenant, call.backend_card,
-                                                      call.ctx.extensions)
+                                                      call.ctx.facts.extensions)
         # A stream has no total deadline of its own, only the caller's, if any; its events
         # are bounded by the pipeline (first event, idle, total).
-        deadline = (None if call.ctx.deadline is None
-                    else max(0.001, call.ctx.deadline - time.monotonic()))
+        deadline = (None if call.ctx.facts.deadline is None
+                    else max(0.001, call.ctx.facts.deadline - time.monotonic()))
         entry = self._streams.acquire()
         pending = entry[0].unary_stream(method.path)(
             payload, timeout=deadline, metadata=self._metadata(call))

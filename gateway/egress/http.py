@@ -55,7 +55,7 @@ def _fixed_timeout(total: float | None, connect: float) -> aiohttp.ClientTimeout
 def _unary_seconds(config: BackendConfig, call: Call) -> float:
     """How long a unary exchange may take: the backend's timeout, or what is left of the
     caller's deadline when that is shorter."""
-    if call.ctx.deadline is None:
+    if call.ctx.facts.deadline is None:
         return config.timeout
     return call.ctx.remaining(config.timeout)
 
@@ -63,7 +63,7 @@ def _unary_seconds(config: BackendConfig, call: Call) -> float:
 def _timeout(config: BackendConfig, call: Call, stream: bool) -> aiohttp.ClientTimeout:
     if stream:  # a stream may last; its events are bounded by the pipeline
         return _fixed_timeout(None, config.connect_timeout)
-    if call.ctx.deadline is None:
+    if call.ctx.facts.deadline is None:
         return _fixed_timeout(config.timeout, config.connect_timeout)
     return aiohttp.ClientTimeout(total=_unary_seconds(config, call),
                                  sock_connect=config.connect_timeout)

@@ -58,7 +58,7 @@ class JsonRpcBackend:
     async def unary(self, call: Call) -> ProtoMessage | None:
         body, sent_id = self.dialect.call_body(call.op, call.request, call.ctx.loss,
                                                self.config.tenant, call.backend_card,
-                                               call.ctx.extensions)
+                                               call.ctx.facts.extensions)
         _, raw = await self._exchange(call, body)
         return self.dialect.read_answer(call.op, raw, sent_id, call.ctx.loss, call.request)
 
@@ -77,7 +77,7 @@ class JsonRpcBackend:
     async def stream(self, call: Call) -> EventBatches:
         body, sent_id = self.dialect.call_body(call.op, call.request, call.ctx.loss,
                                                self.config.tenant, call.backend_card,
-                                               call.ctx.extensions)
+                                               call.ctx.facts.extensions)
         async with self._post(call, body, stream=True) as resp:
             if not is_event_stream(resp):
                 # Errors before the first event may come back as a plain JSON-RPC response.

@@ -47,7 +47,7 @@ class RestBackend:
                                           self.config.tenant, stream=stream,
                                           subscribe_verb=self.config.subscribe_verb,
                                           card=call.backend_card,
-                                          extensions=call.ctx.extensions)
+                                          extensions=call.ctx.facts.extensions)
 
     def _headers(self, call: Call, *, stream: bool, body: bool) -> dict[str, str]:
         headers = backend_headers(call, self.config)

@@ -11,7 +11,7 @@ from aiohttp import web
 
 from gateway.auth.peer import http_peer_cert
 from gateway.auth.principal import CHALLENGE_KEY
-from gateway.call import Call, CallContext, new_request_id
+from gateway.call import Call, CallContext, ClientFacts, new_request_id
 from gateway.http.request import ClientRequest
 from gateway.observability import tracing
 from gateway.observability.logs.access import CALL_KEY, note_error
@@ -99,7 +99,7 @@ def header_version(request: ClientRequest) -> str | None:
     return request.headers.get("A2A-Version") or request.query.get("A2A-Version")
 
 
-def split_extensions(values: Iterable[str]) -> list[str]:
+def split_extensions(values: Iterable[str]) -> tuple[str, ...]:
     """Extension URIs from `A2A-Extensions` / `X-A2A-Extensions` values (comma lists)."""
     seen: list[str] = []
     for value in values:
@@ -107,10 +107,10 @@ def split_extensions(values: Iterable[str]) -> list[str]:
             uri = uri.strip()
             if uri and uri not in seen:
                 seen.append(uri)
-    return seen
+    return tuple(seen)
 
 
-def _extensions(request: ClientRequest) -> list[str]:
+def _extensions(request: ClientRequest) -> tuple[str, ...]:
     return split_extensions([*request.headers.getall("A2A-Extensions", []),
                              *request.headers.getall("X-A2A-Extensions", [])])
 
@@ -124,16 +124,15 @@ def client_context(request: ClientRequest, gateway: Gateway, binding: str) -> Ca
     payload: :func:`bind` sets it once decoded)."""
     headers = request.headers
     rid = headers.get("X-Request-ID", "")
-    ctx = CallContext(client_version="", client_binding=binding,
-                      request_id=rid if valid_request_id(rid) else new_request_id(),
-                      forward_headers={h: headers[h] for h in gateway.config.forward_headers
-                                       if h in headers},
-                      extensions=_extensions(request))
-    if gateway.auth is not None:
-        ctx.credentials = headers
-        ctx.peer_cert = http_peer_cert(request.transport)
-    # Read only by the extended card: not worked out for every call.
-    ctx.public_base = lambda: gateway.cards.address.http_base(request)
+    authenticates = gateway.auth is not None
+    ctx = CallContext(ClientFacts(
+        binding, rid if valid_request_id(rid) else new_request_id(),
+        {h: headers[h] for h in gateway.config.forward_headers if h in headers},
+        _extensions(request),
+        # Read only by the extended card: not worked out for every call.
+        public_base=lambda: gateway.cards.address.http_base(request),
+        credentials=headers if authenticates else {},
+        peer_cert=http_peer_cert(request.transport) if authenticates else None))
     tracing.take(ctx, headers)
     request[CALL_KEY] = ctx  # for its access line (gateway/observability/logs/access.py)
     return ctx
@@ -152,7 +151,7 @@ def bind(ctx: CallContext, decoded: DecodedCall[ErrorAnswer]) -> Call:
 
 def dialect_headers(ctx: CallContext) -> dict[str, str]:
     """Response headers in the client's dialect: request id, activated extensions, losses."""
-    headers = {"X-Request-ID": ctx.request_id}
+    headers = {"X-Request-ID": ctx.facts.request_id}
     echoed = ctx.outcome.response_headers
     extensions = echoed.get("a2a-extensions") or echoed.get("x-a2a-extensions")
     if extensions:

@@ -289,7 +289,7 @@ class FastLane(asyncio.Protocol):
         if self._transport is None:  # the client left before its answer
             status, size_out = access.CLIENT_CLOSED, 0
         access.write(ctx, request.remote, status, size_in, size_out,
-                     time.monotonic() - ctx.started if ctx else 0.0, "POST", request.path)
+                     time.monotonic() - ctx.facts.started if ctx else 0.0, "POST", request.path)
 
     def _closes_after(self, request: LaneRequest, conn: GuardedProtocol | None) -> bool:
         """Whether the connection ends with this answer: the client asked, or sent its

@@ -21,7 +21,7 @@ from a2a.types import a2a_pb2 as pb
 from grpc_reflection.v1alpha import reflection
 
 from gateway.auth.peer import grpc_peer_cert
-from gateway.call import Call, CallContext
+from gateway.call import Call, CallContext, ClientFacts, new_request_id
 from gateway.ingress.common import bind, dialect_headers, split_extensions, valid_request_id
 from gateway.ingress.connections import default_max_connections
 from gateway.ingress.exit import refused, run_unary
@@ -56,21 +56,19 @@ def _first(md: Metadata, key: str) -> str | None:
 
 def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
              context: grpc.aio.ServicerContext) -> CallContext:
-    ctx = CallContext(client_version=method.version, client_binding=wire.GRPC,
-                      extension_header=wire.ROWS[method.version].extension_header)
     rid = _first(md, "x-request-id")
-    if valid_request_id(rid):
-        ctx.request_id = rid  # type: ignore[assignment]
-    ctx.forward_headers = {h: md[h][0] for h in gateway.config.forward_headers if h in md}
-    ctx.extensions = split_extensions([*md.get("a2a-extensions", []),
-                                       *md.get("x-a2a-extensions", [])])
-    tracing.take_metadata(ctx, md)
-    if gateway.auth is not None:
-        ctx.credentials = md
-        ctx.peer_cert = grpc_peer_cert(context.auth_context())
     remaining = context.time_remaining()
-    if remaining is not None:
-        ctx.deadline = time.monotonic() + remaining
+    authenticates = gateway.auth is not None
+    facts = ClientFacts(
+        wire.GRPC, rid if rid is not None and valid_request_id(rid) else new_request_id(),
+        {h: md[h][0] for h in gateway.config.forward_headers if h in md},
+        split_extensions([*md.get("a2a-extensions", []), *md.get("x-a2a-extensions", [])]),
+        deadline=time.monotonic() + remaining if remaining is not None else None,
+        credentials=md if authenticates else {},
+        peer_cert=grpc_peer_cert(context.auth_context()) if authenticates else None)
+    ctx = CallContext(facts, method.version,
+                      extension_header=wire.ROWS[method.version].extension_header)
+    tracing.take_metadata(ctx, md)
     return ctx
 
 
@@ -213,7 +211,7 @@ def _access_line(ctx: CallContext, context: grpc.aio.ServicerContext, bytes_in: 
     else:  # not aborted: OK, or cancelled (the client left, or the server's stop)
         name = "CANCELLED" if isinstance(ctx.error, asyncio.CancelledError) else "OK"
     access.write(ctx, access.grpc_peer(context.peer()), None, bytes_in, bytes_out,
-                 time.monotonic() - ctx.started, grpc_code=name)
+                 time.monotonic() - ctx.facts.started, grpc_code=name)
 
 
 def generic_handlers(current: Current, streams: Streams | None = None,

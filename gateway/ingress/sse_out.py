@@ -36,7 +36,7 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     sink = SseSink(request, call, codec, answer_error)
     return drive(call, gateway.stream(call), sink,
                  request.app[GATEWAY_KEY].streams,
-                 call.ctx.client_binding, gateway.config.limits.write_timeout)
+                 call.ctx.facts.binding, gateway.config.limits.write_timeout)
 
 
 class SseSink:

@@ -178,14 +178,14 @@ def record_call(ctx: CallContext, operation: str, outcome: str, seconds: float) 
     batch = _batch
     # Only a configured tenant names a series: what a client wrote is not a label value.
     batch.count(_calls, (out.tenant or "none", operation, ctx.client_version,
-                         ctx.client_binding, out.backend_version or "none", backend_binding,
+                         ctx.facts.binding, out.backend_version or "none", backend_binding,
                          outcome))
-    batch.observe(_call_seconds, (operation, ctx.client_binding, backend_binding), seconds)
+    batch.observe(_call_seconds, (operation, ctx.facts.binding, backend_binding), seconds)
     if out.backend_seconds is not None:
         batch.observe(_backend_seconds, (backend_binding, operation), out.backend_seconds)
         batch.observe(_gateway_seconds, (operation,), max(0.0, seconds - out.backend_seconds))
     if out.events:
-        batch.count(_stream_events, (operation, ctx.client_binding), out.events)
+        batch.count(_stream_events, (operation, ctx.facts.binding), out.events)
     loss = ctx.loss
     if loss.dropped:
         for path in loss.request:

@@ -51,7 +51,7 @@ def finish(ctx: CallContext, operation: str, error: BaseException | None) -> Non
     if ctx.finished:
         return
     ctx.finished = True
-    seconds = time.monotonic() - ctx.started
+    seconds = time.monotonic() - ctx.facts.started
     ctx.operation = operation
     access.note_error(ctx, error)
     outcome = outcome_of(error)

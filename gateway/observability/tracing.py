@@ -200,7 +200,7 @@ def _start_server(ctx: CallContext, operation: str) -> Span | None:
         parent = TraceContextTextMapPropagator().extract(trace.carrier)
         trace.server = _tracer.start_span(f"A2A {operation}", context=parent,
                                           kind=SpanKind.SERVER,
-                                          start_time=_wall_ns(ctx.started))
+                                          start_time=_wall_ns(ctx.facts.started))
     return trace.server
 
 
@@ -215,9 +215,9 @@ def decoded(ctx: CallContext, call: DecodedCall[object]) -> None:
     from opentelemetry.trace import SpanKind, set_span_in_context
 
     span = _tracer.start_span(f"translate {call.op.name}", set_span_in_context(server),
-                              kind=SpanKind.INTERNAL, start_time=_wall_ns(ctx.started))
+                              kind=SpanKind.INTERNAL, start_time=_wall_ns(ctx.facts.started))
     span.set_attribute("a2a.client.version", call.dialect.version)
-    span.set_attribute("a2a.client.binding", ctx.client_binding)
+    span.set_attribute("a2a.client.binding", ctx.facts.binding)
     if call.loss.dropped:
         span.set_attribute("a2a.dropped", list(call.loss.dropped))
     span.end()
@@ -243,12 +243,12 @@ def finish(ctx: CallContext, operation: str, outcome: str,
 
 def _call_attributes(span: Span, ctx: CallContext, operation: str) -> None:
     span.set_attribute("a2a.operation", operation)
-    span.set_attribute("a2a.request_id", ctx.request_id)
+    span.set_attribute("a2a.request_id", ctx.facts.request_id)
     if ctx.tenant:
         span.set_attribute("a2a.tenant", ctx.tenant)
     if ctx.client_version:
         span.set_attribute("a2a.client.version", ctx.client_version)
-    span.set_attribute("a2a.client.binding", ctx.client_binding)
+    span.set_attribute("a2a.client.binding", ctx.facts.binding)
     out = ctx.outcome
     if out.backend_version:
         span.set_attribute("a2a.backend.version", out.backend_version)

@@ -21,7 +21,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.auth.admission import build_auth
 from gateway.auth.service import GatewayAuth
-from gateway.call import Call, CallContext
+from gateway.call import Call, CallContext, ClientFacts
 from gateway.cards.publisher import CardPublisher
 from gateway.config.auth import effective
 from gateway.config.models import BackendConfig, ConfigError, GatewayConfig
@@ -148,8 +148,8 @@ class Gateway:
 
     async def fetch_task(self, tenant: str, task_id: str, client_version: str) -> pb.Task | None:
         """The task as the tenant's backend has it now (for the relay's v0.3 snapshots)."""
-        ctx = CallContext(client_version=client_version, client_binding="webhook-relay",
-                          tenant=tenant or None, internal=True)
+        ctx = CallContext(ClientFacts("webhook-relay", internal=True), client_version,
+                          tenant=tenant or None)
         result = await self.unary(Call(ops.BY_NAME[ops.GET_TASK], pb.GetTaskRequest(id=task_id),
                                        ctx))
         return result if isinstance(result, pb.Task) else None

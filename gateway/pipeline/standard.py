@@ -52,7 +52,7 @@ def _admission(auth: GatewayAuth | None) -> Stage | None:
         await admit(auth.for_tenant(passage.route.name), call)
 
     def hold(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] | None:
-        if call.ctx.internal:
+        if call.ctx.facts.internal:
             return None
         return _holding(auth.for_tenant(passage.route.name).limits.hold(
             call.ctx.principal, passage.streaming))
@@ -108,7 +108,7 @@ async def _pass_through(call: Call, passage: Passage) -> None:
     call.ctx.loss.passed_through()
     call.ctx.outcome.forwarded = True
     if call.backend_card is not None:
-        check_backend_card(call.op, call.request, call.backend_card, call.ctx.extensions)
+        check_backend_card(call.op, call.request, call.backend_card, call.ctx.facts.extensions)
 
 
 def _push_relay(relay: PushRelay) -> Stage:

@@ -94,7 +94,7 @@ class TaskIndex:
         call that creates a task (SendMessage), the write to wait for before answering;
         every other call's answer is written later, off its path (None)."""
         if self.recorder is None or result is None or call.op.name not in TASK_ANSWERS \
-                or call.ctx.client_binding == REFRESH_BINDING:
+                or call.ctx.facts.binding == REFRESH_BINDING:
             return None
         creating = call.op.name in _CREATING
         if isinstance(result, WireAnswer):
@@ -167,7 +167,7 @@ class TaskIndex:
         except StoreError as exc:
             log.warning("task created but not recorded: the call is refused",
                         tenant=call.ctx.tenant, tasks=[r.task_id[:64] for r in records],
-                        request_id=call.ctx.request_id, error=str(exc))
+                        request_id=call.ctx.facts.request_id, error=str(exc))
             raise store_unavailable("the task index cannot be written now") from exc
 
     def streamed(self, call: Call, item: pb.StreamResponse) -> None:

@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from a2a.types import a2a_pb2 as pb
 
-from gateway.call import Call, CallContext
+from gateway.call import Call, CallContext, ClientFacts
 from gateway.state import (
     BadPageToken,
     StoreError,
@@ -174,6 +174,6 @@ def _refresh_context(ctx: CallContext) -> CallContext:
     """A GetTask of a listing: the listing's tenant, headers (as admitted), deadline and
     request id; the gateway's own call (the listing's caller was admitted already, and
     its principal's scope applied)."""
-    return CallContext(client_version=V10, client_binding=REFRESH_BINDING, tenant=ctx.tenant,
-                       request_id=ctx.request_id, forward_headers=dict(ctx.forward_headers),
-                       extensions=list(ctx.extensions), deadline=ctx.deadline, internal=True)
+    facts = ClientFacts(REFRESH_BINDING, ctx.facts.request_id, ctx.backend_headers,
+                        ctx.facts.extensions, ctx.facts.deadline, internal=True)
+    return CallContext(facts, V10, tenant=ctx.tenant)

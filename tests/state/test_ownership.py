@@ -18,7 +18,7 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 
 from gateway.auth.principal import Principal
-from gateway.call import Call, CallContext
+from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.models import parse_config
 from gateway.state import Store, TaskRecord
 from gateway.tasks.index import TaskIndex, task_of
@@ -134,7 +134,7 @@ async def test_ownership_off_for_a_tenant_that_shares_tasks(
 
 
 def call(op: str, request: Any, who: str | None, tenant: str = "t") -> Call:
-    ctx = CallContext(client_version="1.0", client_binding="JSONRPC", tenant=tenant)
+    ctx = CallContext(ClientFacts("JSONRPC"), "1.0", tenant=tenant)
     ctx.principal = None if who is None else Principal(who, "api_key")
     return Call(ops.BY_NAME[op], request, ctx)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.call import CallContext
+from gateway.call import CallContext, ClientFacts
 from gateway.config.models import ConfigError, parse_config
 from gateway.observability import tracing
 
@@ -25,7 +25,7 @@ def test_config_section() -> None:
 
 def test_off_takes_only_the_client_headers() -> None:
     assert not tracing.enabled
-    ctx = CallContext(client_version="1.0", client_binding="JSONRPC")
+    ctx = CallContext(ClientFacts("JSONRPC"), "1.0")
     tracing.take(ctx, {})
     assert ctx.trace is None and tracing.trace_id(ctx) is None
     assert tracing.outgoing(ctx) == {}

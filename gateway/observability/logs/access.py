@@ -105,7 +105,7 @@ def write(ctx: CallContext | None, client: str | None, status: int | None,
             settings.sample < 1.0 and random.random() >= settings.sample)):
         return
     fields: dict[str, Any] = ({"client": client} if ctx is None
-                              else {"request_id": ctx.request_id, "client": client})
+                              else {"request_id": ctx.facts.request_id, "client": client})
     if method is not None:
         fields["method"] = method
         fields["path"] = path
@@ -113,12 +113,12 @@ def write(ctx: CallContext | None, client: str | None, status: int | None,
         fields["tenant"] = ctx.tenant
         fields["operation"] = ctx.operation
         fields["client_version"] = ctx.client_version
-        fields["client_binding"] = ctx.client_binding
+        fields["client_binding"] = ctx.facts.binding
         fields["backend_version"] = ctx.outcome.backend_version
         fields["backend_binding"] = ctx.outcome.backend_binding
     elif ctx is not None:  # refused before its operation was known (bad JSON)
         fields["tenant"] = ctx.tenant
-        fields["client_binding"] = ctx.client_binding
+        fields["client_binding"] = ctx.facts.binding
     if status is not None:
         fields["status"] = status
     if grpc_code is not None:
@@ -185,7 +185,7 @@ def client_gone(request: web.BaseRequest) -> None:
     """The access line of a request whose handler was cancelled (its client left): no
     answer was written, so aiohttp's hook is not called."""
     ctx: CallContext | None = request.get(CALL_KEY)
-    seconds = time.monotonic() - ctx.started if ctx is not None else 0.0
+    seconds = time.monotonic() - ctx.facts.started if ctx is not None else 0.0
     write(ctx, request.remote, CLIENT_CLOSED, body_bytes_read(request.content), 0,
           seconds, request.method, request.path)
 

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 import pytest
 from a2a.types import a2a_pb2 as pb
 
-from gateway.call import Call, CallContext
+from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.models import BackendConfig, parse_config
 from gateway.egress.base import EventBatches
 from gateway.streams.driver import StreamPlan, drive
@@ -64,7 +64,7 @@ def no_index() -> TaskIndex:
 
 def a_call(op: str = ops.STREAM, request: object = None, client: str = "1.0") -> Call:
     return Call(ops.BY_NAME[op], request or pb.SendMessageRequest(),  # type: ignore[arg-type]
-                CallContext(client_version=client, client_binding="JSONRPC"))
+                CallContext(ClientFacts("JSONRPC"), client))
 
 
 class TaskTable:

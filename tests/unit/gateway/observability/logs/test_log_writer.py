@@ -83,12 +83,12 @@ def test_a_calls_line_is_the_one_structlog_would_write(
     not its output: the same fields in the same order, a worker's index included."""
     import structlog
 
-    from gateway.call import CallContext
+    from gateway.call import CallContext, ClientFacts
     from gateway.config.logs import AccessLogConfig
     from gateway.observability.logs import access
     from gateway.observability.logs.lines import render_line, stamp
 
-    ctx = CallContext(client_version="0.3", client_binding="JSONRPC", request_id="r1",
+    ctx = CallContext(ClientFacts("JSONRPC", request_id="r1"), "0.3",
                       tenant="t", operation="SendMessage")
     for worker in (None, 3):
         def tag(_: object, __: str, event: dict[str, object],
@@ -212,7 +212,7 @@ def test_a_malformed_heads_record_is_one_short_debug_line() -> None:
 
 
 def test_access_sampling_fields_and_skipped_paths_keep_every_failure() -> None:
-    from gateway.call import CallContext
+    from gateway.call import CallContext, ClientFacts
     from gateway.config.logs import AccessLogConfig
     from gateway.observability.logs import access
     from gateway.observability.logs.lines import stamp
@@ -222,8 +222,8 @@ def test_access_sampling_fields_and_skipped_paths_keep_every_failure() -> None:
     config = AccessLogConfig(sample=0.0, fields=["status", "outcome", "error_code"])
     access.configure(config, LineWriter(out, stamp), None)
     try:
-        ok = CallContext(client_version="1.0", client_binding="GRPC", operation="GetTask")
-        failed = CallContext(client_version="1.0", client_binding="GRPC", operation="GetTask")
+        ok = CallContext(ClientFacts("GRPC"), "1.0", operation="GetTask")
+        failed = CallContext(ClientFacts("GRPC"), "1.0", operation="GetTask")
         access.note_error(failed, a2a_error("TaskNotFoundError"))
         access.write(ok, "::1", 200, 1, 1, 0.001, "POST", "/")  # sampled out
         access.write(failed, "::1", 200, 1, 1, 0.001, "POST", "/")  # an A2A error in a 200
