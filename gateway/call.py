@@ -1,6 +1,7 @@
 """A call as it flows through the gateway: the operation, its canonical request, the
-client's context (set once, by the ingress) and the outcome (written as the call goes:
-by the pipeline and the egress, read by the log line and the metrics)."""
+client's facts (frozen, set once by the ingress), what the stages decide on its way (who
+called, the backend's headers, the loss report, the trace) and the outcome (written as
+the call goes, read once by its one exit: the log line, the metrics, the span)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from google.protobuf.message import Message as ProtoMessage
 
@@ -17,12 +18,41 @@ from translators.dialects.contract import Dialect
 from translators.loss import LossReport
 from translators.operations import Operation
 
+if TYPE_CHECKING:  # OpenTelemetry is imported only when tracing is on
+    from opentelemetry.trace import Span
+
 
 def new_request_id() -> str:
     """128 random bits in hex, like a uuid4's hex form. An id to follow a call by, not a
     secret: the process's Mersenne Twister (seeded from the OS, reseeded in a forked
     child), without a system call per call as os.urandom makes."""
     return f"{random.getrandbits(128):032x}"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who called, as the admission stage found it (gateway/auth)."""
+
+    name: str
+    method: str  # "api_key" | "jwt" | "mtls"
+    scopes: frozenset[str] = frozenset()
+    # Tenants this principal may call; None: any tenant whose auth accepted it.
+    tenants: frozenset[str] | None = None
+    claims: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def key(self) -> str:
+        """Identifies the principal across methods (rate-limit and concurrency keys)."""
+        return f"{self.method}:{self.name}"
+
+
+@dataclass(slots=True)
+class CallTrace:
+    """One call's trace: the client's trace headers and, when tracing is on, its spans."""
+
+    carrier: dict[str, str]
+    server: Span | None = None
+    client: Span | None = None
 
 
 @dataclass(slots=True)
@@ -76,9 +106,8 @@ class CallContext:
     tenant: str | None = None  # the payload's tenant, then the configured one it reached
     loss: LossReport = field(default_factory=LossReport)
     outcome: CallOutcome = field(default_factory=CallOutcome)
-    # gateway.observability.tracing.CallTrace: the client's trace context, the spans
-    trace: Any = None
-    principal: Any = None  # gateway.auth.principal.Principal, once admitted
+    trace: CallTrace | None = None  # the client's trace context, the call's spans
+    principal: Principal | None = None  # who called, once admitted
     # Headers the backend gets: the forwarded ones and, once admitted, the credentials
     # the tenant's backend auth adds (gateway/auth/backend_creds.py).
     backend_headers: Mapping[str, str] = field(default_factory=dict)

@@ -5,29 +5,14 @@ RESOURCE_EXHAUSTED). Messages say why a credential was refused, never what it wa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 
+from gateway.call import Principal as Principal  # who called: a fact of the call
 from translators.errors import A2AError, a2a_error
 
 # Metadata key of the WWW-Authenticate challenge an HTTP ingress sends with a 401.
 CHALLENGE_KEY = "www_authenticate"
 
 Headers = Mapping[str, str] | Mapping[str, Sequence[str]] | Mapping[str, str | Sequence[str]]
-
-
-@dataclass(frozen=True)
-class Principal:
-    name: str
-    method: str  # "api_key" | "jwt" | "mtls"
-    scopes: frozenset[str] = frozenset()
-    # Tenants this principal may call; None: any tenant whose auth accepted it.
-    tenants: frozenset[str] | None = None
-    claims: Mapping[str, object] = field(default_factory=dict, compare=False, repr=False)
-
-    @property
-    def key(self) -> str:
-        """Identifies the principal across methods (rate-limit and concurrency keys)."""
-        return f"{self.method}:{self.name}"
 
 
 def lower_headers(headers: Headers) -> dict[str, str]:

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from gateway.call import CallContext, CallTrace
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import Span, Tracer
 
-    from gateway.call import CallContext
     from gateway.config.tracing import TracingConfig
     from translators.dialects.base import DecodedCall
 
@@ -50,15 +50,6 @@ _tracer: Tracer | None = None
 _provider: TracerProvider | None = None
 _memory: InMemorySpanExporter | None = None
 _users = 0
-
-
-@dataclass(slots=True)
-class CallTrace:
-    """One call's trace: the client's trace headers and, when tracing is on, its spans."""
-
-    carrier: dict[str, str]
-    server: Span | None = None
-    client: Span | None = None
 
 
 # ------------------------------------------------------------------ setup
