@@ -22,6 +22,10 @@ if TYPE_CHECKING:  # OpenTelemetry is imported only when tracing is on
     from opentelemetry.trace import Span
 
 
+# The connection's verified client certificate: ssl's dict (HTTP) or its PEM (gRPC).
+PeerCert = Mapping[str, Any] | bytes | None
+
+
 def new_request_id() -> str:
     """128 random bits in hex, like a uuid4's hex form. An id to follow a call by, not a
     secret: the process's Mersenne Twister (seeded from the OS, reseeded in a forked
@@ -89,7 +93,7 @@ class ClientFacts:
     # What authentication reads (gateway/auth): the request's headers or gRPC metadata,
     # and the verified client certificate of the connection, if any.
     credentials: Mapping[str, Any] = field(default_factory=dict)
-    peer_cert: Any = None
+    peer_cert: PeerCert = None
     # The gateway's own call (the relay reading a task): no caller to authenticate.
     internal: bool = False
 

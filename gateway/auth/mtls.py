@@ -12,9 +12,8 @@ from cryptography import x509
 from cryptography.x509.oid import NameOID
 
 from gateway.auth.principal import Principal
+from gateway.call import PeerCert as PeerCert
 from gateway.config.auth import MtlsConfig
-
-PeerCert = Mapping[str, Any] | bytes | None
 
 _SAN_KIND = {"san_dns": "DNS", "san_uri": "URI", "san_email": "email"}
 
