@@ -15,7 +15,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from translators.dialects.base import WireRequest
 from translators.dialects.contract import Dialect
-from translators.loss import LossReport
+from translators.loss import FIRST_ATTEMPT, LossReport
 from translators.operations import Operation
 
 if TYPE_CHECKING:  # OpenTelemetry is imported only when tracing is on
@@ -108,7 +108,8 @@ class CallContext:
     # How the client's version names the extensions header (echoed extensions).
     extension_header: str = "A2A-Extensions"
     tenant: str | None = None  # the payload's tenant, then the configured one it reached
-    loss: LossReport = field(default_factory=LossReport)
+    # A call the gateway makes itself decoded nothing: its first translation is a backend's.
+    loss: LossReport = field(default_factory=lambda: LossReport(attempt=FIRST_ATTEMPT))
     outcome: CallOutcome = field(default_factory=CallOutcome)
     trace: CallTrace | None = None  # the client's trace context, the call's spans
     principal: Principal | None = None  # who called, once admitted

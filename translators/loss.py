@@ -25,6 +25,7 @@ CARRY_KEY = "a2a-gateway/carried"
 # Which translation a loss was met in: the client's request being decoded, or one
 # attempt at a backend interface (a fallback makes more than one).
 DECODING = 0
+FIRST_ATTEMPT = 1
 
 
 @dataclass
@@ -64,7 +65,8 @@ class LossReport:
         """A translation toward a backend interface starts: the one before it (another
         interface, which refused the call) no longer counts; the decoding still does."""
         self.attempt += 1
-        self._recount()
+        if self.log or self.held:  # else nothing to recount (nearly every call)
+            self._recount()
 
     def passed_through(self) -> None:
         """The backend gets the client's own bytes: what decoding them dropped is not lost."""

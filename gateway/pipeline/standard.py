@@ -68,9 +68,7 @@ def _router(config: GatewayConfig) -> Stage:
         outcome = call.ctx.outcome
         outcome.backend_version = backend.config.version
         outcome.backend_binding = backend.config.binding
-        loss = call.ctx.loss
-        loss.policy = policy  # the backend's dialect applies it
-        loss.next_attempt()  # what it drops from here is this backend's translation
+        call.ctx.loss.policy = policy  # the backend's dialect applies it
 
     return Stage("router", enter)
 

@@ -150,6 +150,10 @@ class DecodedCall(Generic[ErrorAnswer]):
     tenant: str | None = None
     wire: WireRequest | None = None  # what the client sent (same-dialect pass-through)
 
+    def __post_init__(self) -> None:
+        # The decoding is done: what is dropped from here on is a backend's translation.
+        self.loss.next_attempt()
+
 
 def backend_json(raw: bytes | str, what: str = "the answer") -> Any:
     """A backend's JSON text; what is not JSON, or holds numbers no A2A field can, is the
