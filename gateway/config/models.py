@@ -61,7 +61,8 @@ def _host_port(value: str) -> str:
 class DiscoveryConfig(_Model):
     """How to pick among the interfaces a backend's card lists."""
 
-    prefer_version: Version = "1.0"
+    prefer_version: Version = Field("1.0", description="Version picked when the card "
+                                    "offers both")
     bindings: list[Binding] = Field(default_factory=lambda: list(BINDINGS),
                                     description="Bindings the gateway may use, in preference order")
 
@@ -72,7 +73,7 @@ class BackendConfig(_Model):
     url: str | None = Field(None, description="The backend's endpoint: JSON-RPC URL, REST "
                             "base URL, or host:port for gRPC. Optional when `card` is given.")
     version: Version | None = Field(None, description="Required with `url`")
-    binding: Binding = "JSONRPC"
+    binding: Binding = Field("JSONRPC", description="The backend's binding, with `url`")
     card: str | None = Field(None, description="URL of the backend's agent card: discover "
                              "url/version/binding from it (and pre-check capabilities)")
     card_ttl: float = Field(300.0, gt=0, description="Seconds a fetched card stays fresh")
@@ -80,7 +81,8 @@ class BackendConfig(_Model):
     precheck: bool = Field(True, description="Refuse calls the backend card says it cannot "
                            "serve (streaming, push, extended card, required extensions)")
     timeout: float = Field(60.0, gt=0, description="Seconds a unary call may take")
-    connect_timeout: float = Field(5.0, gt=0)
+    connect_timeout: float = Field(5.0, gt=0, description="Seconds to connect to the "
+                                   "backend")
     stream_idle_timeout: float = Field(300.0, gt=0,
                                        description="Seconds a stream may stay silent")
     first_event_timeout: float = Field(60.0, gt=0, description="Seconds a stream may take "
@@ -143,7 +145,8 @@ class TenantConfig(_Model):
 
 
 class ListenConfig(_Model):
-    http: str = "127.0.0.1:8080"
+    http: str = Field("127.0.0.1:8080", description="host:port of the HTTP listener "
+                      "(JSON-RPC, HTTP+JSON, cards, probes)")
     grpc: str | None = Field(None, description="host:port of the gRPC listener (both versions)")
     admin: str | None = Field(None, description="host:port of a plain-HTTP admin listener "
                               "for /metrics, /readyz and /healthz (keep it off the public "
@@ -183,7 +186,8 @@ class LimitsConfig(_Model):
 
 
 class DemoAgentConfig(_Model):
-    listen: str = "127.0.0.1:9009"
+    listen: str = Field("127.0.0.1:9009", description="host:port the built-in demo agent "
+                        "listens on")
 
     _hp = field_validator("listen")(_host_port)
 
@@ -299,10 +303,16 @@ class GatewayConfig(_Model):
                                        "networks of the reverse proxies whose X-Forwarded-* "
                                        "headers cards believe")
     tenants: dict[str, TenantConfig]
-    default_tenant: str | None = None
-    loss_policy: LossPolicy = LossPolicy.REPORT
-    versions: list[Version] = Field(default_factory=lambda: list(VERSIONS))
-    strict_versions: bool = False
+    default_tenant: str | None = Field(None, description="The tenant of a call that "
+                                       "names none (null with one tenant: that one)")
+    loss_policy: LossPolicy = Field(LossPolicy.REPORT, description="A field one side "
+                                    "cannot carry: report it, reject the call, or carry "
+                                    "it in part metadata")
+    versions: list[Version] = Field(default_factory=lambda: list(VERSIONS),
+                                    description="Protocol versions served")
+    strict_versions: bool = Field(False, description="The A2A-Version header must match "
+                                  "the method's version (false: a v1.0 method needs no "
+                                  "header)")
     forward_headers: list[str] = Field(
         default_factory=lambda: ["authorization"],
         description="Client headers passed on to the backend (lowercase names)")

@@ -26,7 +26,8 @@ class ServerTlsConfig(BaseModel):
         "certificate without requiring one: a client without one is refused at the "
         "handshake). `none`: gRPC clients are not asked for one (they authenticate by "
         "API key or JWT)")
-    min_version: Literal["1.2", "1.3"] = "1.2"
+    min_version: Literal["1.2", "1.3"] = Field("1.2", description="Oldest TLS version "
+                                               "accepted")
     reload_interval: float = Field(10.0, ge=0, description="Seconds between checks of the "
                                    "files for changes (0: never)")
 
@@ -55,7 +56,7 @@ class ClientTlsConfig(BaseModel):
     ca_file: str | None = Field(None, description="PEM CA bundle trusted for the backend "
                                 "(null: the system's)")
     cert_file: str | None = Field(None, description="PEM client certificate (mTLS)")
-    key_file: str | None = None
+    key_file: str | None = Field(None, description="PEM key of the client certificate")
     server_name: str | None = Field(None, description="Name checked in the backend's "
                                     "certificate (null: the URL's host)")
     grpc: bool = Field(False, description="Use a secure channel toward a gRPC backend")

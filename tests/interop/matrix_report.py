@@ -1,10 +1,11 @@
-"""Render the compatibility matrix (tests/interop/test_matrix.py) as the README section.
+"""Render the compatibility matrix (tests/interop/test_matrix.py) as the section of the docs
+page docs/compatibility.md.
 
-    python tests/interop/matrix_report.py RESULTS.json [--readme README.md] [--check]
+    python tests/interop/matrix_report.py RESULTS.json [--page docs/compatibility.md] [--check]
 
 RESULTS.json is what the matrix suite writes when ``A2A_MATRIX_RESULTS`` names a file
 (``make matrix`` does both steps). The section between ``<!-- matrix:start -->`` and
-``<!-- matrix:end -->`` is replaced; nothing else in the README is touched. The rendering
+``<!-- matrix:end -->`` is replaced; nothing else on the page is touched. The rendering
 is deterministic: no timings, ids or ports, only what the cells and the log say.
 Standard library only.
 """
@@ -103,6 +104,9 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
+
+
 def replace_section(readme: str, section: str) -> str:
     start, end = readme.index(START) + len(START), readme.index(END)
     return readme[:start] + "\n" + section + "\n" + readme[end:]
@@ -115,21 +119,20 @@ def current_section(readme: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
-    parser.add_argument("--readme", type=Path,
-                        default=Path(__file__).resolve().parents[2] / "README.md")
+    parser.add_argument("--page", type=Path, default=PAGE)
     parser.add_argument("--check", action="store_true",
-                        help="exit 1 if the README section is not what RESULTS renders")
+                        help="exit 1 if the page's section is not what RESULTS renders")
     args = parser.parse_args()
     section = render(json.loads(args.results.read_text(encoding="utf-8")))
-    readme = args.readme.read_text(encoding="utf-8")
+    readme = args.page.read_text(encoding="utf-8")
     if args.check:
         if current_section(readme) != section:
-            print(f"{args.readme}: the matrix section is out of date; run `make matrix`",
+            print(f"{args.page}: the matrix section is out of date; run `make matrix`",
                   file=sys.stderr)
             return 1
         return 0
-    args.readme.write_text(replace_section(readme, section), encoding="utf-8")
-    print(f"{args.readme}: matrix section written", file=sys.stderr)
+    args.page.write_text(replace_section(readme, section), encoding="utf-8")
+    print(f"{args.page}: matrix section written", file=sys.stderr)
     return 0
 
 

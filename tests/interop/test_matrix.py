@@ -7,7 +7,7 @@ session (interop_support.client_results, shared with the other interop files); t
 below judge what came back. Where the SDK client cannot make a call (the 0.3.26 client has
 no push-config list/delete) the client script sends that version's wire shape itself: the
 cell says "raw". Every expected non-pass is in EXPECTED_NON_PASS with its reason; any other
-failure fails its cell. `make matrix` writes the README table from this module
+failure fails its cell. `make matrix` writes the docs' table (docs/compatibility.md) from this module
 (matrix_report.py); test_matrix_table_is_current keeps the committed table honest.
 """
 
@@ -24,7 +24,16 @@ import grpc
 import httpx
 import pytest
 
-from tests.interop.matrix_report import EXPECTED, NA, PASS, PASSING, RAW, current_section, render
+from tests.interop.matrix_report import (
+    EXPECTED,
+    NA,
+    PAGE,
+    PASS,
+    PASSING,
+    RAW,
+    current_section,
+    render,
+)
 from tests.support.interop_support import (
     Deployment,
     client_results,
@@ -47,7 +56,6 @@ OPERATIONS = [
     ("push_delete", "push delete"), ("push_delivery", "push delivery"),
     ("extended_card", "extended card"), ("not_found", "task not found"),
 ]
-ROOT = Path(__file__).resolve().parents[2]
 
 # ---------------------------------------------------------------- the one table of non-passes
 
@@ -63,7 +71,7 @@ EXPECTED_NON_PASS: dict[tuple[str, str, str, str], tuple[str, str]] = {
 # Served although the backend cannot do it itself, no longer in the table above: ListTasks
 # toward v0.3 agents (from the gateway's task index), and push-config list/delete toward
 # the 0.3.26 agent's REST and gRPC interfaces, which lack them (the gateway uses the same
-# agent's JSON-RPC interface: per-operation fallback). README "State".
+# agent's JSON-RPC interface: per-operation fallback). docs/state.md "Interface fallback".
 
 RAW_NOTE = ("a2a-sdk 0.3.26's Client has no push-config list/delete: the client script sends "
             "them raw in the v0.3 wire shape of its binding (`tasks/pushNotificationConfig/"
@@ -359,20 +367,21 @@ def matrix_results(deployment: Deployment) -> dict[str, Any]:
 
 
 def test_matrix_table_is_current(deployment: Deployment) -> None:
-    """README.md's matrix section is what this run renders (`make matrix` rewrites it)."""
+    """docs/compatibility.md's matrix section is what this run renders (`make matrix`
+    rewrites it)."""
     results = matrix_results(deployment)
     failing = [f"{p['client']}-{p['binding']}-{p['tenant']} {op}"
                for p in results["pairs"] for op, c in p["cells"].items()
                if c["status"] == "fail"]
     assert not failing, f"cells fail (see test_cell): {failing}"
     out = os.environ.get("A2A_MATRIX_RESULTS")
-    if out:  # `make matrix`: hand the results to matrix_report.py, which rewrites README
+    if out:  # `make matrix`: hand the results to matrix_report.py, which rewrites the page
         Path(out).parent.mkdir(parents=True, exist_ok=True)
         Path(out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
         return
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert current_section(readme) == render(results), (
-        "README.md's compatibility matrix is out of date: run `make matrix`")
+    page = PAGE.read_text(encoding="utf-8")
+    assert current_section(page) == render(results), (
+        "docs/compatibility.md's compatibility matrix is out of date: run `make matrix`")
     passing = sum(c["status"] in PASSING for p in results["pairs"] for c in p["cells"].values())
     assert passing == len(PAIRS) * len(OPERATIONS) - sum(
         1 for p in PAIRS for op, _ in OPERATIONS if expected_non_pass(*p, op))
