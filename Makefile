@@ -56,7 +56,7 @@ test: setup venvs lint redis docs
 # metrics registry (docsgen/).
 docs: setup
 	$(BIN)/python -m docsgen --check
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 docs-refs: setup
 	$(BIN)/python -m docsgen

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import functools
 
-from docsgen import HEADER
+from docsgen import HEADER, link_docs
 from gateway.cli import build_parser
 
 
@@ -24,7 +24,7 @@ def _helps(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return link_docs(" ".join(text.split()).replace("|", "\\|"))
 
 
 def _options(parser: argparse.ArgumentParser) -> list[str]:

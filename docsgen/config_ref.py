@@ -14,7 +14,7 @@ import yaml
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from docsgen import HEADER
+from docsgen import HEADER, link_docs
 from gateway.config.models import GatewayConfig
 
 _LIMITS = (("exclusiveMinimum", "> {}"), ("minimum", "≥ {}"), ("exclusiveMaximum", "< {}"),
@@ -23,7 +23,7 @@ _LIMITS = (("exclusiveMinimum", "> {}"), ("minimum", "≥ {}"), ("exclusiveMaxim
 
 
 def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("|", "\\|")
+    return link_docs(" ".join(text.split()).replace("|", "\\|"))
 
 
 def _models_in(annotation: Any) -> list[tuple[str, type[BaseModel]]]:

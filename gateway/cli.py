@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="a2a-gateway", description=__doc__, epilog="Any config option can be set from "
         "the environment: A2A_GATEWAY__<YAML path, parts joined by __>=<YAML value>, e.g. "
-        "A2A_GATEWAY__WORKERS=1 (README \"Command line\").")
+        "A2A_GATEWAY__WORKERS=1 (docs/configuration.md).")
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", required=True)
     config_help = (f"the config file (default: ${CONFIG_PATH_ENV}, else {DEFAULT_CONFIG} "

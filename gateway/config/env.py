@@ -1,4 +1,4 @@
-"""Environment overrides of the config file (README "Command line").
+"""Environment overrides of the config file (docs/configuration.md).
 
 `A2A_GATEWAY__<PATH>=<value>` sets any option: the path is the YAML path with `__` between
 its parts (`A2A_GATEWAY__LIMITS__MAX_BODY_BYTES` is `limits.max_body_bytes`), matched

@@ -1,5 +1,5 @@
-"""The `log:` section of the config: level, format and the access line (README
-"Logs")."""
+"""The `log:` section of the config: level, format and the access line
+(docs/observability.md)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 
-# Every field an access line can carry, in the order it carries them (README "Logs").
+# Every field an access line can carry, in the order it carries them (docs/observability.md).
 ACCESS_FIELDS = (
     "request_id", "client", "method", "path", "tenant", "operation", "client_version",
     "client_binding", "backend_version", "backend_binding", "status", "grpc_code",
@@ -28,7 +28,7 @@ class AccessLogConfig(BaseModel):
                           "always logged")
     fields: list[str] | None = Field(None, description="The fields an access line carries "
                                      "(besides event, level, timestamp, worker); null: all "
-                                     "of them (README \"Logs\")")
+                                     "of them (docs/observability.md)")
     skip_paths: list[str] = Field(
         default_factory=lambda: ["/healthz", "/readyz", "/metrics"],
         description="HTTP paths whose successful requests are not logged (probes and "
@@ -48,7 +48,7 @@ OLDER_LEVEL = "Older name of log.level, still read; log.level wins when both are
 
 
 class LogConfig(BaseModel):
-    """What the gateway writes on stderr and how (README "Logs")."""
+    """What the gateway writes on stderr and how (docs/observability.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -164,7 +164,7 @@ class ListenConfig(_Model):
 
 
 class LimitsConfig(_Model):
-    """Bounds on what clients may hold (README "Limits and timeouts")."""
+    """Bounds on what clients may hold (docs/operations.md)."""
 
     max_connections: int | None = Field(None, gt=0, description="HTTP connections open at "
                                         "once (null: derived from the open-files limit)")
@@ -213,7 +213,7 @@ def _relay_key(value: str) -> str:
 
 
 class PushRelayConfig(_Model):
-    """The webhook relay (README "Push notifications"): the gateway registers its own
+    """The webhook relay (docs/push-relay.md): the gateway registers its own
     sealed URL with the backend and delivers to the client's webhook in its version."""
 
     enabled: bool = Field(default=True, description="Relay webhooks when the client's "
@@ -283,7 +283,7 @@ _HOST_NAME = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_
 
 
 class CardsConfig(_Model):
-    """The card served at `/.well-known/agent-card.json` (README "Agent cards")."""
+    """The card served at `/.well-known/agent-card.json` (docs/cards.md)."""
 
     default_shape: Literal["union", "1.0", "0.3"] = Field(
         "union", description="Shape served when the request names no A2A-Version: `union` "
@@ -320,7 +320,7 @@ class GatewayConfig(_Model):
                                 "(HTTP) or message (gRPC) a client may send")
     limits: LimitsConfig = Field(default_factory=LimitsConfig)
     fast_lane: bool = Field(True, description="Small unary JSON-RPC calls skip aiohttp's web "
-                            "layer (README \"Performance\"); false: every HTTP request goes "
+                            "layer (docs/performance.md); false: every HTTP request goes "
                             "through aiohttp. Read when the listener opens")
     demo_agent: DemoAgentConfig | None = None
     shutdown_grace: float = Field(10.0, ge=0, description="Seconds unary calls get to finish "
@@ -333,13 +333,13 @@ class GatewayConfig(_Model):
     log_level: LogLevel | None = Field(None, description=OLDER_LEVEL)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     auth: AuthConfig | None = Field(None, description="Who may call, what, how often, over "
-                                    "what channel (README \"Security\"); tenants override")
+                                    "what channel (docs/security.md); tenants override")
     state: StateConfig = Field(default_factory=StateConfig)
     workers: int | None = Field(
         None, ge=1, le=1024, description="Processes serving the same listeners "
         "(SO_REUSEPORT) under one supervisor; null: one per CPU this process may use "
         "(affinity, capped by a cgroup CPU limit); 1: a single process, no supervisor "
-        "(README \"Workers\")")
+        "(docs/operations.md)")
     event_loop: Literal["asyncio", "uvloop"] = Field(
         "asyncio", description="The event loop `serve` runs on; uvloop needs the `uvloop` "
         "package (`pip install a2a-gateway[speed]`). A2A_GATEWAY_LOOP overrides it.")
@@ -388,7 +388,7 @@ class GatewayConfig(_Model):
         if (self.workers or 1) > 1 and self.state.backend == "sqlite" \
                 and self.state.path == ":memory:":
             raise ValueError("state.path `:memory:` serves one process: with workers > 1 "
-                             "use a file or redis (README \"Workers\")")
+                             "use a file or redis (docs/operations.md)")
         if self.card_signing is not None and not self.public_url:
             raise ValueError("card_signing needs public_url: a signed card names the gateway "
                              "by its configured address, never by what a request says")

@@ -23,7 +23,7 @@ class RetentionConfig(_Model):
 
 
 class TaskIndexConfig(_Model):
-    """The task index (README "State"): what the gateway records of the tasks it sees."""
+    """The task index (docs/state.md): what the gateway records of the tasks it sees."""
 
     record: bool = Field(True, description="Record every task answers, stream events and "
                          "relayed webhooks show (off: no index, so no ListTasks for v0.3 "
@@ -41,13 +41,13 @@ class TaskIndexConfig(_Model):
     linger: float = Field(0.05, ge=0, description="Seconds an observation may wait for "
                           "others to be written with it (a full batch goes at once)")
     # A creating call (SendMessage, SendStreamingMessage) waits for its task's record;
-    # past this it is refused as unavailable (README "State": a store outage).
+    # past this it is refused as unavailable (docs/state.md, "A store outage").
     write_timeout: float = Field(5.0, gt=0, description="Seconds a call that creates a "
                                  "task waits for its record to be written before it is "
                                  "answered; past it the call is refused (unavailable, "
                                  "retry)")
     # auto: a creating call waits when other processes (workers, replicas) read the store;
-    # one process alone on SQLite flushes before its own reads instead (README "State").
+    # one process alone on SQLite flushes before its own reads instead (docs/state.md).
     wait_for_writes: Literal["auto", "always"] = Field(
         "auto", description="When a call that creates a task waits for its record: `auto`, "
         "when other workers or replicas read the store (one process alone on SQLite keeps "
@@ -61,7 +61,7 @@ class TaskIndexConfig(_Model):
 
 
 class StateConfig(_Model):
-    """What the gateway remembers across calls and replicas (README "State"): the task
+    """What the gateway remembers across calls and replicas (docs/state.md): the task
     index, relay replay protection, rate-limit counters."""
 
     backend: Literal["sqlite", "redis"] = Field(
