@@ -37,8 +37,8 @@ $(SDK13)/.installed: tests/interop/requirements-sdk13.txt
 setup: $(VENV)/.installed
 venvs: $(SDK03)/.installed $(SDK13)/.installed
 
-# One worker with console logs (README "Quick start"); `make run WORKERS=N` for more. Both
-# go through the config's environment overrides (README "Command line"), not the file.
+# One worker with console logs (docs/quickstart.md); `make run WORKERS=N` for more. Both
+# go through the config's environment overrides (docs/configuration.md), not the file.
 LOG_ENV = A2A_GATEWAY__LOG__FORMAT=$(LOG_FORMAT)
 run: $(VENV)/.runtime
 	A2A_GATEWAY__WORKERS=$(WORKERS) $(LOG_ENV) $(BIN)/a2a-gateway serve --config $(CONFIG)
@@ -63,18 +63,18 @@ docs-refs: setup
 
 # The state store's tests start a real redis-server on a loopback port (tests/state). It is
 # installed with apt when missing and we are root; without root, build or fetch one and set
-# A2A_TEST_REDIS_SERVER to its path (README "State").
+# A2A_TEST_REDIS_SERVER to its path (docs/testing.md, "The state store's tests").
 redis:
 	@if [ -n "$$A2A_TEST_REDIS_SERVER" ]; then test -x "$$A2A_TEST_REDIS_SERVER" || \
 	  { echo "A2A_TEST_REDIS_SERVER=$$A2A_TEST_REDIS_SERVER is not executable" >&2; exit 1; }; \
 	elif command -v redis-server >/dev/null 2>&1; then :; \
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; \
-	else echo "redis-server is missing and this is not root: see README \"State\" " \
+	else echo "redis-server is missing and this is not root: see docs/testing.md " \
 	  "(A2A_TEST_REDIS_SERVER)" >&2; exit 1; fi
 
 # The aiohttp-facing tests against the oldest and the newest aiohttp that pyproject.toml
-# admits (README "aiohttp versions"), each in a venv of its own (under
+# admits (docs/architecture.md, "aiohttp versions"), each in a venv of its own (under
 # AIOHTTP_RANGE_DIR) holding only that aiohttp and seeing the project's venv for the rest.
 AIOHTTP_SPEC := $(shell sed -n 's/^ *"\(aiohttp[<>=][^"]*\)",*$$/\1/p' pyproject.toml)
 AIOHTTP_OLDEST := $(shell echo '$(AIOHTTP_SPEC)' | sed -n 's/.*>=\([0-9.]*\).*/\1/p')
