@@ -35,10 +35,10 @@ from translators.dialects.base import (
     refuse_losses,
 )
 from translators.dialects.contract import JSON_MEDIA, HttpAnswer, Refusal
+from translators.dialects.jsonrpc_envelope import Envelope, read_answer, success, valid_id
 from translators.errors import (
     A2AError,
     a2a_error,
-    error_from_jsonrpc,
     error_to_jsonrpc_v03,
     error_to_jsonrpc_v10,
     invalid_params,
@@ -65,31 +65,6 @@ TRANSPORT_ERRORS = frozenset({"PayloadTooLargeError", "RequestTimeoutError",
 # ---------------------------------------------------------------- envelopes
 
 
-@dataclass(frozen=True)
-class Envelope:
-    """A JSON-RPC 2.0 request as far as the envelope goes: id, method, params."""
-
-    request_id: str | int | None
-    method: str
-    params: Any
-
-
-def _valid_id(value: Any) -> bool:
-    # JSON-RPC 2.0: a string, a number (without fraction), or null. bool is not a number;
-    # a string must be text (a lone surrogate is not).
-    if isinstance(value, str):
-        return value.isascii() or _is_text(value)
-    return value is None or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
     """The envelope of a client's request; Refusal (InvalidRequest) for anything that is
     not one JSON-RPC 2.0 request. An id that is not a string, integer or null is refused
@@ -99,7 +74,7 @@ def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
             "a JSON-RPC request is a JSON object"
         raise Refusal(a2a_error("InvalidRequestError", message), dialect.client(None, None))
     rid = body.get("id")
-    if not _valid_id(rid):
+    if not valid_id(rid):
         raise Refusal(a2a_error("InvalidRequestError",
                                 "the id must be a string, an integer or null"),
                       dialect.client(None, None))
@@ -109,32 +84,6 @@ def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
                                 "expected jsonrpc '2.0' and a string method"),
                       dialect.client(None, rid))
     return Envelope(rid, method, body.get("params"))
-
-
-def read_answer(body: Any, sent_id: str | int | None, *, empty_ok: bool = False) -> Any:
-    """A backend's JSON-RPC response to the request sent with ``sent_id``: its ``result``
-    (None when a successful answer has none, as a2a-sdk 0.3.26's push-config delete does),
-    or the A2AError its ``error`` names. Anything else — not a 2.0 response, another id —
-    is InvalidAgentResponseError."""
-    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
-        raise a2a_error("InvalidAgentResponseError", "not a JSON-RPC 2.0 response")
-    if "error" in body:
-        # An error may carry a null id (the backend could not read ours); still its error.
-        if body.get("id") not in (sent_id, None):
-            raise a2a_error("InvalidAgentResponseError",
-                            "a JSON-RPC error answering another request id")
-        raise error_from_jsonrpc(body["error"])
-    if body.get("id") != sent_id or isinstance(body.get("id"), bool):
-        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response to another request "
-                        "id than the one sent")
-    if "result" not in body and not empty_ok:
-        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response without result or "
-                        "error")
-    return body.get("result")
-
-
-def success(request_id: Any, result: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 # ---------------------------------------------------------------- the dialects
