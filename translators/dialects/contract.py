@@ -97,9 +97,11 @@ class ClientCodec(Protocol[ErrorAnswer]):
 
 @dataclass(frozen=True)
 class WireRequest:
-    """A client's request as its dialect carried it, for a backend of the same dialect:
-    JSON-RPC the whole document, gRPC the message bytes, HTTP+JSON the body with the
-    verb, the route's path below any tenant prefix and the query, JSON-RPC also the id."""
+    """A request as its dialect carries it: what a client sent (for a backend of the same
+    dialect), or what a BackendCodec sends. JSON-RPC: the whole document, and its id;
+    gRPC: the message bytes (a backend codec's also the method path); HTTP+JSON: the
+    body (b"": none), the verb, the route's path (a client's below any tenant prefix, a
+    backend codec's below the backend's base) and the query."""
 
     body: bytes
     verb: str = "POST"
