@@ -110,12 +110,10 @@ class Prober:
         op = ops.BY_NAME[op_name]
         started = time.monotonic()
         try:
-            if self.binding == "JSONRPC":
-                out = await self._jsonrpc(op, request, headers, extra_param, stream_events)
-            elif self.binding == "HTTP+JSON":
-                out = await self._rest(op, request, headers, stream_events)
-            else:
+            if self.dialect.binding == "GRPC":
                 out = await self._grpc(op, request, headers, stream_events)
+            else:
+                out = await self._http(op, request, headers, extra_param, stream_events)
         except A2AError as err:  # an error event in a stream, or an answer that does not decode
             wire = {"JSONRPC": str(err.kind.code), "HTTP+JSON": "SSE error event"}
             out = Outcome(error=ErrorSeen(err.name, wire.get(self.binding, ""), err.message,
@@ -130,65 +128,45 @@ class Prober:
         out.seconds = time.monotonic() - started
         return out
 
-    # ------------------------------------------------------------------ JSON-RPC
+    # ------------------------------------------------------------------ HTTP
 
-    async def _jsonrpc(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
-                       extra_param: dict[str, Any] | None, limit: int) -> Outcome:
-        loss = LossReport()
-        codec = self.dialect.backend(op, request, loss, self.tenant)
-        body = codec.requests[0].body
-        if extra_param:
-            doc = json.loads(body)
-            doc.setdefault("params", {}).update(extra_param)
-            body = json.dumps(doc).encode()
-        hdrs = _headers(self.version, headers, self.extensions)
-        hdrs["content-type"] = "application/json"
-        hdrs["accept"] = "text/event-stream" if op.streaming else "application/json"
+    async def _http(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
+                    extra_param: dict[str, Any] | None, limit: int) -> Outcome:
+        """A JSON-RPC or HTTP+JSON call: the requests the dialect's backend codec makes
+        (HTTP+JSON's subscribe: the other verb on 405, as the egress does)."""
+        rpc = self.dialect.binding == "JSONRPC"
+        codec = self.dialect.backend(op, request, LossReport(), self.tenant)
+        tries = codec.requests
+        base = self.url if rpc else self.url.rstrip("/")
         timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=3)
-        async with self.session.post(self.url, data=body, headers=hdrs, timeout=timeout,
-                                     allow_redirects=False) as resp:
-            seen = {k.lower(): v for k, v in resp.headers.items()}
-            if op.streaming and resp.content_type == "text/event-stream":
-                events = await _read_sse(resp, codec.events(MAX_BYTES), limit)
-                return Outcome(events=events, headers=seen)
-            raw = await resp.content.read(MAX_BYTES)
-        parsed, error = classify_jsonrpc(resp.status, raw, self.version)
-        if error is not None:
-            return Outcome(error=error, headers=seen, raw=parsed)
-        return Outcome(result=codec.read(resp.status, raw), headers=seen, raw=parsed)
-
-    # ------------------------------------------------------------------ HTTP+JSON
-
-    async def _rest(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
-                    limit: int) -> Outcome:
-        loss = LossReport()
-        codec = self.dialect.backend(op, request, loss, self.tenant)
-        calls = codec.requests
-        base = self.url.rstrip("/")
-        timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=3)
-        outcome = Outcome()
-        for attempt, out in enumerate(calls):
+        for attempt, out in enumerate(tries):
+            body = out.body
+            if extra_param and rpc:
+                doc = json.loads(body)
+                doc.setdefault("params", {}).update(extra_param)
+                body = json.dumps(doc).encode()
             hdrs = _headers(self.version, headers, self.extensions)
             hdrs["accept"] = "text/event-stream" if op.streaming else "application/json"
-            if out.body:
+            if body:
                 hdrs["content-type"] = "application/json"
-            async with self.session.request(out.verb, base + out.path, params=out.query,
-                                            data=out.body or None, headers=hdrs,
-                                            timeout=timeout,
+            async with self.session.request(out.verb, base + out.path,
+                                            params=out.query or None, data=body or None,
+                                            headers=hdrs, timeout=timeout,
                                             allow_redirects=False) as resp:
                 seen = {k.lower(): v for k, v in resp.headers.items()}
-                if resp.status == 405 and attempt + 1 < len(calls):
+                if resp.status == 405 and attempt + 1 < len(tries):
                     continue  # subscribe: the other verb (peers disagree on it)
                 if op.streaming and resp.content_type == "text/event-stream":
                     return Outcome(events=await _read_sse(resp, codec.events(MAX_BYTES), limit),
                                    headers=seen)
                 raw = await resp.content.read(MAX_BYTES)
                 status = resp.status
-            parsed, error = classify_rest(status, raw)
+            parsed, error = (classify_jsonrpc(status, raw, self.version) if rpc
+                             else classify_rest(status, raw))
             if error is not None:
                 return Outcome(error=error, headers=seen, raw=parsed)
             return Outcome(result=codec.read(status, raw), headers=seen, raw=parsed)
-        return outcome
+        return Outcome()
 
     # ------------------------------------------------------------------ gRPC
 
