@@ -206,7 +206,7 @@ class GrpcDialect:
         return GrpcBackend(self, method, request, loss, (WireRequest(payload, path=method.path),))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built per call (contract.WireRequest)
 class GrpcBackend:
     """One gRPC call's backend side (a BackendCodec): the method it calls, whose
     response message its answer and events are read as. Its errors are statuses

@@ -223,7 +223,7 @@ class JsonRpcClient:
         return sse_frame(self.dialect.failure(self.request_id, err))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built per call (contract.WireRequest)
 class JsonRpcBackend:
     """One JSON-RPC call's backend side (a BackendCodec): its document, and every answer
     and event read against the id it carries."""

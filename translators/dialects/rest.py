@@ -177,7 +177,7 @@ class RestDialect:
         return backend_event(request, loss, lambda: self._answer_in(op, data, loss))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built per call (contract.WireRequest)
 class RestBackend:
     """One HTTP+JSON call's backend side (a BackendCodec): the route tries, and how the
     answer reads (an error by its status and body, a result by the operation)."""
