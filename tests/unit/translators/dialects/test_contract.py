@@ -154,8 +154,8 @@ def _plain(value: Any) -> Any:
 
 
 def _bare(path: str) -> str:
-    # JSON-RPC's front door names what it lost from the envelope down (`params.`).
-    return re.sub(r"\[\d+\]", "", path).removeprefix("params.")
+    # JSON-RPC names what it lost from the envelope down (`params.`, `result.`).
+    return re.sub(r"^(params|result)\.", "", re.sub(r"\[\d+\]", "", path))
 
 
 def assert_same_but_lost(dialect: Dialect, before: ProtoMessage | None,
@@ -273,6 +273,18 @@ def test_a_client_answer_reads_back_through_the_backend_side(dialect: Dialect,
     assert_same_but_lost(dialect, answer, read, written.answer_losses() + loss.answer_losses())
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=p10.tasks_p10(), row=st.sampled_from(list(DIALECTS.values())))
+def test_any_task_answer_reads_back(body: dict[str, Any], row: Dialect) -> None:
+    task = parse_p10(body, pb.Task)
+    op = ops.BY_NAME[ops.GET_TASK]
+    loss = LossReport()
+    codec = row.backend(op, pb.GetTaskRequest(id=task.id), loss)
+    written = LossReport()
+    read = codec.read(200, row.client(op, codec.requests[0].rpc_id).answer(task, written))
+    assert_same_but_lost(row, task, read, written.answer_losses() + loss.answer_losses())
+
+
 @pytest.mark.parametrize("dialect", ROWS)
 def test_a_pass_through_answer_is_kept_as_it_came(dialect: Dialect) -> None:
     op = ops.BY_NAME[ops.GET_TASK]
@@ -379,3 +391,4 @@ def test_an_error_event_in_a_stream_reads_back_by_its_name(dialect: Any) -> None
     lost = dialect.binding == "HTTP+JSON" and dialect.version == V03
     assert raised.value.name == ("InternalError" if lost else "TaskNotFoundError")
     assert "gone" in raised.value.message
+
