@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
+from translators.errors import invalid_params
 from translators.loss import LossReport
 from translators.p03.common import BytesMode
 
@@ -53,6 +54,10 @@ class _Side:
     unsaid: frozenset[str]
 
 
+S = TypeVar("S", bound=ProtoMessage)
+D = TypeVar("D", bound=ProtoMessage)
+
+
 # Steps of a plan: (kind, target field name, path segment, argument).
 _SET, _EXTEND, _SAME, _SUB, _EACH, _MAP, _UPDATE, _HOOK, _DROP, _SKIP = range(10)
 Plan = dict[str, tuple[int, str, str, Any]]
@@ -69,19 +74,6 @@ class Mirror:
         self._fills = dict(fills or {})
         self._default = _Side(renames or {}, {}, frozenset())
         self._plans: dict[tuple[str, str, frozenset[str]], Plan] = {}
-
-    @classmethod
-    def between(cls, rules: list[Rule], fills: Mapping[type[ProtoMessage], Fill],
-                to_p10: bool) -> Mirror:
-        sides = {}
-        for rule in rules:
-            if to_p10:
-                side = _Side(rule.renames, rule.to_p10, rule.unsaid_p03)
-            else:
-                side = _Side({v: k for k, v in rule.renames.items()}, rule.to_p03,
-                             rule.unsaid_p10)
-            sides[(rule.p03 if to_p10 else rule.p10).DESCRIPTOR.full_name] = side
-        return cls(sides, {cls_.DESCRIPTOR.full_name: f for cls_, f in fills.items()})
 
     def plan(self, src: Descriptor, dst: Descriptor, skip: frozenset[str] = frozenset(),
              ) -> Plan:
@@ -131,6 +123,51 @@ class Mirror:
 
 def _copy_same(src: ProtoMessage, dst: ProtoMessage, *_: object) -> None:
     dst.CopyFrom(src)
+
+
+class Mirrors:
+    """Both directions of ``rules``; ``fills`` by source type, either direction's."""
+
+    def __init__(self, rules: list[Rule], fills: Mapping[Any, Fill]) -> None:
+        by_name = {cls.DESCRIPTOR.full_name: fill for cls, fill in fills.items()}
+        self.to_p10 = Mirror({r.p03.DESCRIPTOR.full_name: _Side(r.renames, r.to_p10, r.unsaid_p03)
+                              for r in rules}, by_name)
+        self.to_p03 = Mirror({r.p10.DESCRIPTOR.full_name: _Side(
+            {v: k for k, v in r.renames.items()}, r.to_p03, r.unsaid_p10) for r in rules}, by_name)
+
+    def pair(self, p03: type[S], p10: type[D], oneof: str = "", empty: str = "",
+             ) -> tuple[Convert[S, D], Convert[D, S]]:
+        """The two translations of a pair of messages; ``oneof``: one of its fields must
+        be set, else `{path} {empty}` is the caller's error."""
+        return (Convert(self.to_p10.plan(p03.DESCRIPTOR, p10.DESCRIPTOR), p10, "auto",
+                        oneof, empty),
+                Convert(self.to_p03.plan(p10.DESCRIPTOR, p03.DESCRIPTOR), p03, "double",
+                        oneof, empty))
+
+
+class Convert(Generic[S, D]):
+    """One direction of a pair as a function: (message, path, loss, bytes mode) → message.
+    Decoding defaults to bytes mode "auto", encoding to "double" (common.BytesMode)."""
+
+    def __init__(self, plan: Plan, dst: type[D], bytes_mode: BytesMode, oneof: str,
+                 empty: str) -> None:
+        self.plan = plan
+        self._dst: type[D] = dst
+        self._mode: BytesMode = bytes_mode
+        self._oneof = oneof
+        self._empty = empty
+
+    def __call__(self, msg: S, path: str, loss: LossReport, *,
+                 bytes_mode: BytesMode | None = None) -> D:
+        if self._oneof and msg.WhichOneof(self._oneof) is None:
+            raise invalid_params(f"{path or msg.DESCRIPTOR.name} {self._empty}")
+        out: D = self._dst()
+        fill_plan(self.plan, msg, out, path, loss, bytes_mode or self._mode)
+        return out
+
+    def rooted(self, msg: S, loss: LossReport, bytes_mode: BytesMode) -> D:
+        """At the root of a request or answer (requests.P03Rules' signature)."""
+        return self(msg, "", loss, bytes_mode=bytes_mode)
 
 
 def _kind(f: FieldDescriptor) -> tuple[bool, bool, int]:

@@ -19,7 +19,7 @@ from google.protobuf import struct_pb2
 from translators.errors import invalid_params
 from translators.loss import CARRY_KEY, LossReport
 from translators.p03.common import BytesMode, at, file_bytes_to_p03, file_bytes_to_p10
-from translators.p03.mirror import Mirror, Rule, fill_plan
+from translators.p03.mirror import Fill, Mirrors, Rule, fill_plan
 from translators.vocabulary import DATA_COMPAT_FLAG, IMPLIED_MEDIA_TYPE
 
 # ---------------------------------------------------------------- Part
@@ -144,8 +144,6 @@ def parts_to_p03(parts: Iterable[pb.Part], path: str, loss: LossReport,
             for i, p in enumerate(parts)]
 
 
-
-
 # ---------------------------------------------------------------- Message
 
 
@@ -185,74 +183,17 @@ _RULES = [
     Rule(v03.StreamResponse, pb.StreamResponse, renames={"msg": "message"}),  # JSON `message`
     Rule(v03.SendMessageResponse, pb.SendMessageResponse, renames={"msg": "message"}),
 ]
-TO_P10 = Mirror.between(_RULES, {v03.Part: _fill_part_p10}, to_p10=True)
-TO_P03 = Mirror.between(_RULES, {pb.Part: _fill_part_p03}, to_p10=False)
+# Whole messages filled by hand, by source type (both directions).
+_FILLS: dict[Any, Fill] = {v03.Part: _fill_part_p10, pb.Part: _fill_part_p03}
+_MIRRORS = Mirrors(_RULES, _FILLS)
 
-
-def _plans(p03: Any, p10: Any) -> tuple[Any, Any]:
-    return (TO_P10.plan(p03.DESCRIPTOR, p10.DESCRIPTOR),
-            TO_P03.plan(p10.DESCRIPTOR, p03.DESCRIPTOR))
-
-
-_MESSAGE = _plans(v03.Message, pb.Message)
-_ARTIFACT = _plans(v03.Artifact, pb.Artifact)
-_TASK = _plans(v03.Task, pb.Task)
-_STREAM = _plans(v03.StreamResponse, pb.StreamResponse)
-_SEND = _plans(v03.SendMessageResponse, pb.SendMessageResponse)
-
-
-def message_to_p10(msg: v03.Message, path: str, loss: LossReport, *,
-                   bytes_mode: BytesMode = "auto") -> pb.Message:
-    out = pb.Message()
-    fill_plan(_MESSAGE[0], msg, out, path, loss, bytes_mode)
-    return out
-
-
-def message_to_p03(msg: pb.Message, path: str, loss: LossReport, *,
-                   bytes_mode: BytesMode = "double") -> v03.Message:
-    out = v03.Message()
-    fill_plan(_MESSAGE[1], msg, out, path, loss, bytes_mode)
-    return out
-
-
-def artifact_to_p10(art: v03.Artifact, path: str, loss: LossReport, *,
-                    bytes_mode: BytesMode = "auto") -> pb.Artifact:
-    out = pb.Artifact()
-    fill_plan(_ARTIFACT[0], art, out, path, loss, bytes_mode)
-    return out
-
-
-def artifact_to_p03(art: pb.Artifact, path: str, loss: LossReport, *,
-                    bytes_mode: BytesMode = "double") -> v03.Artifact:
-    out = v03.Artifact()
-    fill_plan(_ARTIFACT[1], art, out, path, loss, bytes_mode)
-    return out
-
-
-def task_to_p10(task: v03.Task, path: str, loss: LossReport, *,
-                bytes_mode: BytesMode = "auto") -> pb.Task:
-    out = pb.Task()
-    fill_plan(_TASK[0], task, out, path, loss, bytes_mode)
-    return out
-
-
-def task_to_p03(task: pb.Task, path: str, loss: LossReport, *,
-                bytes_mode: BytesMode = "double") -> v03.Task:
-    out = v03.Task()
-    fill_plan(_TASK[1], task, out, path, loss, bytes_mode)
-    return out
-
-
-# ---------------------------------------------------------------- response wrappers
-
-
-def stream_response_to_p10(resp: v03.StreamResponse, path: str, loss: LossReport, *,
-                           bytes_mode: BytesMode = "auto") -> pb.StreamResponse:
-    if resp.WhichOneof("payload") is None:
-        raise invalid_params(f"{path or 'StreamResponse'} is empty")
-    out = pb.StreamResponse()
-    fill_plan(_STREAM[0], resp, out, path, loss, bytes_mode)
-    return out
+message_to_p10, message_to_p03 = _MIRRORS.pair(v03.Message, pb.Message)
+artifact_to_p10, artifact_to_p03 = _MIRRORS.pair(v03.Artifact, pb.Artifact)
+task_to_p10, task_to_p03 = _MIRRORS.pair(v03.Task, pb.Task)
+send_response_to_p10, send_response_to_p03 = _MIRRORS.pair(
+    v03.SendMessageResponse, pb.SendMessageResponse, "payload", "has neither task nor message")
+stream_response_to_p10, _STREAM_TO_P03 = _MIRRORS.pair(
+    v03.StreamResponse, pb.StreamResponse, "payload", "is empty")
 
 
 def stream_response_to_p03(resp: pb.StreamResponse, final: bool, path: str, loss: LossReport,
@@ -262,25 +203,7 @@ def stream_response_to_p03(resp: pb.StreamResponse, final: bool, path: str, loss
     if kind is None:
         raise invalid_params(f"{path or 'StreamResponse'} is empty")
     out = v03.StreamResponse()
-    fill_plan(_STREAM[1], resp, out, path, loss, bytes_mode)
+    fill_plan(_STREAM_TO_P03.plan, resp, out, path, loss, bytes_mode)
     if kind == "status_update":
         out.status_update.final = final
-    return out
-
-
-def send_response_to_p10(resp: v03.SendMessageResponse, path: str, loss: LossReport, *,
-                         bytes_mode: BytesMode = "auto") -> pb.SendMessageResponse:
-    if resp.WhichOneof("payload") is None:
-        raise invalid_params(f"{path or 'SendMessageResponse'} has neither task nor message")
-    out = pb.SendMessageResponse()
-    fill_plan(_SEND[0], resp, out, path, loss, bytes_mode)
-    return out
-
-
-def send_response_to_p03(resp: pb.SendMessageResponse, path: str, loss: LossReport, *,
-                         bytes_mode: BytesMode = "double") -> v03.SendMessageResponse:
-    if resp.WhichOneof("payload") is None:
-        raise invalid_params(f"{path or 'SendMessageResponse'} has neither task nor message")
-    out = v03.SendMessageResponse()
-    fill_plan(_SEND[1], resp, out, path, loss, bytes_mode)
     return out
