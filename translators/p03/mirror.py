@@ -88,6 +88,11 @@ class Mirror:
                     plan[f.name] = self._step(f, dst.fields_by_name, side)
         return plan
 
+    def unmapped(self, src: Descriptor, dst: Descriptor) -> list[str]:
+        """The fields of ``src`` a copy into ``dst`` reports as lost, whatever their value
+        (the rules' hooks may report more)."""
+        return [name for name, step in self.plan(src, dst).items() if step[0] == _DROP]
+
     def _step(self, f: FieldDescriptor, targets: Mapping[str, FieldDescriptor],
               side: _Side) -> tuple[int, str, str, Any]:
         seg = f.json_name

@@ -172,7 +172,7 @@ def _reference_task_ids_to_p03(value: Any, out: v03.Message, path: str, loss: Lo
 # Not listed, hence copied by name both ways: ids, `extensions`, `metadata`, timestamps,
 # artifacts and history, append/lastChunk. Role and TaskState kept their numbers (§3.1),
 # so they are copied as numbers, which also keeps values a newer peer may send.
-_RULES = [
+RULES = [
     Rule(v03.Message, pb.Message, renames={"content": "parts"},
          to_p10={"metadata": _message_metadata_to_p10},
          to_p03={"reference_task_ids": _reference_task_ids_to_p03}),
@@ -184,15 +184,15 @@ _RULES = [
     Rule(v03.SendMessageResponse, pb.SendMessageResponse, renames={"msg": "message"}),
 ]
 # Whole messages filled by hand, by source type (both directions).
-_FILLS: dict[Any, Fill] = {v03.Part: _fill_part_p10, pb.Part: _fill_part_p03}
-_MIRRORS = Mirrors(_RULES, _FILLS)
+FILLS: dict[Any, Fill] = {v03.Part: _fill_part_p10, pb.Part: _fill_part_p03}
+MIRRORS = Mirrors(RULES, FILLS)
 
-message_to_p10, message_to_p03 = _MIRRORS.pair(v03.Message, pb.Message)
-artifact_to_p10, artifact_to_p03 = _MIRRORS.pair(v03.Artifact, pb.Artifact)
-task_to_p10, task_to_p03 = _MIRRORS.pair(v03.Task, pb.Task)
-send_response_to_p10, send_response_to_p03 = _MIRRORS.pair(
+message_to_p10, message_to_p03 = MIRRORS.pair(v03.Message, pb.Message)
+artifact_to_p10, artifact_to_p03 = MIRRORS.pair(v03.Artifact, pb.Artifact)
+task_to_p10, task_to_p03 = MIRRORS.pair(v03.Task, pb.Task)
+send_response_to_p10, send_response_to_p03 = MIRRORS.pair(
     v03.SendMessageResponse, pb.SendMessageResponse, "payload", "has neither task nor message")
-stream_response_to_p10, _STREAM_TO_P03 = _MIRRORS.pair(
+stream_response_to_p10, _STREAM_TO_P03 = MIRRORS.pair(
     v03.StreamResponse, pb.StreamResponse, "payload", "is empty")
 
 
