@@ -80,7 +80,9 @@ class Mirror:
         key = (src.full_name, dst.full_name, skip)
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = {}  # before compiling: types may nest themselves
+            # Published before it is compiled, as a type may nest itself; translators run
+            # on the event loop (and the objects' plans are compiled at import).
+            plan = self._plans[key] = {}
             side = self._sides.get(src.full_name, self._default)
             for f in src.fields:
                 plan[f.name] = _SKIP, "", "", None

@@ -170,8 +170,10 @@ def _reference_task_ids_to_p03(value: Any, out: v03.Message, path: str, loss: Lo
 
 # ---------------------------------------------------------------- the rules
 # Not listed, hence copied by name both ways: ids, `extensions`, `metadata`, timestamps,
-# artifacts and history, append/lastChunk. Role and TaskState kept their numbers (§3.1),
-# so they are copied as numbers, which also keeps values a newer peer may send.
+# artifacts and history, append/lastChunk; Artifact, Task and TaskArtifactUpdateEvent
+# differ only in field numbers (§3.5) and need no rule. Role and TaskState kept their
+# numbers (§3.1), so they are copied as numbers, which also keeps values a newer peer
+# may send.
 RULES = [
     Rule(v03.Message, pb.Message, renames={"content": "parts"},
          to_p10={"metadata": _message_metadata_to_p10},
@@ -198,7 +200,8 @@ stream_response_to_p10, _STREAM_TO_P03 = MIRRORS.pair(
 
 def stream_response_to_p03(resp: pb.StreamResponse, final: bool, path: str, loss: LossReport,
                            *, bytes_mode: BytesMode = "double") -> v03.StreamResponse:
-    """``final`` is the stream encoder's call: it sees whether another event follows."""
+    """``final`` is the stream encoder's call: it sees whether another event follows.
+    (Runs per event: it fills from the plan itself rather than calling the Convert.)"""
     kind = resp.WhichOneof("payload")
     if kind is None:
         raise invalid_params(f"{path or 'StreamResponse'} is empty")
