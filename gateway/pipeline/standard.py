@@ -1,7 +1,8 @@
 """The gateway's stages, in the order every call passes them (gateway/pipeline/stages.py):
 
 1. admission — who the caller is, whether it may call (auth), and its slot among its
-   open calls or streams (auth.rate_limits); only when auth is configured;
+   open calls or streams (auth.rate_limits); a backend OAuth token the backend refuses
+   is fetched again on the next call; only when auth is configured;
 2. router — the backend the call goes to (a discovered or fallback backend is picked
    here), and the loss policy its dialect applies;
 3. precheck — the backend's card, when the tenant checks calls against it;
@@ -20,11 +21,17 @@ card or open a connection; the holds are taken in the same order, slot before sp
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    nullcontext,
+)
 
 from a2a.types import a2a_pb2 as pb
 
 from gateway.auth.admission import admit
+from gateway.auth.backend_creds import BackendCredentials
 from gateway.auth.service import GatewayAuth
 from gateway.call import Call
 from gateway.cards.publisher import CardPublisher
@@ -37,12 +44,27 @@ from gateway.relay.hooks import PushRelay
 from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
 from translators.dialects.base import WireAnswer, check_backend_card, forwardable
+from translators.errors import A2AError
 
 
 @asynccontextmanager
 async def _holding(slot: AbstractContextManager[None]) -> AsyncIterator[None]:
     with slot:
         yield
+
+
+@asynccontextmanager
+async def _renewing(slot: AbstractContextManager[None] | None, creds: BackendCredentials,
+                    call: Call) -> AsyncIterator[None]:
+    """The caller's slot, and a backend that refuses the gateway's OAuth token makes the
+    next call fetch another."""
+    with slot if slot is not None else nullcontext():
+        try:
+            yield
+        except A2AError as err:
+            if err.kind.name == "UnauthenticatedError":
+                creds.refused(call.ctx.backend_headers)
+            raise
 
 
 def _admission(auth: GatewayAuth | None) -> Stage | None:
@@ -53,10 +75,12 @@ def _admission(auth: GatewayAuth | None) -> Stage | None:
         return admit(auth.for_tenant(passage.route.name), call)
 
     def hold(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] | None:
-        if call.ctx.facts.internal:
-            return None
-        return _holding(auth.for_tenant(passage.route.name).limits.hold(
-            call.ctx.principal, passage.streaming))
+        policy = auth.for_tenant(passage.route.name)
+        slot = None if call.ctx.facts.internal else policy.limits.hold(
+            call.ctx.principal, passage.streaming)
+        if policy.backend.oauth is not None:
+            return _renewing(slot, policy.backend, call)
+        return None if slot is None else _holding(slot)
 
     return Stage("admission", enter, hold)
 

@@ -223,6 +223,14 @@ class JsonRpcClient:
         return sse_frame(self.dialect.failure(self.request_id, err))
 
 
+_REFUSED_BY_STATUS = {401: "UnauthenticatedError", 403: "PermissionDeniedError"}
+
+
+def _is_rpc_error(raw: bytes) -> bool:
+    body = json_object(raw)
+    return body is not None and "error" in body
+
+
 @dataclass(slots=True)  # not frozen: built per call (contract.WireRequest)
 class JsonRpcBackend:
     """One JSON-RPC call's backend side (a BackendCodec): its document, and every answer
@@ -237,7 +245,13 @@ class JsonRpcBackend:
 
     def read(self, status: int, raw: bytes) -> ProtoMessage | None:
         # The status says nothing of its own: a JSON-RPC error travels with HTTP 200,
-        # and what is not a JSON-RPC response is the backend's fault whatever it says.
+        # and what is not a JSON-RPC response is the backend's fault whatever it says —
+        # except a refused credential, which the spec puts on the HTTP status on every
+        # binding (401, 403), in front of the JSON-RPC layer.
+        refused = _REFUSED_BY_STATUS.get(status)
+        if refused is not None and not _is_rpc_error(raw):
+            raise a2a_error(refused, f"the backend refused the call's credentials "
+                            f"(HTTP {status})", http_status=status)
         result = read_answer(backend_json(raw, "the answer"), self.sent_id,
                              empty_ok=self.op.response is None)
         return self.dialect.decode_result(self.op, result, self.loss, self.request)
