@@ -31,7 +31,7 @@ from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.index import TaskIndex
 from translators import operations as ops
-from translators.dialects.base import WireAnswer
+from translators.dialects.base import WireRequest
 from translators.dialects.jsonrpc import JSONRPC_V10
 
 CALLS = 20_000
@@ -53,7 +53,8 @@ def _calls(path: str, n: int, op: str = ops.SEND) -> list[tuple[Call, Any]]:
             # As the backend client hands it on: the bytes, and the document it read
             # when it checked them (that read is the call's, index or not).
             raw = nginx.ANSWER_V10.replace('"t-1"', f'"t-{i}"').encode()
-            answer = WireAnswer(raw, document=JSONRPC_V10.forwarded(raw, 1))
+            answer = JSONRPC_V10.backend(call.op, call.request, ctx.loss, wire=WireRequest(
+                b"", rpc_id=1)).forwarded(200, "application/json", raw)
         out.append((call, answer))
     return out
 

@@ -55,6 +55,8 @@ class LossReport:
     decoding_counts: bool = True
 
     def __post_init__(self) -> None:
+        if not (self.request or self.response or self.held):
+            return  # a new call's report (every call makes one): nothing to note yet
         for side, paths in (("request", self.request), ("response", self.response)):
             self.log.extend((self.attempt, side, p) for p in paths)
         for path in [*self.request, *self.response, *self.held]:

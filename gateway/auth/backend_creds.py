@@ -48,9 +48,15 @@ class OAuthTokens:
     def _fresh(self) -> str | None:
         return self._token if self._clock() < self._expires else None
 
-    def invalidate(self) -> None:
-        """Forget the token (the backend refused it): the next call fetches another."""
-        self._token = None
+    def refused(self, token: str, tenant: str | None = None) -> None:
+        """The backend refused ``token``: unless another one replaced it meanwhile, it is
+        forgotten, and the next call fetches another (a token revoked or rotated at the
+        issuer would otherwise be sent until it expires)."""
+        if token and token == self._token:
+            self._token = None
+            self._expires = 0.0
+            log.warning("backend refused the gateway's token; the next call fetches another",
+                        tenant=tenant, token_url=self.config.token_url)
 
     async def token(self, tenant: str | None = None) -> str:
         fresh = self._fresh()
@@ -134,6 +140,14 @@ class BackendCredentials:
                 self._static = {config.api_key_header: read_source(config.api_key)}
             elif config.oauth is not None:
                 self.oauth = OAuthTokens(config.oauth)
+
+    def refused(self, sent: Mapping[str, str]) -> None:
+        """The backend answered UnauthenticatedError to a call sent with ``sent``: an
+        OAuth token in it is not used again."""
+        if self.oauth is not None:
+            value = sent.get("authorization", "")
+            if value.startswith("Bearer "):
+                self.oauth.refused(value[len("Bearer "):], self.tenant)
 
     async def headers(self, forwarded: Mapping[str, str]) -> dict[str, str]:
         """The headers to send the backend for one call, from those the client's request

@@ -8,14 +8,11 @@ report of that last step is what the client would not see.
 
 from __future__ import annotations
 
-from typing import Any
-
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from translators import operations as ops
 from translators.dialects.contract import Dialect
-from translators.dialects.grpc import wire_method
 from translators.errors import A2AError
 from translators.loss import LossReport
 
@@ -46,29 +43,28 @@ def _answer_for(op: str) -> ProtoMessage:
     return pb.SendMessageResponse(task=rich_task()) if op == ops.SEND else rich_task()
 
 
-def _encode(dialect: Dialect, op: ops.Operation, result: ProtoMessage, loss: LossReport,
-            ) -> bytes:
+def _encode(dialect: Dialect, op: ops.Operation, result: ProtoMessage | None,
+            loss: LossReport, request_id: str | int | None = 1) -> bytes:
     """An answer as ``dialect`` sends it to its client."""
-    return dialect.client(op, 1).answer(result, loss)
+    return dialect.client(op, request_id).answer(result, loss)
 
 
-def _read(dialect: Any, op: ops.Operation, raw: bytes, request: ProtoMessage) -> Any:
-    loss = LossReport()
-    if dialect.binding == "JSONRPC":
-        return dialect.read_answer(op, raw, 1, loss, request)
-    if dialect.binding == "HTTP+JSON":
-        return dialect.read_answer(op, 200, raw, loss, request)
-    return dialect.read_answer(wire_method(op, dialect.version), raw, loss, request)
+def _sendable(backend: Dialect, op: ops.Operation, request: ProtoMessage) -> ProtoMessage | None:
+    """The rich answer as a backend of ``backend``'s dialect sends it to the call the
+    gateway encoded (JSON-RPC: for that call's id), read back as the gateway reads it."""
+    codec = backend.backend(op, request, LossReport())
+    raw = _encode(backend, op, _answer_for(op.name), LossReport(), codec.requests[0].rpc_id)
+    return codec.read(200, raw)
 
 
-def answer_losses(op_name: str, request: ProtoMessage, backend: Any, client: Any) -> list[str]:
+def answer_losses(op_name: str, request: ProtoMessage, backend: Dialect,
+                  client: Dialect) -> list[str]:
     """The answer fields a client of ``client``'s dialect would lose, behind ``backend``."""
     if op_name not in ANSWERED_OPS:
         return []
     op = ops.BY_NAME[op_name]
     try:
-        raw = _encode(backend, op, _answer_for(op_name), LossReport())
-        sendable = _read(backend, op, raw, request)
+        sendable = _sendable(backend, op, request)
         loss = LossReport(answering=True)
         _encode(client, op, sendable, loss)
     except A2AError:

@@ -93,6 +93,5 @@ def sample(op: ops.Operation, binding: str, version: str, loss: LossReport) -> P
         return JSONRPC_V03.decode_params(op, dict(_J03[op.name]), loss)
     request = JSONRPC_V03.decode_params(op, dict(_J03[op.name]), LossReport())
     # v0.3 REST and gRPC clients speak the v0.3 proto: what it cannot hold they never send.
-    method = wire_method(op, GRPC_V03.version)
-    _, raw = GRPC_V03.encode_request(op, request, LossReport(), None)
-    return GRPC_V03.decode_request(method, raw, loss)
+    raw = GRPC_V03.backend(op, request, LossReport()).requests[0].body
+    return GRPC_V03.decode_request(wire_method(op, GRPC_V03.version), raw, loss)

@@ -22,8 +22,9 @@ from gateway.doctor.samples import client_ops, sample
 from gateway.doctor.target import Advertised
 from translators import operations as ops
 from translators.card_serving import pick_interface
-from translators.dialects import AnyDialect, dialect_for
+from translators.dialects import dialect_for
 from translators.dialects.base import check_backend_card, forwardable
+from translators.dialects.contract import Dialect
 from translators.errors import A2AError
 from translators.loss import LossPolicy, LossReport
 from translators.versions import V03, V10
@@ -68,22 +69,10 @@ def gateway_choice(config: BackendConfig | None,
                          picked.get("tenant") or tenant, pass_through)
 
 
-def dialect_of(binding: str, version: str) -> AnyDialect:
+def dialect_of(binding: str, version: str) -> Dialect:
     """The gateway's codec object for a dialect (the same objects its ingress and egress
     use, so that "same dialect on both sides" is an identity, as in the pipeline)."""
     return dialect_for(binding, version)
-
-
-def _encode(binding: str, version: str, op: ops.Operation, request: Any, loss: LossReport,
-            tenant: str | None, card: Any) -> None:
-    """The backend dialect's encoding of one call: raises what the gateway would refuse."""
-    dialect: Any = dialect_of(binding, version)  # (the backend side is not one contract yet)
-    if binding == "JSONRPC":
-        dialect.call_body(op, request, loss, tenant, card)
-    elif binding == "HTTP+JSON":
-        dialect.backend_calls(op, request, loss, tenant, stream=op.streaming, card=card)
-    else:
-        dialect.encode_request(op, request, loss, tenant, card)
 
 
 def verdict(client: tuple[str, str], choice: BackendChoice, card_p10: dict[str, Any] | None,
@@ -112,8 +101,9 @@ def verdict(client: tuple[str, str], choice: BackendChoice, card_p10: dict[str, 
                 loss = LossReport(policy=policy)
                 check_backend_card(op, request, card, ())
             else:
-                _encode(backend.binding, backend.version, op, request, loss, choice.tenant,
-                        card)
+                # The backend dialect's encoding: raises what the gateway would refuse.
+                dialect_of(backend.binding, backend.version).backend(
+                    op, request, loss, choice.tenant, card)
         except A2AError as err:
             if policy is LossPolicy.REJECT and err.name == "InvalidParamsError" and loss.request:
                 out.lost.append(Loss(op.name, list(loss.request), _EFFECT[policy]))

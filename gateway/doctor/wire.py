@@ -28,15 +28,14 @@ from gateway.doctor.classify import (
 )
 from gateway.doctor.report import ErrorSeen
 from translators import operations as ops
-from translators.dialects import grpc as grpc_dialects
+from translators.dialects import dialect_for
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS
+from translators.dialects.contract import Dialect, EventReader
 from translators.dialects.grpc import TENANT_KEY
-from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10
-from translators.dialects.rest import REST_V03, REST_V10
 from translators.errors import A2AError
 from translators.grpc_errors import STATUS_DETAILS_KEY
 from translators.loss import LossReport
-from translators.versions import V10, as_version
+from translators.versions import V10
 
 MAX_BYTES = 4 * 1024 * 1024
 STREAM_EVENTS = 64  # a probe reads at most this many events of a stream
@@ -91,6 +90,10 @@ class Prober:
         self.extensions = list(extensions or [])
         self.session, self.timeout = session, timeout
         self._channel: grpc.aio.Channel | None = None
+        # The gateway's own backend-side codecs for this dialect (the registry's row); any
+        # other binding a card names is probed as gRPC (call()).
+        self.dialect: Dialect = dialect_for(
+            binding if binding in ("JSONRPC", "HTTP+JSON") else "GRPC", version)
 
     @property
     def dialect_name(self) -> str:
@@ -107,12 +110,10 @@ class Prober:
         op = ops.BY_NAME[op_name]
         started = time.monotonic()
         try:
-            if self.binding == "JSONRPC":
-                out = await self._jsonrpc(op, request, headers, extra_param, stream_events)
-            elif self.binding == "HTTP+JSON":
-                out = await self._rest(op, request, headers, stream_events)
-            else:
+            if self.dialect.binding == "GRPC":
                 out = await self._grpc(op, request, headers, stream_events)
+            else:
+                out = await self._http(op, request, headers, extra_param, stream_events)
         except A2AError as err:  # an error event in a stream, or an answer that does not decode
             wire = {"JSONRPC": str(err.kind.code), "HTTP+JSON": "SSE error event"}
             out = Outcome(error=ErrorSeen(err.name, wire.get(self.binding, ""), err.message,
@@ -127,67 +128,45 @@ class Prober:
         out.seconds = time.monotonic() - started
         return out
 
-    # ------------------------------------------------------------------ JSON-RPC
+    # ------------------------------------------------------------------ HTTP
 
-    async def _jsonrpc(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
-                       extra_param: dict[str, Any] | None, limit: int) -> Outcome:
-        dialect = JSONRPC_V10 if self.version == V10 else JSONRPC_V03
-        loss = LossReport()
-        body, sent_id = dialect.call_body(op, request, loss, self.tenant)
-        if extra_param:
-            doc = json.loads(body)
-            doc.setdefault("params", {}).update(extra_param)
-            body = json.dumps(doc).encode()
-        hdrs = _headers(self.version, headers, self.extensions)
-        hdrs["content-type"] = "application/json"
-        hdrs["accept"] = "text/event-stream" if op.streaming else "application/json"
+    async def _http(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
+                    extra_param: dict[str, Any] | None, limit: int) -> Outcome:
+        """A JSON-RPC or HTTP+JSON call: the requests the dialect's backend codec makes
+        (HTTP+JSON's subscribe: the other verb on 405, as the egress does)."""
+        rpc = self.dialect.binding == "JSONRPC"
+        codec = self.dialect.backend(op, request, LossReport(), self.tenant)
+        tries = codec.requests
+        base = self.url if rpc else self.url.rstrip("/")
         timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=3)
-        async with self.session.post(self.url, data=body, headers=hdrs, timeout=timeout,
-                                     allow_redirects=False) as resp:
-            seen = {k.lower(): v for k, v in resp.headers.items()}
-            if op.streaming and resp.content_type == "text/event-stream":
-                reader = dialect.event_reader(sent_id, loss, request, MAX_BYTES)
-                events = await _read_sse(resp, reader, limit)
-                return Outcome(events=events, headers=seen)
-            raw = await resp.content.read(MAX_BYTES)
-        parsed, error = classify_jsonrpc(resp.status, raw, self.version)
-        if error is not None:
-            return Outcome(error=error, headers=seen, raw=parsed)
-        result = dialect.read_answer(op, raw, sent_id, loss, request)
-        return Outcome(result=result, headers=seen, raw=parsed)
-
-    # ------------------------------------------------------------------ HTTP+JSON
-
-    async def _rest(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
-                    limit: int) -> Outcome:
-        dialect = REST_V10 if self.version == V10 else REST_V03
-        loss = LossReport()
-        calls = dialect.backend_calls(op, request, loss, self.tenant, stream=op.streaming)
-        base = self.url.rstrip("/")
-        timeout = aiohttp.ClientTimeout(total=self.timeout, sock_connect=3)
-        outcome = Outcome()
-        for attempt, out in enumerate(calls):
+        for attempt, out in enumerate(tries):
+            body = out.body
+            if extra_param and rpc:
+                doc = json.loads(body)
+                doc.setdefault("params", {}).update(extra_param)
+                body = json.dumps(doc).encode()
             hdrs = _headers(self.version, headers, self.extensions)
             hdrs["accept"] = "text/event-stream" if op.streaming else "application/json"
-            if out.body is not None:
+            if body:
                 hdrs["content-type"] = "application/json"
-            async with self.session.request(out.verb, base + out.path, params=out.query,
-                                            data=out.body, headers=hdrs, timeout=timeout,
+            async with self.session.request(out.verb, base + out.path,
+                                            params=out.query or None, data=body or None,
+                                            headers=hdrs, timeout=timeout,
                                             allow_redirects=False) as resp:
                 seen = {k.lower(): v for k, v in resp.headers.items()}
-                if resp.status == 405 and attempt + 1 < len(calls):
+                if resp.status == 405 and attempt + 1 < len(tries):
                     continue  # subscribe: the other verb (peers disagree on it)
                 if op.streaming and resp.content_type == "text/event-stream":
-                    reader = dialect.event_reader(loss, request, MAX_BYTES)
-                    return Outcome(events=await _read_sse(resp, reader, limit), headers=seen)
+                    return Outcome(events=await _read_sse(resp, codec.events(MAX_BYTES), limit),
+                                   headers=seen)
                 raw = await resp.content.read(MAX_BYTES)
                 status = resp.status
-            parsed, error = classify_rest(status, raw)
+            parsed, error = (classify_jsonrpc(status, raw, self.version) if rpc
+                             else classify_rest(status, raw))
             if error is not None:
                 return Outcome(error=error, headers=seen, raw=parsed)
-            result = dialect.read_answer(op, status, raw, loss, request)
-            return Outcome(result=result, headers=seen, raw=parsed)
-        return outcome
+            return Outcome(result=codec.read(status, raw), headers=seen, raw=parsed)
+        return Outcome()
 
     # ------------------------------------------------------------------ gRPC
 
@@ -201,24 +180,24 @@ class Prober:
 
     async def _grpc(self, op: ops.Operation, request: ProtoMessage, headers: Headers | None,
                     limit: int) -> Outcome:
-        dialect = grpc_dialects.ROWS[as_version(self.version)]
         loss = LossReport()
-        method, payload = dialect.encode_request(op, request, loss, self.tenant)
+        codec = self.dialect.backend(op, request, loss, self.tenant)
+        out = codec.requests[0]
         sent = _headers(self.version, headers, self.extensions)
         if self.tenant and self.version != V10:
             sent[TENANT_KEY] = self.tenant  # v0.3 messages have no tenant field
         metadata = tuple((k.lower(), v) for k, v in sent.items())
         try:
-            if not method.streaming:
-                pending = self.channel().unary_unary(method.path)(
-                    payload, timeout=self.timeout, metadata=metadata)
+            if not op.streaming:
+                pending = self.channel().unary_unary(out.path)(
+                    out.body, timeout=self.timeout, metadata=metadata)
                 raw = await pending
                 seen = {k: v for k, v in (await pending.initial_metadata() or ())
                         if isinstance(v, str)}
-                return Outcome(result=dialect.read_answer(method, raw, loss, request),
-                               headers=seen)
-            stream = self.channel().unary_stream(method.path)(
-                payload, timeout=self.timeout, metadata=metadata)
+                return Outcome(result=codec.read(200, raw), headers=seen)
+            stream = self.channel().unary_stream(out.path)(
+                out.body, timeout=self.timeout, metadata=metadata)
+            reader = codec.events(MAX_BYTES)
             events: list[pb.StreamResponse] = []
             try:
                 while len(events) < limit:
@@ -230,7 +209,7 @@ class Prober:
                         raise
                     if item is grpc.aio.EOF:
                         break
-                    events.append(dialect.decode_event(item, loss, request))
+                    events.extend(reader.feed(item))
                 seen = {k: v for k, v in (await stream.initial_metadata() or ())
                         if isinstance(v, str)}
             finally:
@@ -242,7 +221,7 @@ class Prober:
             return Outcome(error=classify_grpc(exc.code().name, exc.details() or "", details))
 
 
-async def _read_sse(resp: aiohttp.ClientResponse, reader: Any,
+async def _read_sse(resp: aiohttp.ClientResponse, reader: EventReader,
                     limit: int) -> list[pb.StreamResponse]:
     events: list[pb.StreamResponse] = []
     try:

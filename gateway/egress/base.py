@@ -19,7 +19,7 @@ from gateway.call import Call
 from gateway.config.models import BackendConfig
 from gateway.observability import tracing
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS, WireAnswer
-from translators.dialects.contract import Dialect
+from translators.dialects.contract import BackendCodec, Dialect
 from translators.errors import A2AError, a2a_error
 from translators.versions import V10
 
@@ -50,6 +50,24 @@ class Backend(Protocol):
     def stream(self, call: Call) -> EventBatches: ...
 
     async def close(self) -> None: ...
+
+
+def backend_codec(call: Call, backend: Backend, *, forward: bool = False) -> BackendCodec:
+    """The call encoded for ``backend`` by its dialect (the one way all three egress
+    modules ask for it); ``forward``: the client's own request, as it came."""
+    return backend.dialect.backend(call.op, call.request, call.ctx.loss, backend.config.tenant,
+                                   call.backend_card, call.ctx.facts.extensions,
+                                   subscribe_verb=backend.config.subscribe_verb,
+                                   wire=call.wire if forward else None)
+
+
+def passed_through(codec: BackendCodec, status: int, content_type: str,
+                   raw: bytes) -> WireAnswer | ProtoMessage | None:
+    """A forwarded call's answer: as it came when it may reach the client so, else read
+    the translated way (an error, or a wrong answer), so that it is checked, logged,
+    counted and rendered the one way errors are."""
+    answer = codec.forwarded(status, content_type, raw)
+    return answer if answer is not None else codec.read(status, raw)
 
 
 def backend_headers(call: Call, config: BackendConfig) -> dict[str, str]:

@@ -24,22 +24,20 @@ from gateway.config.tls import ClientTlsConfig
 from gateway.egress.base import (
     ECHOED_HEADERS,
     EventBatches,
+    backend_codec,
     backend_headers,
     backend_timeout,
     backend_unavailable,
+    passed_through,
     too_large,
 )
 from gateway.tls.context import grpc_channel_credentials, grpc_channel_options
-from translators.dialects.base import WireAnswer
-from translators.dialects.grpc import (
-    GRPC_V03,
-    GRPC_V10,
-    TENANT_KEY,
-    GrpcDialect,
-    wire_method,
-)
+from translators.dialects import dialect_for
+from translators.dialects.base import WireAnswer, WireRequest
+from translators.dialects.contract import Dialect
+from translators.dialects.grpc import TENANT_KEY
 from translators.errors import A2AError
-from translators.grpc_errors import STATUS_DETAILS_KEY
+from translators.grpc_errors import STATUS_DETAILS_KEY, error_from_grpc
 from translators.versions import V10
 
 # HTTP headers that are not metadata on gRPC (the transport owns them).
@@ -91,8 +89,7 @@ class GrpcBackend:
         # A backend is built from a resolved config: discovery filled these in.
         assert config.url is not None and config.version is not None
         self.url: str = config.url
-        self.version: str = config.version
-        self.dialect: GrpcDialect = GRPC_V10 if config.version == V10 else GRPC_V03
+        self.dialect: Dialect = dialect_for(config.binding, config.version)
         self._unary: grpc.aio.Channel | None = None
         self._streams = _StreamChannels(self._new_channel)
 
@@ -119,7 +116,7 @@ class GrpcBackend:
 
     def _metadata(self, call: Call) -> tuple[tuple[str, str], ...]:
         headers = backend_headers(call, self.config)
-        if self.config.tenant and self.version != V10:
+        if self.config.tenant and self.dialect.version != V10:
             # v0.3 messages have no tenant; a gateway behind us reads this key instead.
             headers[TENANT_KEY] = self.config.tenant
         return tuple((k.lower(), v) for k, v in headers.items() if _usable(k.lower(), v))
@@ -138,56 +135,47 @@ class GrpcBackend:
                 return backend_timeout(call, self.config, seconds, "the answer")
             if code is grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than max" in message:
                 return too_large(call, self.config)
-        return self.dialect.read_error(code.name, message, details)
+        return error_from_grpc(code.name, message, details)
 
     def _echo(self, call: Call, metadata: Any) -> None:
         for key, value in metadata or ():
             if key in ECHOED_HEADERS and isinstance(value, str):
                 call.ctx.outcome.response_headers[key] = value
 
-    async def unary(self, call: Call) -> ProtoMessage | None:
-        method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,
-                                                      self.config.tenant, call.backend_card,
-                                                      call.ctx.facts.extensions)
+    async def _call(self, call: Call, out: WireRequest) -> bytes:
+        """One unary call: the answer's bytes (its status raised as the error it names)."""
         timeout = call.ctx.remaining(self.config.timeout)
-        rpc = self.channel().unary_unary(method.path)
+        rpc = self.channel().unary_unary(out.path)
         try:
-            pending = rpc(payload, timeout=timeout, metadata=self._metadata(call))
-            raw = await pending
+            pending = rpc(out.body, timeout=timeout, metadata=self._metadata(call))
+            raw: bytes = await pending
             self._echo(call, await pending.initial_metadata())
         except grpc.aio.AioRpcError as exc:
             raise self._error(call, exc, timeout) from None
-        return self.dialect.read_answer(method, raw, call.ctx.loss, call.request)
+        return raw
+
+    async def unary(self, call: Call) -> ProtoMessage | None:
+        codec = backend_codec(call, self)
+        return codec.read(200, await self._call(call, codec.requests[0]))
 
     async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
         """The client's own message bytes, to a backend of its dialect; its answer bytes
         as they come, its errors read as a translated call's are."""
-        assert call.wire is not None
-        timeout = call.ctx.remaining(self.config.timeout)
-        rpc = self.channel().unary_unary(wire_method(call.op, self.dialect.version).path)
-        try:
-            pending = rpc(call.wire.body, timeout=timeout, metadata=self._metadata(call))
-            raw = await pending
-            self._echo(call, await pending.initial_metadata())
-        except grpc.aio.AioRpcError as exc:
-            raise self._error(call, exc, timeout) from None
-        message = self.dialect.forwarded(call.op, self.dialect.version, raw)
-        if message is not None:
-            return WireAnswer(raw, document=message)
-        return self.dialect.read_answer(wire_method(call.op, self.dialect.version), raw,
-                                        call.ctx.loss, call.request)  # names the fault
+        codec = backend_codec(call, self, forward=True)
+        raw = await self._call(call, codec.requests[0])
+        return passed_through(codec, 200, "application/grpc", raw)
 
     async def stream(self, call: Call) -> EventBatches:
-        method, payload = self.dialect.encode_request(call.op, call.request, call.ctx.loss,
-                                                      self.config.tenant, call.backend_card,
-                                                      call.ctx.facts.extensions)
+        codec = backend_codec(call, self)
+        out = codec.requests[0]
+        reader = codec.events(self.config.max_answer_bytes)
         # A stream has no total deadline of its own, only the caller's, if any; its events
         # are bounded by the pipeline (first event, idle, total).
         deadline = (None if call.ctx.facts.deadline is None
                     else max(0.001, call.ctx.facts.deadline - time.monotonic()))
         entry = self._streams.acquire()
-        pending = entry[0].unary_stream(method.path)(
-            payload, timeout=deadline, metadata=self._metadata(call))
+        pending = entry[0].unary_stream(out.path)(
+            out.body, timeout=deadline, metadata=self._metadata(call))
         try:
             first = True
             while True:
@@ -200,7 +188,7 @@ class GrpcBackend:
                 if first:
                     self._echo(call, await pending.initial_metadata())
                     first = False
-                yield (self.dialect.decode_event(raw, call.ctx.loss, call.request),)
+                yield reader.feed(raw)  # one message, one event
         finally:
             # The client went away (or we failed): the backend call ends with us.
             pending.cancel()

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import functools
 import ssl
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any
 
 import aiohttp
-from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.config.models import BackendConfig
@@ -24,6 +23,7 @@ from gateway.egress.base import (
     too_large,
 )
 from gateway.egress.http1 import Answer, AnswerTooLarge, Http1Pool, Query
+from translators.dialects.contract import EventReader
 from translators.errors import A2AError
 
 # What a status page from something in front of the backend (a proxy, a load balancer)
@@ -162,12 +162,6 @@ async def _pooled(pool: Http1Pool, config: BackendConfig, call: Call, method: st
 
 def is_event_stream(resp: aiohttp.ClientResponse) -> bool:
     return resp.headers.get("content-type", "").startswith("text/event-stream")
-
-
-class EventReader(Protocol):
-    def feed(self, chunk: bytes) -> Iterable[pb.StreamResponse]: ...
-
-    def close(self) -> Iterable[pb.StreamResponse]: ...
 
 
 async def read_events(resp: aiohttp.ClientResponse, reader: EventReader) -> EventBatches:

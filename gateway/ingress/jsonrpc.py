@@ -26,7 +26,7 @@ from gateway.ingress.common import (
     refusal,
 )
 from gateway.ingress.common import refused as refused_response
-from gateway.ingress.exit import refused, run_unary, unreadable
+from gateway.ingress.exit import Answered, refused, run_unary, unreadable
 from gateway.ingress.sse_out import serve_sse
 from gateway.pipeline.core import Gateway
 from translators.dialects import jsonrpc as rpc
@@ -69,7 +69,7 @@ async def serve(request: web.Request, path_tenant: str | None, body: bytes | Non
     call, codec = decoded
     if call.op.streaming:
         return await _stream(request, call, codec)
-    return await _unary(gateway, call, codec)
+    return _reply(call, codec, await run_unary(gateway, call, codec))
 
 
 async def serve_unary(request: ClientRequest, path_tenant: str | None, body: bytes) -> Reply:
@@ -84,7 +84,7 @@ async def serve_unary(request: ClientRequest, path_tenant: str | None, body: byt
     call, codec = decoded
     if call.op.streaming:
         raise StreamNotServed
-    return await _unary(gateway, call, codec)
+    return _reply(call, codec, await run_unary(gateway, call, codec))
 
 
 def _decode(request: ClientRequest, gateway: Gateway, ctx: CallContext,
@@ -110,8 +110,7 @@ def _unreadable(request: ClientRequest, ctx: CallContext, err: A2AError) -> Repl
     return refusal(rpc.ROWS[version].client(None, None).refusal(err), err, ctx)
 
 
-async def _unary(gateway: Gateway, call: Call, codec: rpc.JsonRpcClient) -> Reply:
-    out = await run_unary(gateway, call, codec)
+def _reply(call: Call, codec: rpc.JsonRpcClient, out: Answered | A2AError) -> Reply:
     if isinstance(out, A2AError):
         return refusal(codec.refusal(out), out, call.ctx)
     return Reply(HttpAnswer(200, out.body), dialect_headers(call.ctx))

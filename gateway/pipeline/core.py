@@ -154,13 +154,11 @@ class Gateway:
                                        ctx))
         return result if isinstance(result, pb.Task) else None
 
-    async def _enter(self, call: Call, streaming: bool) -> Passage:
-        """The call's tenant, then every stage's way in (gateway/pipeline/standard.py)."""
+    def _passage(self, call: Call, streaming: bool) -> Passage:
+        """The call's tenant: its route, for the stages (gateway/pipeline/standard.py)."""
         route = self.tenant_for(call.ctx.tenant)
         call.ctx.tenant = call.ctx.outcome.tenant = route.name
-        passage = Passage(route, streaming)
-        await self.stages.enter(call, passage)
-        return passage
+        return Passage(route, streaming)
 
     async def unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
         """The call's result, canonical; or, when the backend speaks the client's dialect
@@ -173,7 +171,8 @@ class Gateway:
             self._untrack()
 
     async def _unary(self, call: Call) -> ProtoMessage | WireAnswer | None:
-        passage = await self._enter(call, streaming=False)
+        passage = self._passage(call, streaming=False)
+        await self.stages.enter(call, passage)
         if passage.local is not None:  # answered by the gateway itself (the task index)
             return await passage.local(call)
         backend = passage.to
@@ -187,7 +186,7 @@ class Gateway:
                 raise
             finally:
                 call.ctx.outcome.backend_seconds = time.monotonic() - started
-        return await self.stages.leave(call, answer)
+        return await self.stages.leave(call, passage, answer)
 
     @asynccontextmanager
     async def stream(self, call: Call) -> AsyncIterator[StreamPlan]:
@@ -196,6 +195,7 @@ class Gateway:
         the stages' holds (the caller's slots, the backend span) kept until the driver
         is done."""
         with self._tracked():
-            passage = await self._enter(call, streaming=True)
+            passage = self._passage(call, streaming=True)
+            await self.stages.enter(call, passage)
             async with self.stages.held(call, passage):
                 yield plan_stream(call, passage.to, self.tasks)

@@ -4,11 +4,16 @@
 A stage has up to three hooks, each optional:
 
 - ``enter(call, passage)``, before the backend, in list order: it may refuse the call
-  (raise A2AError), pick what the call goes to, or rewrite the request;
+  (raise A2AError), pick what the call goes to, or rewrite the request. It returns None
+  when it is done, or an awaitable when it must wait (a store read, a card fetch): most
+  calls wait for nothing, and a coroutine per stage per call would cost more than the
+  stage's own work;
 - ``hold(call, passage)``, around the backend: a context held while the backend answers
-  (a unary call) or streams (until the stream driver is done);
-- ``leave(call, answer)``, after a unary answer, in list order: it may record or rewrite
-  the answer. A stream's events pass the stream filters instead (gateway/streams/plan.py).
+  (a unary call) or streams (until the stream driver is done), or None;
+- ``leave(call, passage, answer)``, after a unary answer, in list order: it may record or
+  rewrite the answer; what must be waited for before the answer goes out it leaves in
+  ``passage.wait``. A stream's events pass the stream filters instead
+  (gateway/streams/plan.py).
 
 Counting, logging and tracing the call's end are not a stage: they are the call's one
 exit, ``observe.finish``, which the ingress (unary) and the stream driver call once.
@@ -21,7 +26,7 @@ runs no empty hook.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, TypeAlias
@@ -46,9 +51,10 @@ class Passage:
 
     route: TenantRoute
     streaming: bool
-    backend: Backend | None = None
+    backend: Backend | None = None  # the router stage picks it
     forward: bool = False
     local: Callable[[Call], Awaitable[Answer]] | None = None
+    wait: Awaitable[None] | None = None  # a leave's work the answer waits for
 
     @property
     def to(self) -> Backend:
@@ -56,9 +62,9 @@ class Passage:
         return self.backend
 
 
-Enter = Callable[[Call, Passage], Awaitable[None]]
+Enter = Callable[[Call, Passage], Awaitable[None] | None]
 Hold = Callable[[Call, Passage], AbstractAsyncContextManager[None] | None]
-Leave = Callable[[Call, Answer], Awaitable[Answer]]
+Leave = Callable[[Call, Passage, Answer], Answer]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,17 +97,30 @@ class Stages:
         """Each stage's ``enter`` in order, until one has the gateway answer the call
         itself (``passage.local``): the stages after it are for calls to the backend."""
         for enter in self.enters:
-            await enter(call, passage)
+            waiting = enter(call, passage)
+            if waiting is not None:
+                await waiting
             if passage.local is not None:
                 return
 
-    async def leave(self, call: Call, answer: Answer) -> Answer:
+    async def leave(self, call: Call, passage: Passage, answer: Answer) -> Answer:
         for leave in self.leaves:
-            answer = await leave(call, answer)
+            answer = leave(call, passage, answer)
+        if passage.wait is not None:
+            await passage.wait
         return answer
 
-    def held(self, call: Call, passage: Passage) -> Held:
-        return Held([h for h in (hold(call, passage) for hold in self.holds) if h is not None])
+    def held(self, call: Call, passage: Passage) -> AbstractAsyncContextManager[None]:
+        """The holds of the call, as one context: nothing, the one hold itself (the usual
+        case: the backend's call slot), or all of them in order."""
+        holds = []
+        for hold in self.holds:
+            held = hold(call, passage)
+            if held is not None:
+                holds.append(held)
+        if not holds:
+            return _NOTHING
+        return holds[0] if len(holds) == 1 else Held(holds)
 
 
 class Held:
@@ -139,6 +158,9 @@ class Held:
                 failed, kind, exc, tb = err, type(err), err, err.__traceback__
         if failed is not None:
             raise failed
+
+
+_NOTHING: AbstractAsyncContextManager[None] = nullcontext()
 
 
 def build(stages: Sequence[Stage | None]) -> Stages:

@@ -1,7 +1,8 @@
 """The gateway's stages, in the order every call passes them (gateway/pipeline/stages.py):
 
 1. admission — who the caller is, whether it may call (auth), and its slot among its
-   open calls or streams (auth.rate_limits); only when auth is configured;
+   open calls or streams (auth.rate_limits); a backend OAuth token the backend refuses
+   is fetched again on the next call; only when auth is configured;
 2. router — the backend the call goes to (a discovered or fallback backend is picked
    here), and the loss policy its dialect applies;
 3. precheck — the backend's card, when the tenant checks calls against it;
@@ -19,16 +20,23 @@ card or open a connection; the holds are taken in the same order, slot before sp
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, AbstractContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import (
+    AbstractAsyncContextManager,
+    AbstractContextManager,
+    asynccontextmanager,
+    nullcontext,
+)
 
 from a2a.types import a2a_pb2 as pb
 
 from gateway.auth.admission import admit
+from gateway.auth.backend_creds import BackendCredentials
 from gateway.auth.service import GatewayAuth
 from gateway.call import Call
 from gateway.cards.publisher import CardPublisher
 from gateway.config.models import GatewayConfig
+from gateway.egress.base import Backend
 from gateway.observability import tracing
 from gateway.pipeline.limits import CallLimits
 from gateway.pipeline.stages import Answer, Passage, Stage, Stages, build
@@ -36,6 +44,7 @@ from gateway.relay.hooks import PushRelay
 from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
 from translators.dialects.base import WireAnswer, check_backend_card, forwardable
+from translators.errors import A2AError
 
 
 @asynccontextmanager
@@ -44,18 +53,34 @@ async def _holding(slot: AbstractContextManager[None]) -> AsyncIterator[None]:
         yield
 
 
+@asynccontextmanager
+async def _renewing(slot: AbstractContextManager[None] | None, creds: BackendCredentials,
+                    call: Call) -> AsyncIterator[None]:
+    """The caller's slot, and a backend that refuses the gateway's OAuth token makes the
+    next call fetch another."""
+    with slot if slot is not None else nullcontext():
+        try:
+            yield
+        except A2AError as err:
+            if err.kind.name == "UnauthenticatedError":
+                creds.refused(call.ctx.backend_headers)
+            raise
+
+
 def _admission(auth: GatewayAuth | None) -> Stage | None:
     if auth is None:
         return None
 
-    async def enter(call: Call, passage: Passage) -> None:
-        await admit(auth.for_tenant(passage.route.name), call)
+    def enter(call: Call, passage: Passage) -> Awaitable[None]:
+        return admit(auth.for_tenant(passage.route.name), call)
 
     def hold(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] | None:
-        if call.ctx.facts.internal:
-            return None
-        return _holding(auth.for_tenant(passage.route.name).limits.hold(
-            call.ctx.principal, passage.streaming))
+        policy = auth.for_tenant(passage.route.name)
+        slot = None if call.ctx.facts.internal else policy.limits.hold(
+            call.ctx.principal, passage.streaming)
+        if policy.backend.oauth is not None:
+            return _renewing(slot, policy.backend, call)
+        return None if slot is None else _holding(slot)
 
     return Stage("admission", enter, hold)
 
@@ -63,37 +88,50 @@ def _admission(auth: GatewayAuth | None) -> Stage | None:
 def _router(config: GatewayConfig) -> Stage:
     policy = config.loss_policy
 
-    async def enter(call: Call, passage: Passage) -> None:
-        backend = passage.backend = await passage.route.backend(call)
+    def routed(call: Call, passage: Passage, backend: Backend) -> None:
+        passage.backend = backend
         outcome = call.ctx.outcome
         outcome.backend_version = backend.config.version
         outcome.backend_binding = backend.config.binding
         call.ctx.loss.policy = policy  # the backend's dialect applies it
 
+    async def discover(call: Call, passage: Passage) -> None:
+        routed(call, passage, await passage.route.backend(call))
+
+    def enter(call: Call, passage: Passage) -> Awaitable[None] | None:
+        fixed = passage.route.fixed_backend
+        if fixed is None:  # discovered from the card, or to be resolved again
+            return discover(call, passage)
+        routed(call, passage, fixed)
+        return None
+
     return Stage("router", enter)
 
 
-async def _precheck(call: Call, passage: Passage) -> None:
-    if passage.route.config.precheck:
-        call.backend_card = await passage.route.card_json()
+async def _fetch_card(call: Call, passage: Passage) -> None:
+    call.backend_card = await passage.route.card_json()
+
+
+def _precheck(call: Call, passage: Passage) -> Awaitable[None] | None:
+    return _fetch_card(call, passage) if passage.route.config.precheck else None
 
 
 def _task_index(tasks: TaskIndex, listing: TaskLister) -> Stage:
-    async def enter(call: Call, passage: Passage) -> None:
-        await tasks.admit(call)  # a task of another principal is not found
+    def enter(call: Call, passage: Passage) -> Awaitable[None] | None:
         if not passage.streaming and tasks.lists(call, passage.to.config.version):
             passage.local = listing.list_tasks
+        return tasks.admitting(call)  # a task of another principal is not found
 
-    async def leave(call: Call, answer: Answer) -> Answer:
-        written = tasks.answered(call, answer)  # recorded later, off this call's path
-        if written is not None:  # ... unless it created a task: in the store first
-            await written
+    def leave(call: Call, passage: Passage, answer: Answer) -> Answer:
+        # Recorded later, off this call's path, unless it created a task: in the store
+        # before the answer goes out.
+        passage.wait = tasks.answered(call, answer)
         return answer
 
     return Stage("task index", enter, leave=leave)
 
 
-async def _pass_through(call: Call, passage: Passage) -> None:
+def _pass_through(call: Call, passage: Passage) -> None:
     """Same dialect object on both sides first: a translated call asks no more."""
     client, backend = call.dialect, passage.to
     if passage.streaming or client is None or client is not backend.dialect \
@@ -110,11 +148,12 @@ async def _pass_through(call: Call, passage: Passage) -> None:
 
 
 def _push_relay(relay: PushRelay) -> Stage:
-    async def enter(call: Call, passage: Passage) -> None:
-        if not passage.forward:
-            await relay.rewrite_request(call)
+    def enter(call: Call, passage: Passage) -> Awaitable[None] | None:
+        if passage.forward or not relay.concerns(call):
+            return None
+        return relay.rewrite_request(call)
 
-    async def leave(call: Call, answer: Answer) -> Answer:
+    def leave(call: Call, passage: Passage, answer: Answer) -> Answer:
         if isinstance(answer, WireAnswer):
             return answer
         return relay.restore_response(call, answer)
@@ -123,7 +162,7 @@ def _push_relay(relay: PushRelay) -> Stage:
 
 
 def _extended_card(cards: CardPublisher) -> Stage:
-    async def leave(call: Call, answer: Answer) -> Answer:
+    def leave(call: Call, passage: Passage, answer: Answer) -> Answer:
         if isinstance(answer, pb.AgentCard):
             return cards.rewrite_extended(answer, call.ctx)
         return answer
@@ -138,7 +177,9 @@ def _limits(limits: CallLimits) -> Stage:
     return Stage("limits", hold=hold)
 
 
-def _tracing(call: Call, passage: Passage) -> AbstractAsyncContextManager[None]:
+def _tracing(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] | None:
+    if not tracing.enabled or call.ctx.trace is None:
+        return None  # no span to hold: nothing entered per call
     return tracing.backend_span(call.ctx, call.op.name)
 
 

@@ -70,6 +70,10 @@ class PushRelay:
         return self.enabled and (self.settings.always
                                  or call.ctx.client_version != call.ctx.outcome.backend_version)
 
+    def concerns(self, call: Call) -> bool:
+        """Whether the call carries a push config (the relay checks or seals its URL)."""
+        return self._push_config(call) is not None
+
     @staticmethod
     def _push_config(call: Call) -> pb.TaskPushNotificationConfig | None:
         request: Any = call.request

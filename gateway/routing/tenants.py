@@ -49,6 +49,12 @@ class TenantRoute:
         return self.config.url is None
 
     @property
+    def fixed_backend(self) -> Backend | None:
+        """The backend of a tenant configured with its `url` (known without waiting);
+        None for one discovered from its card (:meth:`backend` resolves it)."""
+        return None if self.config.url is None else self._backend
+
+    @property
     def label(self) -> str:
         """The backend's binding and version as last resolved (never its address)."""
         b = self._backend

@@ -207,6 +207,15 @@ class TaskIndex:
             return None
         return str(principal.key)
 
+    def admitting(self, call: Call) -> Awaitable[None] | None:
+        """:meth:`admit`, when there is something to check (an owner to compare, a store
+        that is failing under a creating call); None for the rest (nearly every call
+        without authentication), at no more cost than asking."""
+        failing = self.recorder is not None and self.recorder.failing
+        if self.owner_scope(call) is None and not (failing and call.op.name in _CREATING):
+            return None
+        return self.admit(call)
+
     async def admit(self, call: Call) -> None:
         """Refuse a call on a task its principal does not own, as if the task did not
         exist (TaskNotFoundError: nothing says whose it is). A task the index holds no

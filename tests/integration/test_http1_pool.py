@@ -13,6 +13,7 @@ import pytest
 
 from gateway.egress import http1
 from gateway.egress.http1 import AnswerTooLarge, Http1Pool
+from tests.support.waiting import wait_until
 
 Reply = Callable[[bytes], bytes | None]  # the request's bytes -> what to write (None: nothing)
 
@@ -158,7 +159,7 @@ async def test_a_cancelled_exchange_closes_its_connection(server: Server) -> Non
     pool = pool_for(server)
     server.replies.append(lambda _: None)
     task = asyncio.create_task(post(pool))
-    await asyncio.sleep(0.1)
+    await wait_until(lambda: server.requests, "the request at the server")  # in flight
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -43,10 +43,15 @@ class RecordingAgent:
     headers: list[dict[str, str]] = field(default_factory=list)
     url: str = ""
     set_cookie: str | None = None  # a Set-Cookie header on every answer
+    # Authorization values it refuses, as a server with auth in front does: HTTP 401.
+    refuse: set[str] = field(default_factory=set)
 
     async def _rpc(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.headers.append({k.lower(): v for k, v in request.headers.items()})
+        if request.headers.get("Authorization") in self.refuse:
+            return web.Response(status=401, text="unauthorized",
+                                headers={"WWW-Authenticate": "Bearer"})
         if body.get("method") == "message/stream":  # one working status, then silence
             response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
             await response.prepare(request)

@@ -86,6 +86,33 @@ async def test_each_backend_auth_mode_is_what_the_backend_sees(
     assert token_calls[0]["authorization"].startswith("Basic ")
 
 
+async def test_a_token_the_backend_refuses_is_fetched_again(
+        make_gateway: MakeGateway, token_endpoint: tuple[str, list[dict[str, Any]]],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A token revoked at the issuer (or a backend rotated to another issuer's keys) is
+    refused by the backend with HTTP 401: the caller gets UnauthenticatedError once, and
+    the next call goes with a new token instead of the cached one until it expires."""
+    token_url, token_calls = token_endpoint
+    monkeypatch.setenv("OAUTH_SECRET", "client-secret")
+    agent = RecordingAgent("oauth", refuse={"Bearer oauth-1"})
+    async with agent.running():
+        gw = await make_gateway({"oauth": {
+            "backend": {"url": agent.url, "version": "0.3"},
+            "auth": {"api_keys": keys(caller=KEY), "backend_auth": {"mode": "replace", "oauth": {
+                "token_url": token_url, "client_id": "gw",
+                "client_secret": {"env": "OAUTH_SECRET"}}}}}})
+        async with aiohttp.ClientSession() as http:
+            status, _, refused = await post(http, f"{gw}/oauth", rpc_send(),
+                                            {"Authorization": f"Bearer {KEY}"})
+            assert status == 401, refused
+            assert refused["error"]["message"].startswith("the backend refused")
+            status, _, reply = await post(http, f"{gw}/oauth", rpc_send(),
+                                          {"Authorization": f"Bearer {KEY}"})
+            assert status == 200 and "from oauth" in str(reply), reply
+    assert [h["authorization"] for h in agent.headers] == ["Bearer oauth-1", "Bearer oauth-2"]
+    assert len(token_calls) == 2
+
+
 async def test_a_cookie_a_backend_sets_never_reaches_it_again(make_gateway: MakeGateway) -> None:
     """The gateway keeps no cookie jar toward backends: a session cookie one caller's call
     got from a backend would otherwise ride along on every other caller's calls."""

@@ -11,7 +11,6 @@ replicas on one Redis are two ports: it alternates between them."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -136,8 +135,10 @@ async def test_two_workers_read_their_writes(tmp_path: Path) -> None:
         finally:
             for client in pinned.values():
                 await client.http.close()
-        await asyncio.sleep(0.3)  # the last call lines
-        workers = _call_workers(log)
+        # A call's line is written after its answer: wait for every round's lines.
+        wanted = {f"{kind}-{i}" for i in range(ROUNDS) for kind in "slg"}
+        workers = await wait_until(lambda: wanted <= (w := _call_workers(log)).keys() and w,
+                                   "every round's call lines")
     assert misses == []
     # Every check went through the other worker than the creation.
     assert [i for i in range(ROUNDS) if workers[f"s-{i}"] == workers[f"l-{i}"]

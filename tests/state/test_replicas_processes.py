@@ -64,7 +64,10 @@ async def test_two_replica_processes_share_tasks_and_relay(tmp_path: Path,
             while body["task"]["status"]["state"] != "TASK_STATE_CANCELED":
                 body = await asyncio.wait_for(received.get(), 10)
             assert body["task"]["id"] == task["id"]
-            await asyncio.sleep(0.2)  # the log lines of the last calls
+            # A call's line is written after its answer: wait for the last ones.
+            await wait_until(lambda: any(line.get("operation") == "CancelTask"
+                                         for line in call_lines(b_log)),
+                             "the CancelTask line on B")
     ops = {name: [(line.get("operation") or line["event"], line.get("principal"),
                    line.get("outcome")) for line in call_lines(log)]
            for name, log in (("a", a_log), ("b", b_log))}

@@ -27,6 +27,8 @@ from translators.answers import enforce_answer_rules
 from translators.capabilities import precheck
 from translators.dialects.contract import ClientCodec, Dialect, ErrorAnswer
 from translators.dialects.contract import HttpAnswer as HttpAnswer
+from translators.dialects.contract import WireAnswer as WireAnswer
+from translators.dialects.contract import WireRequest as WireRequest
 from translators.errors import A2AError, a2a_error, invalid_params
 from translators.json_text import number_refusal, parse_json
 from translators.loss import LossPolicy, LossReport
@@ -45,30 +47,6 @@ EXTENSION_HEADERS: dict[str, tuple[str, ...]] = {
 
 def has_tenant(cls: type[ProtoMessage]) -> bool:
     return "tenant" in cls.DESCRIPTOR.fields_by_name
-
-
-@dataclass(frozen=True)
-class WireRequest:
-    """A client's request as its dialect carried it, for a backend of the same dialect:
-    JSON-RPC the whole document, gRPC the message bytes, HTTP+JSON the body with the
-    verb, the route's path below any tenant prefix and the query, JSON-RPC also the id."""
-
-    body: bytes
-    verb: str = "POST"
-    path: str = ""
-    query: tuple[tuple[str, str], ...] = ()
-    rpc_id: str | int | None = None  # JSON-RPC: the id the client gave
-
-
-@dataclass(frozen=True)
-class WireAnswer:
-    """A backend's answer, passed through as it came (same dialect on both sides), and
-    what the gateway read of it when it checked it (the JSON document, or the gRPC
-    message): the task index takes its tasks from that instead of reading it again."""
-
-    body: bytes
-    status: int = 200
-    document: Any = None
 
 
 # Operations a backend of the client's own dialect gets as the client sent them. Not the

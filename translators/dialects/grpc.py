@@ -26,6 +26,7 @@ from google.protobuf.message import Message as ProtoMessage
 from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
+    WireAnswer,
     WireRequest,
     backend_answer,
     backend_event,
@@ -36,7 +37,7 @@ from translators.dialects.base import (
 )
 from translators.dialects.contract import JSON_MEDIA, Refusal
 from translators.errors import A2AError, a2a_error
-from translators.grpc_errors import GrpcStatus, error_from_grpc, error_to_grpc
+from translators.grpc_errors import GrpcStatus, error_to_grpc
 from translators.loss import LossReport
 from translators.p03 import objects as p03_objects
 from translators.p03 import requests as p03
@@ -179,14 +180,18 @@ class GrpcDialect:
 
     # ------------------------------------------------------------ backend side
 
-    def encode_request(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
-                       tenant: str | None, card: Any = None,
-                       extensions: Sequence[str] = ()) -> tuple[WireMethod, bytes]:
-        """The method and bytes toward a backend whose own tenant is ``tenant`` (the
-        client's picked the backend; v0.3 messages have none); refused when the
-        backend's ``card`` rules the call out."""
-        check_backend_card(op, request, card, extensions)
+    def backend(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
+                tenant: str | None = None, card: dict[str, Any] | None = None,
+                extensions: Sequence[str] = (), *, subscribe_verb: str = "POST",
+                wire: WireRequest | None = None) -> GrpcBackend:
+        """One call toward a backend (contract.Dialect.backend): the method's path and
+        the message bytes, with the backend's own tenant (v0.3 messages have none), or
+        the client's own bytes (``wire``)."""
         method = wire_method(op, self.version)
+        if wire is not None:
+            return GrpcBackend(self, method, request, loss,
+                               (WireRequest(wire.body, path=method.path),))
+        check_backend_card(op, request, card, extensions)
         if self.version != V10 or not has_tenant(type(request)):
             payload = _bytes(self._request_out(method, request, loss))
         else:
@@ -198,38 +203,57 @@ class GrpcDialect:
             finally:
                 carrier.tenant = own
         refuse_losses(loss)
-        return method, payload
+        return GrpcBackend(self, method, request, loss, (WireRequest(payload, path=method.path),))
 
-    @staticmethod
-    def forwarded(op: ops.Operation, version: Version, raw: bytes) -> ProtoMessage | None:
-        """A same-dialect backend's answer as read, when it may reach the client as it
-        came: bytes that parse as the method's response message. None for what does not:
-        it is read the translated way, which names what is wrong."""
-        try:
-            message: ProtoMessage = wire_method(op, version).response.FromString(raw)
-        except DecodeError:
-            return None
-        return message
 
-    def read_answer(self, method: WireMethod, raw: bytes, loss: LossReport,
-                    request: ProtoMessage) -> ProtoMessage | None:
-        """A backend's answer as the canonical response (None for the delete's Empty)."""
+@dataclass(slots=True)  # not frozen: built per call (contract.WireRequest)
+class GrpcBackend:
+    """One gRPC call's backend side (a BackendCodec): the method it calls, whose
+    response message its answer and events are read as. Its errors are statuses
+    (grpc_errors.error_from_grpc), not answers."""
+
+    dialect: GrpcDialect
+    method: WireMethod
+    request: ProtoMessage
+    loss: LossReport
+    requests: tuple[WireRequest, ...]
+
+    def read(self, status: int, raw: bytes) -> ProtoMessage | None:
+        method, loss = self.method, self.loss
         msg = parse_message(method.response, raw, "InvalidAgentResponseError",
                             "the backend's answer")
         if method.op.response is None:
+            return None  # the delete's Empty
+        return backend_answer(self.request, loss,
+                              lambda: self.dialect._answer_in(method, msg, loss))
+
+    def events(self, max_event_bytes: int) -> GrpcEventReader:
+        return GrpcEventReader(self.dialect, self.loss, self.request)
+
+    def forwarded(self, status: int, content_type: str, raw: bytes) -> WireAnswer | None:
+        """Bytes that parse as the method's response message."""
+        try:
+            message: ProtoMessage = self.method.response.FromString(raw)
+        except DecodeError:
             return None
-        return backend_answer(request, loss, lambda: self._answer_in(method, msg, loss))
+        return WireAnswer(raw, document=message)
 
-    def decode_event(self, raw: bytes, loss: LossReport,
-                     request: ProtoMessage) -> pb.StreamResponse:
-        cls = wire_methods(self.version)["SendStreamingMessage"].response
-        msg = parse_message(cls, raw, "InvalidAgentResponseError",
+
+class GrpcEventReader:
+    """A backend's server stream: each chunk is one message, one event."""
+
+    def __init__(self, dialect: GrpcDialect, loss: LossReport, request: ProtoMessage) -> None:
+        self._dialect, self._loss, self._request = dialect, loss, request
+        self._cls = wire_methods(dialect.version)["SendStreamingMessage"].response
+
+    def feed(self, chunk: bytes) -> tuple[pb.StreamResponse]:
+        msg = parse_message(self._cls, chunk, "InvalidAgentResponseError",
                             "a stream event from the backend")
-        return backend_event(request, loss, lambda: self._event_in(msg, loss))
+        return (backend_event(self._request, self._loss,
+                              lambda: self._dialect._event_in(msg, self._loss)),)
 
-    @staticmethod
-    def read_error(code: str, message: str, details: bytes | None) -> A2AError:
-        return error_from_grpc(code, message, details)
+    def close(self) -> tuple[()]:
+        return ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
     SseEventReader,
+    WireAnswer,
     WireRequest,
     backend_answer,
     backend_event,
@@ -34,10 +35,10 @@ from translators.dialects.base import (
     refuse_losses,
 )
 from translators.dialects.contract import JSON_MEDIA, HttpAnswer, Refusal
+from translators.dialects.jsonrpc_envelope import Envelope, read_answer, success, valid_id
 from translators.errors import (
     A2AError,
     a2a_error,
-    error_from_jsonrpc,
     error_to_jsonrpc_v03,
     error_to_jsonrpc_v10,
     invalid_params,
@@ -64,31 +65,6 @@ TRANSPORT_ERRORS = frozenset({"PayloadTooLargeError", "RequestTimeoutError",
 # ---------------------------------------------------------------- envelopes
 
 
-@dataclass(frozen=True)
-class Envelope:
-    """A JSON-RPC 2.0 request as far as the envelope goes: id, method, params."""
-
-    request_id: str | int | None
-    method: str
-    params: Any
-
-
-def _valid_id(value: Any) -> bool:
-    # JSON-RPC 2.0: a string, a number (without fraction), or null. bool is not a number;
-    # a string must be text (a lone surrogate is not).
-    if isinstance(value, str):
-        return value.isascii() or _is_text(value)
-    return value is None or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _is_text(value: str) -> bool:
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
     """The envelope of a client's request; Refusal (InvalidRequest) for anything that is
     not one JSON-RPC 2.0 request. An id that is not a string, integer or null is refused
@@ -98,7 +74,7 @@ def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
             "a JSON-RPC request is a JSON object"
         raise Refusal(a2a_error("InvalidRequestError", message), dialect.client(None, None))
     rid = body.get("id")
-    if not _valid_id(rid):
+    if not valid_id(rid):
         raise Refusal(a2a_error("InvalidRequestError",
                                 "the id must be a string, an integer or null"),
                       dialect.client(None, None))
@@ -108,32 +84,6 @@ def read_envelope(body: Any, dialect: JsonRpcDialect) -> Envelope:
                                 "expected jsonrpc '2.0' and a string method"),
                       dialect.client(None, rid))
     return Envelope(rid, method, body.get("params"))
-
-
-def read_answer(body: Any, sent_id: str | int | None, *, empty_ok: bool = False) -> Any:
-    """A backend's JSON-RPC response to the request sent with ``sent_id``: its ``result``
-    (None when a successful answer has none, as a2a-sdk 0.3.26's push-config delete does),
-    or the A2AError its ``error`` names. Anything else — not a 2.0 response, another id —
-    is InvalidAgentResponseError."""
-    if not isinstance(body, dict) or body.get("jsonrpc") != "2.0":
-        raise a2a_error("InvalidAgentResponseError", "not a JSON-RPC 2.0 response")
-    if "error" in body:
-        # An error may carry a null id (the backend could not read ours); still its error.
-        if body.get("id") not in (sent_id, None):
-            raise a2a_error("InvalidAgentResponseError",
-                            "a JSON-RPC error answering another request id")
-        raise error_from_jsonrpc(body["error"])
-    if body.get("id") != sent_id or isinstance(body.get("id"), bool):
-        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response to another request "
-                        "id than the one sent")
-    if "result" not in body and not empty_ok:
-        raise a2a_error("InvalidAgentResponseError", "a JSON-RPC response without result or "
-                        "error")
-    return body.get("result")
-
-
-def success(request_id: Any, result: Any) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 
 # ---------------------------------------------------------------- the dialects
@@ -210,12 +160,14 @@ class JsonRpcDialect:
                       tenant: str | None = None) -> Any:
         return self._params_out(op, dump_p10(request), loss, tenant)
 
-    def call_body(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
-                  tenant: str | None, card: Any = None,
-                  extensions: Sequence[str] = ()) -> tuple[bytes, int]:
-        """The request toward a backend (whose own tenant is ``tenant``: the client's
-        picked the backend), and the id it carries; refused when the backend's ``card``
-        rules it out."""
+    def backend(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
+                tenant: str | None = None, card: dict[str, Any] | None = None,
+                extensions: Sequence[str] = (), *, subscribe_verb: str = "POST",
+                wire: WireRequest | None = None) -> JsonRpcBackend:
+        """One call toward a backend (contract.Dialect.backend): the document, whose id
+        is a fresh one of ours, or the client's own document and id (``wire``)."""
+        if wire is not None:
+            return JsonRpcBackend(self, op, request, loss, wire.rpc_id, (wire,))
         check_backend_card(op, request, card, extensions)
         sent_id = next(self._ids)
         body: dict[str, Any] = {"jsonrpc": "2.0", "id": sent_id, "method": self.method(op)}
@@ -223,7 +175,8 @@ class JsonRpcDialect:
         refuse_losses(loss)
         if params is not None:
             body["params"] = params
-        return dump_bytes(body), sent_id
+        return JsonRpcBackend(self, op, request, loss, sent_id,
+                              (WireRequest(dump_bytes(body), rpc_id=sent_id),))
 
     def decode_result(self, op: ops.Operation, result: Any, loss: LossReport,
                       request: ProtoMessage) -> ProtoMessage | None:
@@ -235,36 +188,12 @@ class JsonRpcDialect:
             self._result_in(op, result, loss), op.response,  # type: ignore[arg-type]
             error="InvalidAgentResponseError"))
 
-    @staticmethod
-    def forwarded(raw: bytes, sent_id: Any) -> dict[str, Any] | None:
-        """A same-dialect backend's answer as read, when it may reach the client as it
-        came: a JSON-RPC result for the id sent. None for errors and answers that are
-        wrong: they are read the translated way, so they are checked, logged and counted
-        alike."""
-        body = json_object(raw)
-        if body is None or body.get("jsonrpc") != "2.0" or "error" in body \
-                or "result" not in body:
-            return None
-        answered = body.get("id")
-        return body if answered == sent_id and not isinstance(answered, bool) else None
-
-    def read_answer(self, op: ops.Operation, raw: bytes, sent_id: str | int | None,
-                    loss: LossReport,
-                    request: ProtoMessage) -> ProtoMessage | None:
-        result = read_answer(backend_json(raw, "the answer"), sent_id,
-                             empty_ok=op.response is None)
-        return self.decode_result(op, result, loss, request)
-
     def decode_event(self, result: Any, loss: LossReport,
                      request: ProtoMessage) -> pb.StreamResponse:
         op = ops.BY_NAME[ops.STREAM]
         return backend_event(request, loss, lambda: parse_p10(
             self._result_in(op, result, loss), pb.StreamResponse,
             error="InvalidAgentResponseError"))
-
-    def event_reader(self, sent_id: int, loss: LossReport, request: ProtoMessage,
-                     max_event_bytes: int) -> EventReader:
-        return EventReader(self, sent_id, loss, request, max_event_bytes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,10 +223,59 @@ class JsonRpcClient:
         return sse_frame(self.dialect.failure(self.request_id, err))
 
 
+_REFUSED_BY_STATUS = {401: "UnauthenticatedError", 403: "PermissionDeniedError"}
+
+
+def _is_rpc_error(raw: bytes) -> bool:
+    body = json_object(raw)
+    return body is not None and "error" in body
+
+
+@dataclass(slots=True)  # not frozen: built per call (contract.WireRequest)
+class JsonRpcBackend:
+    """One JSON-RPC call's backend side (a BackendCodec): its document, and every answer
+    and event read against the id it carries."""
+
+    dialect: JsonRpcDialect
+    op: ops.Operation
+    request: ProtoMessage
+    loss: LossReport
+    sent_id: str | int | None
+    requests: tuple[WireRequest, ...]
+
+    def read(self, status: int, raw: bytes) -> ProtoMessage | None:
+        # The status says nothing of its own: a JSON-RPC error travels with HTTP 200,
+        # and what is not a JSON-RPC response is the backend's fault whatever it says —
+        # except a refused credential, which the spec puts on the HTTP status on every
+        # binding (401, 403), in front of the JSON-RPC layer.
+        refused = _REFUSED_BY_STATUS.get(status)
+        if refused is not None and not _is_rpc_error(raw):
+            raise a2a_error(refused, f"the backend refused the call's credentials "
+                            f"(HTTP {status})", http_status=status)
+        result = read_answer(backend_json(raw, "the answer"), self.sent_id,
+                             empty_ok=self.op.response is None)
+        return self.dialect.decode_result(self.op, result, self.loss, self.request)
+
+    def events(self, max_event_bytes: int) -> EventReader:
+        return EventReader(self.dialect, self.sent_id, self.loss, self.request,
+                           max_event_bytes)
+
+    def forwarded(self, status: int, content_type: str, raw: bytes) -> WireAnswer | None:
+        """A JSON-RPC result for the id sent, with HTTP 200."""
+        body = json_object(raw) if status == 200 else None
+        if body is None or body.get("jsonrpc") != "2.0" or "error" in body \
+                or "result" not in body:
+            return None
+        answered = body.get("id")
+        if answered != self.sent_id or isinstance(answered, bool):
+            return None
+        return WireAnswer(raw, document=body)
+
+
 class EventReader(SseEventReader):
     """A backend's event stream: SSE frames of JSON-RPC responses, each one event."""
 
-    def __init__(self, dialect: JsonRpcDialect, sent_id: int, loss: LossReport,
+    def __init__(self, dialect: JsonRpcDialect, sent_id: str | int | None, loss: LossReport,
                  request: ProtoMessage, max_event_bytes: int) -> None:
         super().__init__(max_event_bytes)
         self._dialect, self._sent_id, self._loss, self._request = dialect, sent_id, loss, request

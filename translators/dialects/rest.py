@@ -22,6 +22,7 @@ from translators import operations as ops
 from translators.dialects.base import (
     DecodedCall,
     SseEventReader,
+    WireAnswer,
     WireRequest,
     backend_answer,
     backend_event,
@@ -65,16 +66,6 @@ class IsJsonRpc(Exception):
     def __init__(self, tenant: str | None) -> None:
         super().__init__(tenant)
         self.tenant = tenant
-
-
-@dataclass(frozen=True)
-class BackendCall:
-    """A call toward a REST backend: verb, path below the base, query, body."""
-
-    verb: str
-    path: str
-    query: dict[str, str]
-    body: bytes | None
 
 
 def _lenient_query(values: dict[str, Any]) -> dict[str, Any]:
@@ -144,12 +135,15 @@ class RestDialect:
 
     # ------------------------------------------------------------ backend side
 
-    def backend_calls(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
-                      tenant: str | None, *, stream: bool, subscribe_verb: str = "POST",
-                      card: Any = None, extensions: Sequence[str] = ()) -> list[BackendCall]:
-        """The calls to try, in order: one, except subscribe, which tries the configured
-        verb, then the other on 405 (peers disagree on it, §2). Refused when the
-        backend's ``card`` rules the call out."""
+    def backend(self, op: ops.Operation, request: ProtoMessage, loss: LossReport,
+                tenant: str | None = None, card: dict[str, Any] | None = None,
+                extensions: Sequence[str] = (), *, subscribe_verb: str = "POST",
+                wire: WireRequest | None = None) -> RestBackend:
+        """One call toward a backend (contract.Dialect.backend): the requests to try, in
+        order: one, except subscribe, which tries the configured verb, then the other on
+        405 (peers disagree on it, §2); or the client's own request (``wire``)."""
+        if wire is not None:
+            return RestBackend(self, op, request, loss, (wire,))
         check_backend_card(op, request, card, extensions)
         if op.name != ops.SUBSCRIBE:
             routes = [route_for(op.name, self.version)]
@@ -157,12 +151,13 @@ class RestDialect:
             second = "GET" if subscribe_verb == "POST" else "POST"
             routes = [route_for(op.name, self.version, subscribe_verb),
                       route_for(op.name, self.version, second)]
-        calls = [self._backend_call(route, request, loss, tenant, stream) for route in routes]
+        tries = tuple(self._backend_call(route, request, loss, tenant, op.streaming)
+                      for route in routes)
         refuse_losses(loss)
-        return calls
+        return RestBackend(self, op, request, loss, tries)
 
     def _backend_call(self, route: Route, request: ProtoMessage, loss: LossReport,
-                      tenant: str | None, stream: bool) -> BackendCall:
+                      tenant: str | None, stream: bool) -> WireRequest:
         p10 = dump_p10(request)
         variables = {name: str(p10.get(name, "")) for name in route.pattern.groupindex}
         query = query_string_values(route, p10)
@@ -172,39 +167,49 @@ class RestDialect:
         if body is None and route.verb == "POST":
             body = {}  # `{}` rather than no body: some peers refuse an empty or null one
         prefix = f"/{tenant}" if tenant and self.version == V10 else ""
-        return BackendCall(route.verb, prefix + route.path_for(variables), query,
-                           None if body is None else dump_bytes(body))
-
-    @staticmethod
-    def forwarded(status: int, content_type: str, raw: bytes) -> dict[str, Any] | None:
-        """A same-dialect backend's answer as read, when it may reach the client as it
-        came: a JSON object with a success status. None for errors and answers that are
-        wrong: they are read the translated way, so they are checked, logged and counted
-        alike."""
-        return json_object(raw) if status < 400 and "json" in content_type else None
-
-    def read_answer(self, op: ops.Operation, status: int, raw: bytes, loss: LossReport,
-                    request: ProtoMessage) -> ProtoMessage | None:
-        """A backend's answer: its error when the status says so, else the result."""
-        if status >= 400:
-            try:
-                body = parse_json(raw).value if raw.strip() else None
-            except A2AError:
-                body = None  # an error page that is not JSON: the status says enough
-            raise error_from_rest(status, body)
-        body = backend_json(raw) if raw.strip() else {}
-        if op.response is None:
-            return None
-        return backend_answer(request, loss, lambda: self._answer_in(op, body, loss))
+        # No body is b"": what dump_bytes writes is never empty.
+        return WireRequest(b"" if body is None else dump_bytes(body), route.verb,
+                           prefix + route.path_for(variables), tuple(query.items()))
 
     def decode_event(self, data: Any, loss: LossReport,
                      request: ProtoMessage) -> pb.StreamResponse:
         op = ops.BY_NAME[ops.STREAM]
         return backend_event(request, loss, lambda: self._answer_in(op, data, loss))
 
-    def event_reader(self, loss: LossReport, request: ProtoMessage,
-                     max_event_bytes: int) -> EventReader:
-        return EventReader(self, loss, request, max_event_bytes)
+
+@dataclass(slots=True)  # not frozen: built per call (contract.WireRequest)
+class RestBackend:
+    """One HTTP+JSON call's backend side (a BackendCodec): the route tries, and how the
+    answer reads (an error by its status and body, a result by the operation)."""
+
+    dialect: RestDialect
+    op: ops.Operation
+    request: ProtoMessage
+    loss: LossReport
+    requests: tuple[WireRequest, ...]
+
+    def read(self, status: int, raw: bytes) -> ProtoMessage | None:
+        """The backend's error when the status says so, else the result."""
+        if status >= 400:
+            try:
+                body = parse_json(raw).value if raw.strip() else None
+            except A2AError:
+                body = None  # an error page that is not JSON: the status says enough
+            raise error_from_rest(status, body)
+        data = backend_json(raw) if raw.strip() else {}
+        op = self.op
+        if op.response is None:
+            return None
+        return backend_answer(self.request, self.loss,
+                              lambda: self.dialect._answer_in(op, data, self.loss))
+
+    def events(self, max_event_bytes: int) -> EventReader:
+        return EventReader(self.dialect, self.loss, self.request, max_event_bytes)
+
+    def forwarded(self, status: int, content_type: str, raw: bytes) -> WireAnswer | None:
+        """A JSON object with a success status."""
+        document = json_object(raw) if status < 400 and "json" in content_type else None
+        return None if document is None else WireAnswer(raw, status, document)
 
 
 def stream_error(body: Any) -> A2AError:

@@ -13,7 +13,7 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03
 from a2a.types import a2a_pb2 as pb
 
 from translators.loss import LossReport
-from translators.p03.common import copy_by_name
+from translators.p03.mirror import copy_by_name
 from translators.versions import V03, V03_CARD_VERSION, normalize_version
 
 # `security` became `security_requirements` on the card and on each skill (§4.2).

@@ -1,4 +1,4 @@
-"""Small shared pieces of the P03 translator: file bytes, resource names, field copying.
+"""Small shared pieces of the P03 translator: file bytes, resource names.
 
 "P03" here means the v0.3 protobuf messages (package a2a.v1), whichever encoding carried
 them: gRPC bytes, or their ProtoJSON in v0.3 REST bodies. Loss paths use the v1.0
@@ -10,13 +10,9 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any, Literal
-
-from google.protobuf.descriptor import FieldDescriptor
-from google.protobuf.message import Message as ProtoMessage
+from typing import Literal
 
 from translators.errors import invalid_params
-from translators.loss import LossReport
 
 # How `FilePart.file_with_bytes` holds the content (reference §3.2, double-base64 warning):
 #   "double" - the v0.3 SDKs' convention: the proto bytes are the base64 *text* of it;
@@ -98,72 +94,3 @@ def parse_push_config_name(name: str, field: str) -> tuple[str, str]:
             f"{field} must look like 'tasks/{{taskId}}/pushNotificationConfigs/{{configId}}', "
             f"got {name!r}", field=field)
     return match.group(1), match.group(2)
-
-
-# ---------------------------------------------------------------- same-named fields
-
-
-def copy_by_name(src: ProtoMessage, dst: ProtoMessage, path: str, loss: LossReport, *,
-                 renames: dict[str, str] | None = None, skip: frozenset[str] = frozenset(),
-                 ) -> None:
-    """Copy every set field of ``src`` into the field of the same name in ``dst``.
-
-    The card's leaves (security schemes, OAuth flows, skills, extensions, signatures) kept
-    their names across versions while their message types moved package, so they are
-    copied by name, recursing into messages of different types. A set field that ``dst``
-    lacks (e.g. `deviceCode`, `pkceRequired` toward v0.3) is reported, never dropped
-    silently. ``renames`` maps src names to dst names at every depth; ``skip`` names
-    top-level fields the caller translates itself.
-    """
-    renames = renames or {}
-    targets = dst.DESCRIPTOR.fields_by_name
-    for field, value in src.ListFields():
-        if field.name in skip:
-            continue
-        where = at(path, field.json_name)
-        target = targets.get(renames.get(field.name, field.name))
-        if target is None or _kind(field) != _kind(target):
-            loss.drop(where)
-            continue
-        _copy_field(value, dst, field, target, where, loss, renames)
-
-
-def _kind(field: FieldDescriptor) -> tuple[bool, bool, int]:
-    return (field.is_repeated, _is_map(field),
-            FieldDescriptor.CPPTYPE_MESSAGE if field.message_type else field.cpp_type)
-
-
-def _is_map(field: FieldDescriptor) -> bool:
-    return bool(field.message_type and field.message_type.GetOptions().map_entry)
-
-
-def _copy_field(value: Any, dst: ProtoMessage, field: FieldDescriptor,
-                target: FieldDescriptor, where: str, loss: LossReport,
-                renames: dict[str, str]) -> None:
-    out = getattr(dst, target.name)
-    if _is_map(field):
-        value_field = field.message_type.fields_by_name["value"]
-        if value_field.message_type is None:
-            out.update(value)
-            return
-        for key, item in value.items():
-            _copy_message(item, out[key], f"{where}.{key}", loss, renames)
-    elif field.message_type is not None and field.is_repeated:
-        for i, item in enumerate(value):
-            _copy_message(item, out.add(), f"{where}[{i}]", loss, renames)
-    elif field.message_type is not None:
-        _copy_message(value, out, where, loss, renames)
-    elif field.is_repeated:
-        out.extend(value)
-    else:
-        # Scalars and enums (same numbers on both sides, reference §6.3).
-        setattr(dst, target.name, value)
-
-
-def _copy_message(src: ProtoMessage, dst: ProtoMessage, where: str, loss: LossReport,
-                  renames: dict[str, str]) -> None:
-    if src.DESCRIPTOR.full_name == dst.DESCRIPTOR.full_name:  # well-known types
-        dst.CopyFrom(src)
-        return
-    dst.SetInParent()  # an empty message is still a present one (e.g. mtlsSecurityScheme)
-    copy_by_name(src, dst, where, loss, renames=renames)

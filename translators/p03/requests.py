@@ -260,24 +260,11 @@ class P03Rules:
     response_to_p03: Translate
 
 
-def _task_resp(to_p10: bool) -> Translate:
-    if to_p10:
-        return lambda r, loss, bm: task_to_p10(r, "", loss, bytes_mode=bm)
-    return lambda r, loss, bm: task_to_p03(r, "", loss, bytes_mode=bm)
-
-
-def _send_resp(to_p10: bool) -> Translate:
-    if to_p10:
-        return lambda r, loss, bm: send_response_to_p10(r, "", loss, bytes_mode=bm)
-    return lambda r, loss, bm: send_response_to_p03(r, "", loss, bytes_mode=bm)
-
-
-def _stream_resp(to_p10: bool) -> Translate:
-    if to_p10:
-        return lambda r, loss, bm: stream_response_to_p10(r, "", loss, bytes_mode=bm)
+def _stream_resp_to_p03(r: pb.StreamResponse, loss: LossReport,
+                        bytes_mode: BytesMode) -> v03.StreamResponse:
     # `final` is decided by the stream encoder, which sees the next event (§3.6); it
     # calls objects.stream_response_to_p03 with it directly.
-    return lambda r, loss, bm: stream_response_to_p03(r, False, "", loss, bytes_mode=bm)
+    return stream_response_to_p03(r, False, "", loss, bytes_mode=bytes_mode)
 
 
 def _tpnc_resp(to_p10: bool) -> Translate:
@@ -289,17 +276,17 @@ def _tpnc_resp(to_p10: bool) -> Translate:
 P03_RULES: dict[str, P03Rules] = {
     ops.SEND: P03Rules(v03.SendMessageRequest, v03.SendMessageResponse,
                        send_request_to_p10, send_request_to_p03,
-                       _send_resp(True), _send_resp(False)),
+                       send_response_to_p10.rooted, send_response_to_p03.rooted),
     ops.STREAM: P03Rules(v03.SendMessageRequest, v03.StreamResponse,
                          send_request_to_p10, send_request_to_p03,
-                         _stream_resp(True), _stream_resp(False)),
+                         stream_response_to_p10.rooted, _stream_resp_to_p03),
     ops.GET_TASK: P03Rules(v03.GetTaskRequest, v03.Task, get_task_to_p10, get_task_to_p03,
-                           _task_resp(True), _task_resp(False)),
+                           task_to_p10.rooted, task_to_p03.rooted),
     ops.CANCEL: P03Rules(v03.CancelTaskRequest, v03.Task, cancel_to_p10, cancel_to_p03,
-                         _task_resp(True), _task_resp(False)),
+                         task_to_p10.rooted, task_to_p03.rooted),
     ops.SUBSCRIBE: P03Rules(v03.TaskSubscriptionRequest, v03.StreamResponse,
                             subscribe_to_p10, subscribe_to_p03,
-                            _stream_resp(True), _stream_resp(False)),
+                            stream_response_to_p10.rooted, _stream_resp_to_p03),
     ops.PUSH_CREATE: P03Rules(v03.CreateTaskPushNotificationConfigRequest,
                               v03.TaskPushNotificationConfig,
                               push_create_to_p10, push_create_to_p03,

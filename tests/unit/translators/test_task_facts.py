@@ -10,9 +10,8 @@ from a2a.types import a2a_pb2 as pb
 
 from translators import operations as ops
 from translators.dialects import dialect_for
-from translators.dialects.grpc import ROWS as GRPC
-from translators.dialects.jsonrpc import JSONRPC_V03, JSONRPC_V10
-from translators.dialects.rest import REST_V03, REST_V10
+from translators.dialects.base import WireRequest
+from translators.dialects.contract import BackendCodec
 from translators.loss import LossReport
 from translators.task_facts import (
     TaskFacts,
@@ -21,7 +20,6 @@ from translators.task_facts import (
     state_name,
     wire_facts,
 )
-from translators.versions import as_version
 
 T0 = 1_700_000_000.25
 
@@ -67,14 +65,17 @@ def test_wire_answers_say_what_canonical_ones_do(binding: str, version: str) -> 
             == expected, (op, binding, version)
 
 
+def _passed(binding: str, version: str, op: str = ops.SEND) -> BackendCodec:
+    """The backend side of a call passed through as the client sent it (JSON-RPC id 7)."""
+    operation = ops.BY_NAME[op]
+    return dialect_for(binding, version).backend(operation, operation.request(), LossReport(),
+                                                 wire=WireRequest(b"{}", rpc_id=7))
+
+
 def _forwarded(binding: str, version: str, op: str, raw: bytes) -> Any:
     """What the backend client keeps of a passed-through answer (WireAnswer.document)."""
-    if binding == "JSONRPC":
-        return (JSONRPC_V10 if version == "1.0" else JSONRPC_V03).forwarded(raw, 7)
-    if binding == "HTTP+JSON":
-        rest = REST_V10 if version == "1.0" else REST_V03
-        return rest.forwarded(200, "application/json", raw)
-    return GRPC[as_version(version)].forwarded(ops.BY_NAME[op], as_version(version), raw)
+    answer = _passed(binding, version, op).forwarded(200, "application/json", raw)
+    return None if answer is None else answer.document
 
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
@@ -96,12 +97,17 @@ def test_what_a_dialect_does_not_forward() -> None:
     for raw in (b'{"jsonrpc":"2.0","id":7,"result":{}} x', b"\xef\xbb\xbf{}", b"\xff",
                 b'{"jsonrpc":"2.0","id":8,"result":{}}', b'{"jsonrpc":"2.0","id":7}',
                 b'{"jsonrpc":"2.0","id":true,"result":{}}', b"[]"):
-        assert JSONRPC_V10.forwarded(raw, 7) is None, raw
-    assert JSONRPC_V10.forwarded(b' {"jsonrpc":"2.0","id":7,"result":{}}\n', 7) == {
+        assert _forwarded("JSONRPC", "1.0", ops.SEND, raw) is None, raw
+    good = b' {"jsonrpc":"2.0","id":7,"result":{}}\n'
+    assert _forwarded("JSONRPC", "1.0", ops.SEND, good) == {
         "jsonrpc": "2.0", "id": 7, "result": {}}
-    assert REST_V10.forwarded(500, "application/json", b"{}") is None
-    assert REST_V10.forwarded(200, "text/html", b"{}") is None
-    assert REST_V10.forwarded(200, "application/json", b"{}") == {}
+    assert _passed("JSONRPC", "1.0").forwarded(500, "application/json", good) is None
+    rest = _passed("HTTP+JSON", "1.0")
+    assert rest.forwarded(500, "application/json", b"{}") is None
+    assert rest.forwarded(200, "text/html", b"{}") is None
+    answer = rest.forwarded(201, "application/json", b"{}")
+    assert answer is not None and (answer.status, answer.document) == (201, {})
+    assert _passed("GRPC", "1.0").forwarded(200, "", b"\xff") is None
 
 
 def test_events_and_what_says_nothing() -> None:
