@@ -73,7 +73,8 @@ class LossReport:
     def passed_through(self) -> None:
         """The backend gets the client's own bytes: what decoding them dropped is not lost."""
         self.decoding_counts = False
-        self._recount()
+        if self.log or self.held:  # else nothing to recount (nearly every call)
+            self._recount()
 
     def _recount(self) -> None:
         counted = [(side, path) for attempt, side, path in self.log

@@ -118,7 +118,9 @@ def _precheck(call: Call, passage: Passage) -> Awaitable[None] | None:
 
 def _task_index(tasks: TaskIndex, listing: TaskLister) -> Stage:
     def enter(call: Call, passage: Passage) -> Awaitable[None] | None:
-        if not passage.streaming and tasks.lists(call, passage.to.config.version):
+        backend = passage.backend
+        assert backend is not None  # the router's
+        if not passage.streaming and tasks.lists(call, backend.config.version):
             passage.local = listing.list_tasks
         return tasks.admitting(call)  # a task of another principal is not found
 
@@ -133,7 +135,8 @@ def _task_index(tasks: TaskIndex, listing: TaskLister) -> Stage:
 
 def _pass_through(call: Call, passage: Passage) -> None:
     """Same dialect object on both sides first: a translated call asks no more."""
-    client, backend = call.dialect, passage.to
+    client, backend = call.dialect, passage.backend
+    assert backend is not None  # the router's
     if passage.streaming or client is None or client is not backend.dialect \
             or call.wire is None or not passage.route.config.pass_through \
             or not forwardable(call.op, call.request, client, backend.dialect,
