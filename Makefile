@@ -43,8 +43,13 @@ UV_COMPILE = $(BIN)/uv pip compile -q pyproject.toml --universal --python-versio
 lock: setup
 	@# uv comes with the dev lock; only a venv made before uv was in it lacks it.
 	@test -x $(BIN)/uv || $(BIN)/pip install $(PIP_FLAGS) 'uv>=0.5'
+	@# A file uv rewrites unchanged keeps its time, so the venvs are not reinstalled for it.
+	@for f in $(LOCK_RUNTIME) $(LOCK_DEV); do cp -p $$f $$f.before; done
 	$(UV_COMPILE) -o $(LOCK_RUNTIME)
 	$(UV_COMPILE) --extra dev -c $(LOCK_RUNTIME) -o $(LOCK_DEV)
+	@for f in $(LOCK_RUNTIME) $(LOCK_DEV); do \
+	  if cmp -s $$f $$f.before; then touch -r $$f.before $$f; else echo "$$f changed"; fi; \
+	  rm -f $$f.before; done
 
 $(SDK03)/.installed: tests/interop/requirements-sdk03.txt
 	$(PYTHON) -m venv $(SDK03)
