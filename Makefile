@@ -9,7 +9,7 @@ WORKERS ?= 1
 LOG_FORMAT ?= console
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range
+.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range image-test
 
 # Two markers in one .venv: `.runtime` (the gateway's own dependencies, all `make run`
 # needs) and `.installed` (those plus the dev toolchain, for `make test`). The dev install
@@ -180,3 +180,11 @@ test: deploy-tools
 
 deploy-test: setup deploy-tools
 	$(BIN)/pytest -q -p no:cacheprovider tests/deploy
+
+# The container image built and run as docs/deployment.md says, and the compose recipe
+# started (tests/image): needs root or a running engine; starts Debian's dockerd when none
+# answers (installing docker.io, docker-compose and debootstrap with apt when missing) and
+# stops it after. A stand-in base is built once per machine where no registry answers.
+.PHONY: image-test
+image-test: setup
+	A2A_IMAGE_TEST=1 $(BIN)/pytest -q -p no:cacheprovider -rs tests/image
