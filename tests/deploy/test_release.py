@@ -53,6 +53,10 @@ def test_chart_app_version_and_manifest_tags() -> None:
     for manifest in sorted(MANIFESTS.glob("*.yaml")):
         tags = re.findall(rf"image: {re.escape(IMAGE)}:(\S+)", manifest.read_text("utf-8"))
         assert tags and set(tags) == {VERSION}, (manifest.name, tags)
+    # The pages that build and run the image name it by the version's tag.
+    for page in (ROOT / "docs" / "deployment.md", ROOT / "deploy" / "README.md"):
+        tags = re.findall(r"a2a-gateway:(\d+\.\d+\.\d+)", page.read_text(encoding="utf-8"))
+        assert tags and set(tags) == {VERSION}, (page.name, tags)
 
 
 def test_changelog_names_the_version() -> None:
