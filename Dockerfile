@@ -19,7 +19,7 @@ COPY translators /src/translators
 RUN /opt/a2a-gateway/bin/pip install --no-deps /src
 
 FROM ${PYTHON_IMAGE}
-# pyproject.toml's version (tests/test_version.py keeps this default equal to it).
+# pyproject.toml's version (tests/deploy/test_release.py keeps this default equal to it).
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="a2a-gateway" \
       org.opencontainers.image.description="A version- and binding-bridging reverse proxy for the A2A protocol" \
