@@ -33,6 +33,7 @@ def _down() -> None:
 def gateway(docker_engine: Path) -> Iterator[tuple[int, int]]:
     http, grpc_port = free_port(), free_port()
     _down()  # what an interrupted run left
+    volumes = set(docker("volume", "ls", "-q").stdout.split())
     try:
         run_block("docker", replace={
             "docker build --network=host -t":
@@ -42,7 +43,12 @@ def gateway(docker_engine: Path) -> Iterator[tuple[int, int]]:
         yield http, grpc_port
     finally:
         run_block("docker-down")
+        left = set(docker("volume", "ls", "-q").stdout.split()) - volumes
         _down()
+        if left:
+            docker("volume", "rm", *left, check=False)
+        # The page's clean-up removes everything its commands made.
+        assert not left, f"volumes left by the docker blocks: {left}"
 
 
 def _post(url: str, body: dict[str, object], **headers: str) -> tuple[str, str]:
