@@ -48,6 +48,7 @@ def stack(docker_engine: Path) -> Iterator[dict[str, object]]:
         docker("build", "--network=host", f"--build-arg=PYTHON_IMAGE={STANDIN_BASE}",
                "-t", f"a2a-gateway:{VERSION}", str(ROOT), timeout=900)
     run_block("compose-down", env=ENV | KEYS_SET)  # what an interrupted run left
+    volumes = set(docker("volume", "ls", "-q").stdout.split())
     try:
         out = run_block("compose", env=ENV)
         ports = re.findall(r"^127\.0\.0\.1:(\d+)$", out, re.MULTILINE)
@@ -61,6 +62,10 @@ def stack(docker_engine: Path) -> Iterator[dict[str, object]]:
     finally:
         run_block("compose-down", env=ENV | KEYS_SET)
         CA.unlink(missing_ok=True)
+        left = set(docker("volume", "ls", "-q").stdout.split()) - volumes
+        if left:
+            docker("volume", "rm", *left, check=False)
+        assert not left, f"volumes left by the compose blocks: {left}"
 
 
 def _https(stack: dict[str, object], path: str, body: dict[str, object] | None = None,
