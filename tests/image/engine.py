@@ -15,7 +15,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEL = "a2a-gateway-image-test=1"
-STANDIN_BASE = os.environ.get("A2A_IMAGE_TEST_BASE", "a2a-gateway-test/python-standin:3.11-bookworm")
+# A machine that can pull the real base names it here (A2A_IMAGE_TEST_BASE=python:3.11-slim);
+# otherwise a Debian stand-in is built under this name.
+OWN_BASE = os.environ.get("A2A_IMAGE_TEST_BASE")
+STANDIN_BASE = OWN_BASE or "a2a-gateway-test/python-standin:3.11-bookworm"
 STANDIN_REDIS = "a2a-gateway-test/redis-standin:bookworm"
 # Debian's CLI matches Debian's daemon; a newer client found first on PATH may lack its parts.
 DOCKER = "/usr/bin/docker" if Path("/usr/bin/docker").exists() else (shutil.which("docker") or "docker")
@@ -91,12 +94,17 @@ def engine(workdir: Path) -> Iterator[None]:
 
 
 def standin_bases() -> None:
-    """The Debian stand-ins for python:3.11-slim and redis, built once per machine."""
-    proc = subprocess.run([str(ROOT / "tests" / "image" / "standin_base.sh"), STANDIN_BASE],
-                          capture_output=True, text=True, timeout=900, check=False,
-                          env={**os.environ, "DOCKER": DOCKER})
-    if proc.returncode != 0:
-        raise EngineUnavailable(f"the stand-in base could not be built: {proc.stderr[-800:]}")
+    """The Debian stand-ins for python:3.11-slim and redis, built once per machine (or the
+    base A2A_IMAGE_TEST_BASE names, pulled, and the Redis stand-in built on it)."""
+    if OWN_BASE:
+        if not docker("images", "-q", OWN_BASE).stdout.strip():
+            docker("pull", OWN_BASE, timeout=600)
+    else:
+        proc = subprocess.run([str(ROOT / "tests" / "image" / "standin_base.sh"), STANDIN_BASE],
+                              capture_output=True, text=True, timeout=900, check=False,
+                              env={**os.environ, "DOCKER": DOCKER})
+        if proc.returncode != 0:
+            raise EngineUnavailable(f"the stand-in base could not be built: {proc.stderr[-800:]}")
     if not docker("images", "-q", STANDIN_REDIS).stdout.strip():
         dockerfile = (f"FROM {STANDIN_BASE}\n"
                       "RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends "
