@@ -1,20 +1,20 @@
 """A Docker engine for the image tests (make image-test), as docs/deployment.md runs one on a
 machine without systemd: Debian's dockerd started in the background, stopped by its PID when
 the tests end. An engine that already answers is used and left running. Every wait here is
-bounded; every container and network the tests make carries the label below, and is removed."""
+bounded; the tests remove every container, network and volume they make (tests/image/test_*.py)."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from tests.support.waiting import wait_until_sync
+
 ROOT = Path(__file__).resolve().parents[2]
-LABEL = "a2a-gateway-image-test=1"
 # A machine that can pull the real base names it here (A2A_IMAGE_TEST_BASE=python:3.11-slim);
 # otherwise a Debian stand-in is built under this name.
 OWN_BASE = os.environ.get("A2A_IMAGE_TEST_BASE")
@@ -73,12 +73,14 @@ def engine(workdir: Path) -> Iterator[None]:
                                "--ip-masq=false", "--pidfile", str(workdir / "dockerd.pid")],
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
-        while not _answers():
-            if daemon.poll() is not None or time.monotonic() > deadline:
-                raise EngineUnavailable(f"dockerd did not answer within 30 s (exit "
-                                        f"{daemon.poll()}): {(workdir / 'dockerd.log').read_text()[-800:]}")
-            time.sleep(0.5)
+        try:
+            wait_until_sync(lambda: _answers() or daemon.poll() is not None, "dockerd answers",
+                            timeout=30, interval=0.5)
+        except AssertionError:
+            pass
+        if daemon.poll() is not None or not _answers():
+            raise EngineUnavailable(f"dockerd did not answer within 30 s (exit {daemon.poll()}): "
+                                    f"{(workdir / 'dockerd.log').read_text()[-800:]}")
         yield
     finally:
         daemon.terminate()
@@ -112,29 +114,23 @@ def standin_bases() -> None:
         docker("build", "--network=host", "-t", STANDIN_REDIS, "-", input=dockerfile, timeout=600)
 
 
-def cleanup() -> None:
-    """Remove every container and network the tests labelled (also after a failed run)."""
-    ids = docker("ps", "-aq", "--filter", f"label={LABEL}", check=False).stdout.split()
-    if ids:
-        docker("rm", "-f", "-v", *ids, check=False)
-    nets = docker("network", "ls", "-q", "--filter", f"label={LABEL}", check=False).stdout.split()
-    if nets:
-        docker("network", "rm", *nets, check=False)
-
-
 def wait_healthy(container: str, timeout: float = 90) -> list[str]:
-    """The container's health status until `healthy` (bounded); returns the statuses seen."""
+    """The container's health statuses until `healthy` (a bounded wait on the condition);
+    an `unhealthy` container fails at once, with its last log lines."""
     seen: list[str] = []
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+
+    def settled() -> bool:
         status = docker("inspect", "-f", "{{.State.Health.Status}}", container).stdout.strip()
         if not seen or seen[-1] != status:
             seen.append(status)
-        if status == "healthy":
-            return seen
-        if status == "unhealthy":
-            break
-        time.sleep(1)
-    logs = docker("logs", "--tail", "40", container, check=False)
-    raise AssertionError(f"{container} not healthy within {timeout} s: {seen}\n"
-                         f"{logs.stdout[-2000:]}{logs.stderr[-2000:]}")
+        return status in {"healthy", "unhealthy"}
+
+    try:
+        wait_until_sync(settled, f"{container} healthy", timeout=timeout, interval=1)
+    except AssertionError:
+        pass
+    if seen[-1] != "healthy":
+        logs = docker("logs", "--tail", "40", container, check=False)
+        raise AssertionError(f"{container} not healthy within {timeout} s: {seen}\n"
+                             f"{logs.stdout[-2000:]}{logs.stderr[-2000:]}")
+    return seen
