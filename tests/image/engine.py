@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from tests.support.waiting import wait_until_sync
@@ -73,11 +73,9 @@ def engine(workdir: Path) -> Iterator[None]:
                                "--ip-masq=false", "--pidfile", str(workdir / "dockerd.pid")],
                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        try:
+        with suppress(AssertionError):
             wait_until_sync(lambda: _answers() or daemon.poll() is not None, "dockerd answers",
                             timeout=30, interval=0.5)
-        except AssertionError:
-            pass
         if daemon.poll() is not None or not _answers():
             raise EngineUnavailable(f"dockerd did not answer within 30 s (exit {daemon.poll()}): "
                                     f"{(workdir / 'dockerd.log').read_text()[-800:]}")
@@ -125,10 +123,8 @@ def wait_healthy(container: str, timeout: float = 90) -> list[str]:
             seen.append(status)
         return status in {"healthy", "unhealthy"}
 
-    try:
+    with suppress(AssertionError):
         wait_until_sync(settled, f"{container} healthy", timeout=timeout, interval=1)
-    except AssertionError:
-        pass
     if seen[-1] != "healthy":
         logs = docker("logs", "--tail", "40", container, check=False)
         raise AssertionError(f"{container} not healthy within {timeout} s: {seen}\n"
