@@ -9,20 +9,47 @@ WORKERS ?= 1
 LOG_FORMAT ?= console
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range docs docs-refs
+.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range docs docs-refs image-test
 
 # Two markers in one .venv: `.runtime` (the gateway's own dependencies, all `make run`
 # needs) and `.installed` (those plus the dev toolchain, for `make test`). The dev install
-# is a superset, so it sets both.
-$(VENV)/.installed: pyproject.toml
+# is a superset, so it sets both. Both install the lock (requirements/, `make lock`) with
+# every file's hash checked, then the project itself without resolving anything.
+LOCK_RUNTIME := requirements/runtime.txt
+LOCK_DEV     := requirements/dev.txt
+$(VENV)/.installed: pyproject.toml $(LOCK_DEV)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install $(PIP_FLAGS) -e '.[dev]'
+	$(BIN)/pip install $(PIP_FLAGS) --require-hashes -r $(LOCK_DEV)
+	$(BIN)/pip install $(PIP_FLAGS) --no-deps -e .
 	touch $@ $(VENV)/.runtime
 
-$(VENV)/.runtime: pyproject.toml
+$(VENV)/.runtime: pyproject.toml $(LOCK_RUNTIME)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install $(PIP_FLAGS) -e .
+	$(BIN)/pip install $(PIP_FLAGS) --require-hashes -r $(LOCK_RUNTIME)
+	$(BIN)/pip install $(PIP_FLAGS) --no-deps -e .
 	touch $@
+
+# Refresh the lock from pyproject.toml's ranges (docs/releasing.md "The lock"): the newest
+# versions PyPI has today within them, with every file's hash, resolved once for every
+# Python 3.11.x and platform (`--universal`: a package only some of them need carries its
+# marker, e.g. async-timeout below 3.11.3), so the lock does not depend on the Python that
+# ran `make lock`. The dev lock is constrained by the runtime one: both agree on what they
+# share. LOCK_ARGS="--upgrade-package NAME" moves one package; without --upgrade the pins
+# already in the files are kept where the ranges allow.
+LOCK_ARGS ?=
+UV_COMPILE = $(BIN)/uv pip compile -q pyproject.toml --universal --python-version 3.11 \
+  --generate-hashes --custom-compile-command "make lock" $(LOCK_ARGS)
+.PHONY: lock
+lock: setup
+	@# uv comes with the dev lock; only a venv made before uv was in it lacks it.
+	@test -x $(BIN)/uv || $(BIN)/pip install $(PIP_FLAGS) 'uv>=0.5'
+	@# A file uv rewrites unchanged keeps its time, so the venvs are not reinstalled for it.
+	@for f in $(LOCK_RUNTIME) $(LOCK_DEV); do cp -p $$f $$f.before; done
+	$(UV_COMPILE) -o $(LOCK_RUNTIME)
+	$(UV_COMPILE) --extra dev -c $(LOCK_RUNTIME) -o $(LOCK_DEV)
+	@for f in $(LOCK_RUNTIME) $(LOCK_DEV); do \
+	  if cmp -s $$f $$f.before; then touch -r $$f.before $$f; else echo "$$f changed"; fi; \
+	  rm -f $$f.before; done
 
 $(SDK03)/.installed: tests/interop/requirements-sdk03.txt
 	$(PYTHON) -m venv $(SDK03)
@@ -164,3 +191,11 @@ test: deploy-tools
 
 deploy-test: setup deploy-tools
 	$(BIN)/pytest -q -p no:cacheprovider tests/deploy
+
+# The container image built and run as docs/deployment.md says, and the compose recipe
+# started (tests/image): needs root or a running engine; starts Debian's dockerd when none
+# answers (installing docker.io, docker-compose and debootstrap with apt when missing) and
+# stops it after. A stand-in base is built once per machine where no registry answers.
+.PHONY: image-test
+image-test: setup
+	A2A_IMAGE_TEST=1 $(BIN)/pytest -q -p no:cacheprovider -rs tests/image

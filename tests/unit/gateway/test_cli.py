@@ -177,7 +177,11 @@ def test_make_run_installs_the_runtime_and_starts_one_worker(tmp_path: Path) -> 
 
     lines = dry()
     installs = [line for line in lines if " install " in line]
-    assert installs == [f"{tmp_path}/venv/bin/pip install --disable-pip-version-check -q -e ."]
+    # The runtime lock, hashes checked, then the gateway alone (docs/releasing.md "The lock").
+    assert installs == [
+        f"{tmp_path}/venv/bin/pip install --disable-pip-version-check -q --require-hashes "
+        "-r requirements/runtime.txt",
+        f"{tmp_path}/venv/bin/pip install --disable-pip-version-check -q --no-deps -e ."]
     assert lines[-1].startswith("A2A_GATEWAY__WORKERS=1 ")
     assert lines[-1].endswith(f"{tmp_path}/venv/bin/a2a-gateway serve --config "
                               f"config/gateway.yaml")
