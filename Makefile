@@ -76,6 +76,7 @@ lint: setup
 
 test: setup venvs lint redis docs
 	$(BIN)/pytest -q -p no:cacheprovider
+	$(MAKE) --no-print-directory image-test
 
 # The docs site (docs/, mkdocs.yml) built in strict mode: a broken link or anchor, or a page
 # missing from the nav, fails it (a few seconds). The generated reference pages are checked

@@ -107,7 +107,9 @@ async def test_client_credentials_cached_single_flight_and_refreshed(
     assert await tokens.token() == "tok-1"
     clock.now += 2  # within refresh_before of its expiry: fetched again
     assert await tokens.token() == "tok-2"
-    tokens.invalidate()
+    tokens.refused("tok-1")  # an old token refused: the current one stays
+    assert await tokens.token() == "tok-2"
+    tokens.refused("tok-2")  # the backend refused it: the next call fetches another
     assert await tokens.token() == "tok-3"
 
 
