@@ -1,0 +1,73 @@
+"""The stream journal's storage contract: per (tenant, task), the canonical v1.0 stream
+events the gateway forwarded, each with a sequence number, so that a client that lost
+its stream can be served what it missed (docs/streams.md, "Resuming a stream").
+
+Both stores implement it (gateway/state/sqlite_store.py, gateway/state/redis_store.py);
+the stream side (gateway/streams/journal.py) knows nothing of which one is in use.
+
+Sequence numbers start at 1 for a task and grow by one per distinct event. An event is
+*distinct* by its bytes: appending bytes the task's journal already holds returns the
+seq they were given then, and stores nothing. Two gateway streams of the same task (two
+subscribers, or a client's resumed stream beside the stream it left, which the gateway
+keeps reading) therefore write one journal between them, and a backend that repeats an
+event on re-attach does not repeat it to the client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+
+@dataclass(frozen=True, slots=True)
+class JournalLimits:
+    """The bounds of one task's journal (config: state.journal)."""
+
+    max_events: int  # entries kept per task; the oldest go first
+    max_bytes: int  # bytes of entries kept per task; the oldest go first
+    ttl: float  # seconds a journal is kept once its task is terminal
+    idle_ttl: float  # seconds a journal is kept after its last append otherwise
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    seq: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JournalRead:
+    """What :meth:`JournalStore.journal_read` found: ``entries`` after the cursor (in seq
+    order, at most the limit asked), ``first`` the oldest seq still held and ``last`` the
+    newest (both 0 when the task has no journal), ``terminal``: an append said the task
+    had reached a terminal state."""
+
+    entries: list[JournalEntry]
+    first: int
+    last: int
+    terminal: bool
+
+    def lost_after(self, after: int) -> bool:
+        """True when events after ``after`` were dropped (bounds, expiry) before being
+        read: the journal cannot continue from that cursor."""
+        if self.last == 0:
+            return after > 0
+        return after < self.first - 1 or after > self.last
+
+
+@runtime_checkable
+class JournalStore(Protocol):
+    async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
+                             terminal: bool, limits: JournalLimits) -> list[int]:
+        """Atomically (across processes and replicas): append each of ``events`` that the
+        task's journal does not hold yet (same bytes), and return each event's seq, in
+        order — a new one, or the one the same bytes were given before. Then drop the
+        oldest entries beyond ``limits.max_events`` / ``limits.max_bytes`` and set the
+        journal's expiry: ``limits.ttl`` from now when ``terminal`` (the task reached a
+        terminal state with these events; it stays so), else ``limits.idle_ttl``."""
+
+    async def journal_read(self, tenant: str, task_id: str, after: int,
+                           limit: int) -> JournalRead:
+        """The entries with seq > ``after``, oldest first, at most ``limit``; an expired
+        or absent journal reads as empty (first = last = 0)."""
