@@ -4,10 +4,12 @@ names and the two Lua scripts that make an append and a read atomic.
 A task's journal is three keys, which share one hash tag (so one slot, should they ever
 live in a cluster) and one expiry (set on every append):
 
-- ``<prefix>j:{<tag>}:e`` a hash, seq -> the entry's bytes;
-- ``<prefix>j:{<tag>}:d`` a sorted set of the entries' digests scored by their seq: the
-  seq the same bytes were given, and, by score, the digests trimming drops with their
-  entries (a plain hash would not say which digests belong to the oldest entries);
+- ``<prefix>j:{<tag>}:e`` a hash, seq -> the entry's bytes, and ``d<seq>`` -> their
+  digest (what trimming needs to find the entry's member in ``:d``);
+- ``<prefix>j:{<tag>}:d`` a sorted set, all scores 0, of ``<digest><seq>`` for each
+  entry, the seq in fixed-width decimal (the digest is fixed-width too): in lexical
+  order, a digest's entries by seq, so the first entry after a writer's position with
+  the same bytes is one ZRANGEBYLEX (O(log n)); digests repeat, the members do not;
 - ``<prefix>j:{<tag>}:h`` the head, a hash: ``n`` next seq, ``f`` oldest seq held,
   ``b`` bytes held, ``t`` "1" once an append said the task was terminal.
 
@@ -34,7 +36,8 @@ def journal_keys(prefix: str, tenant: str, task_id: str) -> tuple[str, str, str]
 
 
 # KEYS: entries, digests, head. ARGV: max events, max bytes, ttl and idle ttl (ms),
-# terminal ("1" or "0"), then digest and bytes of each event. Returns each event's seq.
+# terminal ("1" or "0"), the writer's position ("" for none: the last seq held), then
+# digest and bytes of each event. Returns each event's seq.
 APPEND = """
 local e, d, h = KEYS[1], KEYS[2], KEYS[3]
 local max_events, max_bytes = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -45,27 +48,35 @@ if not head[1] then
 end
 local nxt, first = tonumber(head[1]) or 1, tonumber(head[2]) or 1
 local bytes = tonumber(head[3]) or 0
+local pos = tonumber(ARGV[6]) or nxt - 1
+local function seqkey(seq) return string.format('%016d', seq) end
 local seqs = {}
-for i = 6, #ARGV, 2 do
+for i = 7, #ARGV, 2 do
   local digest, data = ARGV[i], ARGV[i + 1]
-  local seq = redis.call('ZSCORE', d, digest)
-  if seq then
-    seqs[#seqs + 1] = tonumber(seq)
-  else
-    redis.call('HSET', e, nxt, data)
-    redis.call('ZADD', d, nxt, digest)
+  local seq
+  -- A writer at the end (one stream alone, or the one ahead) has nothing to match.
+  if pos < nxt - 1 then
+    local hit = redis.call('ZRANGEBYLEX', d, '[' .. digest .. seqkey(math.max(pos + 1, 0)),
+                           '[' .. digest .. '\255', 'LIMIT', 0, 1)[1]
+    if hit then seq = tonumber(string.sub(hit, #digest + 1)) end
+  end
+  if not seq then
+    seq = nxt
+    redis.call('HSET', e, seq, data, 'd' .. seq, digest)
+    redis.call('ZADD', d, 0, digest .. seqkey(seq))
     bytes = bytes + #data
-    seqs[#seqs + 1] = nxt
     nxt = nxt + 1
   end
+  seqs[#seqs + 1] = seq
+  pos = seq
 end
-local kept = first
 while first < nxt and (nxt - first > max_events or bytes > max_bytes) do
+  local dfield = 'd' .. first
   bytes = bytes - redis.call('HSTRLEN', e, first)
-  redis.call('HDEL', e, first)
+  redis.call('ZREM', d, redis.call('HGET', e, dfield) .. seqkey(first))
+  redis.call('HDEL', e, first, dfield)
   first = first + 1
 end
-if first > kept then redis.call('ZREMRANGEBYSCORE', d, '-inf', '(' .. first) end
 local terminal, ttl = '0', ARGV[4]
 if head[4] == '1' or ARGV[5] == '1' then terminal, ttl = '1', ARGV[3] end
 redis.call('HSET', h, 'n', nxt, 'f', first, 'b', bytes, 't', terminal)

@@ -196,9 +196,10 @@ class RedisStore:
     # The stream journal (gateway/state/redis_journal.py); its keys expire by themselves.
 
     async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
-                             terminal: bool, limits: JournalLimits) -> list[int]:
+                             terminal: bool, limits: JournalLimits,
+                             after: int | None) -> list[int]:
         args: list[Any] = [limits.max_events, limits.max_bytes, _ms(limits.ttl),
-                           _ms(limits.idle_ttl), int(terminal)]
+                           _ms(limits.idle_ttl), int(terminal), "" if after is None else after]
         for data in events:
             args += [event_digest(data), data]
         seqs = await self._do(self._journal_append(

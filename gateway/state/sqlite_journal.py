@@ -1,13 +1,15 @@
 """The stream journal in the SQLite store (the contract: gateway/state/journal.py). Plain
 functions of a connection, which the store runs on its own thread: :func:`append` inside
 the store's BEGIN IMMEDIATE transaction (several worker processes share the file, and
-the write lock is what keeps a task's seqs dense and its digests unique between them),
-:func:`read` in a read transaction of its own (one consistent view of head and entries).
+the write lock is what keeps a task's seqs dense and a writer's matches exact between
+them), :func:`read` in a read transaction of its own (one consistent view of head and
+entries).
 
-``journal`` holds the entries; an entry's digest is unique within its task, which is how
-the same bytes find the seq they were given. ``journal_heads`` holds one row a task: the
-next seq, the bytes its entries hold, whether an append said the task was terminal, and
-when the journal expires. The entries held are always one dense run of seqs ending at
+``journal`` holds the entries with the digest of their bytes; digests repeat (an agent
+may send the same event twice), and the index by (task, digest, seq) finds the first
+entry after a writer's position with the same bytes. ``journal_heads`` holds one row a
+task: the next seq, the bytes its entries hold, whether an append said the task was
+terminal, and when the journal expires. The entries held are always one dense run of seqs ending at
 next_seq - 1: trimming drops only the oldest."""
 
 from __future__ import annotations
@@ -22,7 +24,11 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS journal (
   tenant TEXT NOT NULL, task_id TEXT NOT NULL, seq INTEGER NOT NULL, digest BLOB NOT NULL,
   data BLOB NOT NULL, PRIMARY KEY (tenant, task_id, seq)) WITHOUT ROWID;
-CREATE UNIQUE INDEX IF NOT EXISTS journal_by_digest ON journal (tenant, task_id, digest);
+-- The index was unique per (task, digest) before equal bytes could be two entries; a
+-- file made then gets the new one in its place. (A new name: the same one would be
+-- dropped and built again at every open.)
+DROP INDEX IF EXISTS journal_by_digest;
+CREATE INDEX IF NOT EXISTS journal_by_digest_seq ON journal (tenant, task_id, digest, seq);
 CREATE TABLE IF NOT EXISTS journal_heads (
   tenant TEXT NOT NULL, task_id TEXT NOT NULL, next_seq INTEGER NOT NULL,
   bytes INTEGER NOT NULL, terminal INTEGER NOT NULL, expires_at REAL NOT NULL,
@@ -33,10 +39,9 @@ CREATE INDEX IF NOT EXISTS journal_heads_by_expiry ON journal_heads (expires_at)
 
 _TASK = "tenant = ? AND task_id = ?"
 
-# A new entry, or nothing when the task already holds these bytes (rowcount tells which):
-# one statement for the common case, a new event, where a lookup first would be two.
-_INSERT = ("INSERT INTO journal VALUES (?, ?, ?, ?, ?) "
-           "ON CONFLICT (tenant, task_id, digest) DO NOTHING")
+_INSERT = "INSERT INTO journal VALUES (?, ?, ?, ?, ?)"
+_MATCH = (f"SELECT seq FROM journal WHERE {_TASK} AND digest = ? AND seq > ? "
+          "ORDER BY seq LIMIT 1")
 
 
 def _forget(db: sqlite3.Connection, key: tuple[str, str]) -> None:
@@ -45,7 +50,8 @@ def _forget(db: sqlite3.Connection, key: tuple[str, str]) -> None:
 
 
 def append(db: sqlite3.Connection, tenant: str, task_id: str, events: Sequence[bytes],
-           terminal: bool, limits: JournalLimits, now: float) -> list[int]:
+           terminal: bool, limits: JournalLimits, after: int | None,
+           now: float) -> list[int]:
     """JournalStore.journal_append, inside the caller's write transaction."""
     key = (tenant, task_id)
     head = db.execute(f"SELECT next_seq, bytes, terminal, expires_at FROM journal_heads "
@@ -56,16 +62,22 @@ def append(db: sqlite3.Connection, tenant: str, task_id: str, events: Sequence[b
         _forget(db, key)
         head = None
     next_seq, held, ended = (1, 0, False) if head is None else (head[0], head[1], head[2])
+    position = next_seq - 1 if after is None else after
     seqs: list[int] = []
     for data in events:
         digest = event_digest(data)
-        if db.execute(_INSERT, (*key, next_seq, digest, data)).rowcount:
-            seqs.append(next_seq)
+        # A writer at the end (one stream alone, or the one ahead) has nothing to match:
+        # one statement an event. Behind, a lookup first; the first miss puts it at the end.
+        found = None if position >= next_seq - 1 else db.execute(
+            _MATCH, (*key, digest, position)).fetchone()
+        if found is None:
+            db.execute(_INSERT, (*key, next_seq, digest, data))
+            position = next_seq
             next_seq += 1
             held += len(data)
         else:
-            seqs.append(db.execute(f"SELECT seq FROM journal WHERE {_TASK} AND digest = ?",
-                                   (*key, digest)).fetchone()[0])
+            position = found[0]
+        seqs.append(position)
     held = _trim(db, key, next_seq, held, limits)
     ended = bool(ended) or terminal  # a terminal task stays so
     expires_at = now + (limits.ttl if ended else limits.idle_ttl)

@@ -382,10 +382,10 @@ class SqliteStore:
     # The stream journal (gateway/state/sqlite_journal.py).
 
     async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
-                             terminal: bool, limits: JournalLimits) -> list[int]:
+                             terminal: bool, limits: JournalLimits, after: int | None) -> list[int]:
         events = tuple(events)  # the caller's sequence is not read on another thread
         return await self._run(self._tx, lambda db: sqlite_journal.append(
-            db, tenant, task_id, events, terminal, limits, self._clock()))
+            db, tenant, task_id, events, terminal, limits, after, self._clock()))
 
     async def journal_read(self, tenant: str, task_id: str, after: int,
                            limit: int) -> JournalRead:
