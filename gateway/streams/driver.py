@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -50,6 +51,10 @@ class StreamPlan:
     final_flags: FinalFlags | None
     written_first: WrittenFirst | None
     journal: StreamJournal | None = None  # SSE streams with the journal on
+    # A journaled stream's read in progress: a task of its own, which the client's
+    # leaving does not cancel (a cancelled read would end the backend's stream), so the
+    # hold can go on reading where the client's stream stopped.
+    reading: asyncio.Future[Iterable[pb.StreamResponse] | None] | None = None
 
 
 R = TypeVar("R", covariant=True)
@@ -126,9 +131,17 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                     # The client's doing (gone, or too slow), or the shutdown's: not the
                     # backend call's, whose span and slots end as after its last event.
                     left = exc
-                    if isinstance(exc, _ClientGone) and _holds(plan, streams):
+                    if not isinstance(exc, _TooSlow) and _holds(plan, streams):
+                        if isinstance(exc, asyncio.CancelledError):
+                            # The client went away (a shutdown's cancel is not held):
+                            # this task reads on for the journal; a second cancel ends it.
+                            asyncio.current_task().uncancel()  # type: ignore[union-attr]
+                            left = _ClientGone()  # ends as a client gone mid-write does
                         await _hold(call, plan, turn, streams)
                 finally:
+                    if plan.reading is not None:  # not held: the read stops here
+                        plan.reading.cancel()
+                        await asyncio.wait({plan.reading})
                     await close_stream(plan.reads)
             if left is not None:
                 try:
@@ -165,6 +178,16 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     else:
         await sink.finish()
     return sink.result()
+
+
+async def _read_on(plan: StreamPlan) -> Iterable[pb.StreamResponse] | None:
+    """The backend's next read for a journaled stream, in a task that a cancellation of
+    the stream's (the client left) does not reach: the hold picks the read up."""
+    if plan.reading is None:
+        plan.reading = asyncio.ensure_future(anext(plan.reads, None))
+    batch = await asyncio.shield(plan.reading)
+    plan.reading = None
+    return batch
 
 
 def _holds(plan: StreamPlan, streams: Streams | None) -> bool:
@@ -255,7 +278,10 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                     # that takes every event at once would never let run while armed.
                     raise TimeoutError
                 deadline.arm(wait)
-                batch = await anext(reads, None)
+                if journal is None:
+                    batch = await anext(reads, None)
+                else:
+                    batch = await _read_on(plan)
                 deadline.disarm()
                 if first:
                     outcome.backend_seconds = time.monotonic() - started

@@ -84,7 +84,7 @@ class StreamJournal:
     """One SSE stream's side of its task's journal. Events of no task (a plain Message
     answer) are neither journaled nor given an id."""
 
-    __slots__ = ("after", "batch", "broken", "config", "gap", "last_state", "limits", "resumed",
+    __slots__ = ("after", "batch", "broken", "config", "gap", "last_state", "limits", "parts", "resumed",
                  "sent", "store", "task_id", "tenant", "terminal")
 
     def __init__(self, store: JournalStore, tenant: str, config: JournalConfig,
@@ -104,7 +104,10 @@ class StreamJournal:
         self.gap = False  # the journal could not continue from the client's id
         self.terminal = False  # the journal's task has ended
         self.broken = False  # the store failed: the rest of the stream goes without ids
-        self.last_state = -1  # the task state the client last got (see snapshot())
+        # What the client has of the task (see snapshot()): the state it last got, and
+        # the parts of each artifact.
+        self.last_state = -1
+        self.parts: dict[str, int] = {}
 
     async def record(self, items: Sequence[pb.StreamResponse]) -> Framed:
         """``items`` journaled, as the client gets them: each with its id, in the
@@ -156,10 +159,17 @@ class StreamJournal:
         return cursor(self.task_id, seq)
 
     def _saw(self, item: pb.StreamResponse) -> None:
-        if item.HasField("status_update"):
+        kind = item.WhichOneof("payload")
+        if kind == "status_update":
             self.last_state = item.status_update.status.state
-        elif item.HasField("task"):
+        elif kind == "artifact_update":
+            update = item.artifact_update
+            name, count = update.artifact.artifact_id, len(update.artifact.parts)
+            self.parts[name] = self.parts.get(name, 0) + count if update.append else count
+        elif kind == "task":
             self.last_state = item.task.status.state
+            for artifact in item.task.artifacts:
+                self.parts[artifact.artifact_id] = len(artifact.parts)
 
     async def _between(self, upto: int) -> Framed:
         """The events another stream journaled after the client's last one, up to
@@ -220,26 +230,31 @@ class StreamJournal:
         RESUMED_EVENTS.inc(replayed)
 
     async def _state_at(self, seq: int) -> None:
-        """The task state the client had at its id: the last status among the
-        `replay_batch` entries up to it (none found: unknown, and the snapshot goes out)."""
-        if seq <= 0:
-            return
-        start = max(0, seq - self.batch)
-        try:
-            read = await self.store.journal_read(self.tenant, self.task_id, start, seq - start)
-        except StoreError:
-            return  # replay() meets the same failure and says so
-        for entry in read.entries:
-            if entry.seq <= seq:
-                self._saw(pb.StreamResponse.FromString(entry.data))
+        """What the client had of the task at its id, from the journal's entries up to
+        it (those it still holds: without the oldest, the snapshot goes out)."""
+        after = 0
+        while after < seq:
+            try:
+                read = await self.store.journal_read(self.tenant, self.task_id, after,
+                                                     min(self.batch, seq - after))
+            except StoreError:
+                return  # replay() meets the same failure and says so
+            if not read.entries:
+                return
+            for entry in read.entries:
+                if entry.seq <= seq:
+                    self._saw(pb.StreamResponse.FromString(entry.data))
+            after = read.entries[-1].seq
 
     def snapshot(self, item: pb.StreamResponse) -> pb.StreamResponse | None:
         """What becomes of the Task a resumed stream's upstream subscribe starts with:
-        nothing when the task is in the state the client last got (the journal has told
-        it what happened), else the Task marked as a gap (the client missed what changed
-        it)."""
+        nothing when it holds nothing the client lacks (the state it last got, no part
+        of an artifact it has not had: the journal has told it all), else the Task
+        marked as a gap (the client missed what changed it)."""
         task = item.task
-        if not self.gap and task.status.state == self.last_state:
+        if not self.gap and task.status.state == self.last_state and all(
+                len(artifact.parts) <= self.parts.get(artifact.artifact_id, -1)
+                for artifact in task.artifacts):
             return None
         marked = pb.StreamResponse()
         marked.CopyFrom(item)

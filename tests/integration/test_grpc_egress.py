@@ -23,9 +23,11 @@ from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 
 from gateway.config.models import parse_config
+from gateway.observability.metrics import HELD_STREAMS
 from gateway.server.app import Server
 from tests.integration.grpc_support import V10_MD, p03_send, p10_send, v03_stub, v10_stub
 from tests.support.helpers import MakeGateway, free_port, v03
+from tests.support.waiting import wait_until
 
 V10_HEADERS = dict(V10_MD)
 
@@ -185,9 +187,30 @@ async def test_stream_idle_timeout(make_gateway: MakeGateway, fake: FakeBackend)
 @pytest.mark.parametrize("client", ["grpc", "jsonrpc"])
 async def test_client_going_away_cancels_the_backend_call(
         make_gateway: MakeGateway, fake: FakeBackend, client: str) -> None:
+    """Without a hold (gRPC clients have no journal; an SSE client's stream is held only
+    with `state.journal.hold` > 0)."""
     grpc_port = free_port()
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
-    url = await make_gateway({"fake": tenant}, grpc_port=grpc_port) + "/"
+    url = await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
+        "path": ":memory:", "journal": {"hold": 0}}) + "/"
+    await _leave_a_stream(url, grpc_port, client)
+    await asyncio.wait_for(fake.cancelled.wait(), 5)
+
+
+async def test_a_stream_whose_client_left_is_held_then_ended(
+        make_gateway: MakeGateway, fake: FakeBackend) -> None:
+    """The backend's stream is read on for `state.journal.hold` seconds after its SSE
+    client left (the journal keeps what it sends), then cancelled."""
+    tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
+    url = await make_gateway({"fake": tenant}, state={
+        "path": ":memory:", "journal": {"hold": 0.2}}) + "/"
+    held = HELD_STREAMS._value.get()
+    await _leave_a_stream(url, 0, "jsonrpc")
+    await wait_until(lambda: HELD_STREAMS._value.get() > held, "the stream is held")
+    await asyncio.wait_for(fake.cancelled.wait(), 5)
+
+
+async def _leave_a_stream(url: str, grpc_port: int, client: str) -> None:
     if client == "grpc":
         async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
             call = v03_stub(channel).SendStreamingMessage(p03_send("s"))
@@ -199,10 +222,9 @@ async def test_client_going_away_cancels_the_backend_call(
                 "params": send("s")}
         async with aiohttp.ClientSession() as http, http.post(
                 url, json=body, headers=V10_HEADERS) as resp:
-            line = await resp.content.readline()
-            assert line.startswith(b"data:")
+            event = await resp.content.readuntil(b"\n\n")
+            assert b"\ndata:" in event
         # leaving the block closes the connection mid-stream
-    await asyncio.wait_for(fake.cancelled.wait(), 5)
 
 
 async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend) -> None:
