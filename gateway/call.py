@@ -96,6 +96,9 @@ class ClientFacts:
     peer_cert: PeerCert = None
     # The gateway's own call (the relay reading a task): no caller to authenticate.
     internal: bool = False
+    # The SSE id a reconnecting client names (its `Last-Event-ID` header): where in its
+    # task's journal its stream resumes (gateway/streams/journal.py).
+    resume_from: str | None = None
 
 
 @dataclass(slots=True)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+if TYPE_CHECKING:  # imported where used: gateway.state imports this module
+    from gateway.state.journal import JournalLimits
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
@@ -60,6 +63,35 @@ class TaskIndexConfig(_Model):
                                "before the page is read, most recently updated first")
 
 
+class JournalConfig(_Model):
+    """The stream journal (docs/streams.md, "Resuming a stream"): the events of each task's
+    streams, kept in the store so that a client that lost its stream can resume it."""
+
+    enabled: bool = Field(True, description="Journal every stream event so a client can "
+                          "resume; off: no ids, no resume")
+    max_events: int = Field(10_000, gt=0, description="Events kept per task at most; the "
+                            "oldest go first")
+    max_bytes: int = Field(8 * 1024 * 1024, gt=0, description="Bytes of events kept per "
+                           "task at most; the oldest go first")
+    ttl: float = Field(3600.0, gt=0, description="Seconds a task's journal is kept after "
+                       "the task is terminal")
+    idle_ttl: float = Field(86400.0, gt=0, description="Seconds a task's journal is kept "
+                            "after its last append while the task never ended")
+    retry: float = Field(1.0, gt=0, description="The SSE `retry:` hint sent to clients, in "
+                         "seconds")
+    hold: float = Field(300.0, ge=0, description="Seconds the gateway keeps reading a "
+                        "backend stream whose client went away, so that what it sends is "
+                        "journaled for the client's return (0: no hold)")
+    replay_batch: int = Field(500, gt=0, description="Entries read from the journal per "
+                              "round trip when a client resumes")
+
+    def limits(self) -> JournalLimits:
+        """The bounds the stores apply to each task's journal."""
+        from gateway.state.journal import JournalLimits
+
+        return JournalLimits(self.max_events, self.max_bytes, self.ttl, self.idle_ttl)
+
+
 class StateConfig(_Model):
     """What the gateway remembers across calls and replicas (docs/state.md): the task
     index, relay replay protection, rate-limit counters."""
@@ -79,6 +111,7 @@ class StateConfig(_Model):
     timeout: float = Field(2.0, gt=0, description="Seconds one Redis command may take")
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     tasks: TaskIndexConfig = Field(default_factory=TaskIndexConfig)
+    journal: JournalConfig = Field(default_factory=JournalConfig)
 
     @model_validator(mode="after")
     def _check(self) -> StateConfig:

@@ -132,7 +132,8 @@ def client_context(request: ClientRequest, gateway: Gateway, binding: str) -> Ca
         # Read only by the extended card: not worked out for every call.
         public_base=lambda: gateway.cards.address.http_base(request),
         credentials=headers if authenticates else {},
-        peer_cert=http_peer_cert(request.transport) if authenticates else None))
+        peer_cert=http_peer_cert(request.transport) if authenticates else None,
+        resume_from=headers.get("Last-Event-ID")))
     tracing.take(ctx, headers)
     request[CALL_KEY] = ctx  # for its access line (gateway/observability/logs/access.py)
     return ctx

@@ -175,7 +175,7 @@ class _GrpcSink:
         self.opened = False
         self.frames: list[bytes] = []
 
-    def frame(self, item: pb.StreamResponse, final: bool) -> None:
+    def frame(self, item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
         self.frames.append(self.codec.event_frame(item, final, self.call.ctx.loss))
 
     async def flush(self, due: bool) -> None:

@@ -33,7 +33,8 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     of its waits (bench/README.md, "One stream driver").
     """
     gateway = gateway_of(request)
-    sink = SseSink(request, call, codec, answer_error)
+    journal = gateway.config.state.journal
+    sink = SseSink(request, call, codec, answer_error, journal.retry if journal.enabled else 0.0)
     return drive(call, gateway.stream(call), sink,
                  request.app[GATEWAY_KEY].streams,
                  call.ctx.facts.binding, gateway.config.limits.write_timeout)
@@ -48,18 +49,27 @@ class SseSink:
     answers_early_drain = True
 
     def __init__(self, request: web.Request, call: Call, codec: SseClientCodec,
-                 answer_error: AnswerError) -> None:
+                 answer_error: AnswerError, retry: float = 0.0) -> None:
         self.request, self.call = request, call
         self.frame_error, self.answer_error = codec.error_frame, answer_error
         self.response = web.StreamResponse(headers={**SSE_HEADERS,
                                                     **dialect_headers(call.ctx)})
         self.opened = False
         self.frames: list[bytes] = []  # framed, not written yet
+        # The reconnection delay a journaled stream's first event suggests (SSE `retry:`,
+        # in the same event: a field block of its own would reach some clients as an
+        # event without data).
+        self.retry: bytes = (b"retry: %d\n" % round(retry * 1000)) if retry else b""
         append = self.frames.append
         frame_item, loss = codec.event_frame, call.ctx.loss
 
-        def frame(item: pb.StreamResponse, final: bool) -> None:
-            append(frame_item(item, final, loss))
+        def frame(item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
+            if event_id is None:
+                append(frame_item(item, final, loss))
+            else:
+                append(b"".join((self.retry, b"id: ", event_id.encode(),
+                                 b"\n", frame_item(item, final, loss))))
+                self.retry = b""
 
         self.frame = frame  # a closure, not a method: one attribute lookup less per event
         self._loop = asyncio.get_running_loop()

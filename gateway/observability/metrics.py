@@ -74,6 +74,14 @@ FALLBACKS = Counter("a2a_gateway_interface_fallbacks_total", "Calls served by an
                     "interface of the backend's agent than the configured one",
                     ["tenant", "operation", "binding"])
 RELOADS = Counter("a2a_gateway_config_reloads_total", "Config reloads", ["outcome"])
+RESUMES = Counter("a2a_gateway_stream_resumes_total", "Streams resumed with Last-Event-ID: "
+                  "from the journal (replayed) or from a snapshot (gap)", ["outcome"])
+RESUMED_EVENTS = Counter("a2a_gateway_stream_replayed_events_total",
+                         "Journaled events served again to resuming clients")
+HELD_STREAMS = Counter("a2a_gateway_stream_holds_total", "Backend streams read on after "
+                       "their client went away, so that the journal keeps their events")
+JOURNAL_FAILURES = Counter("a2a_gateway_stream_journal_failures_total", "Streams that went "
+                           "on without ids because the state store failed a journal write")
 
 _INDEX = re.compile(r"\[\d+(?::\d*)?\]")
 

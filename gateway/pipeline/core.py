@@ -38,6 +38,7 @@ from gateway.relay.hooks import PushRelay
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
 from gateway.streams.driver import StreamPlan
+from gateway.streams.journal import Journals
 from gateway.streams.plan import plan_stream
 from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
@@ -88,6 +89,8 @@ class Gateway:
         self.relay = PushRelay(config, self.fetch_task, store=store)  # webhooks (relay/)
         # What calls show of tasks, who owns them.
         self.tasks = TaskIndex(config, store, shared=shared_state)
+        # Each SSE stream's journal, for clients that resume (docs/streams.md).
+        self.journals = Journals(store, config.state.journal)
         self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index
         # What every call passes, in order, unary and stream alike.
         self.stages = standard_stages(config, self.auth, self.tasks, self.listing,
@@ -198,4 +201,4 @@ class Gateway:
             passage = self._passage(call, streaming=True)
             await self.stages.enter(call, passage)
             async with self.stages.held(call, passage):
-                yield plan_stream(call, passage.to, self.tasks)
+                yield plan_stream(call, passage.to, self.tasks, self.journals)

@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 
 import structlog
 
+from gateway.state.journal import JournalStore
 from translators.errors import A2AError, a2a_error
 
 log = structlog.get_logger("a2a_gateway.state")
@@ -125,9 +126,10 @@ def decode_token(token: str) -> Cursor | None:
 
 
 @runtime_checkable
-class Store(Protocol):
+class Store(JournalStore, Protocol):
     """The shared state. Every method is safe to call from many tasks, processes and (for
-    Redis) hosts at once; the atomic ones say so."""
+    Redis) hosts at once; the atomic ones say so. The stream journal's two methods
+    (``journal_append``, ``journal_read``) are declared in gateway/state/journal.py."""
 
     backend: str  # "sqlite" or "redis", for logs and /readyz
 
@@ -148,8 +150,8 @@ class Store(Protocol):
 
     async def prune(self, older_than: float | None = None) -> int:
         """Drop tasks not updated since ``older_than`` (default: now - retention.max_age)
-        and the oldest beyond retention.max_tasks, and expired relay/limit entries.
-        Returns how many tasks were dropped."""
+        and the oldest beyond retention.max_tasks, and expired relay/limit entries and
+        stream journals. Returns how many tasks were dropped."""
 
     async def seen_once(self, key: str, ttl: float) -> bool:
         """Atomically: True for the first caller offering ``key`` within ``ttl`` seconds,

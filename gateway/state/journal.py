@@ -5,12 +5,13 @@ its stream can be served what it missed (docs/streams.md, "Resuming a stream").
 Both stores implement it (gateway/state/sqlite_store.py, gateway/state/redis_store.py);
 the stream side (gateway/streams/journal.py) knows nothing of which one is in use.
 
-Sequence numbers start at 1 for a task and grow by one per distinct event. An event is
-*distinct* by its bytes: appending bytes the task's journal already holds returns the
-seq they were given then, and stores nothing. Two gateway streams of the same task (two
-subscribers, or a client's resumed stream beside the stream it left, which the gateway
-keeps reading) therefore write one journal between them, and a backend that repeats an
-event on re-attach does not repeat it to the client.
+Sequence numbers start at 1 for a task and grow by one per entry. Two gateway streams
+of the same task (two subscribers, or a client's resumed stream beside the stream it
+left, which the gateway keeps reading) read the same events from the backend, and must
+write one journal between them; so an append names the writer's *position* (the seq of
+its last event), and an event whose bytes equal an entry after that position is that
+entry, not a new one. Equal bytes before the position are a new event: an agent that
+sends the same status twice has sent two events, and both are journaled.
 """
 
 from __future__ import annotations
@@ -59,13 +60,17 @@ class JournalRead:
 @runtime_checkable
 class JournalStore(Protocol):
     async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
-                             terminal: bool, limits: JournalLimits) -> list[int]:
-        """Atomically (across processes and replicas): append each of ``events`` that the
-        task's journal does not hold yet (same bytes), and return each event's seq, in
-        order — a new one, or the one the same bytes were given before. Then drop the
-        oldest entries beyond ``limits.max_events`` / ``limits.max_bytes`` and set the
-        journal's expiry: ``limits.ttl`` from now when ``terminal`` (the task reached a
-        terminal state with these events; it stays so), else ``limits.idle_ttl``."""
+                             terminal: bool, limits: JournalLimits,
+                             after: int | None) -> list[int]:
+        """Atomically (across processes and replicas), each of ``events`` in order: when
+        an entry with a seq above the writer's position holds the same bytes, the first
+        such entry is the event (nothing is stored); else it is appended as a new entry.
+        The position starts at ``after`` (None: the journal's last seq before this call —
+        a stream that starts now matches only what is journaled from now on) and moves
+        to each event's seq. Returns each event's seq. Then drop the oldest entries
+        beyond ``limits.max_events`` / ``limits.max_bytes`` and set the journal's expiry:
+        ``limits.ttl`` from now when ``terminal`` (the task reached a terminal state with
+        these events; it stays so), else ``limits.idle_ttl``."""
 
     async def journal_read(self, tenant: str, task_id: str, after: int,
                            limit: int) -> JournalRead:

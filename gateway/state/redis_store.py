@@ -27,6 +27,9 @@ from gateway.state.base import (
     decode_token,
     encode_token,
 )
+from gateway.state.journal import JournalEntry, JournalLimits, JournalRead
+from gateway.state.journal_common import event_digest, held_first
+from gateway.state.redis_journal import APPEND, READ, eval_bytes, journal_keys
 from gateway.state.redis_lua import (
     CLAIM,
     DELETE,
@@ -80,6 +83,8 @@ class RedisStore:
         self._delete = self._redis.register_script(DELETE)
         self._claim = self._redis.register_script(CLAIM)
         self._take = self._redis.register_script(TAKE)
+        self._journal_append = self._redis.register_script(APPEND)
+        self._journal_read = self._redis.register_script(READ)
 
     async def _do(self, step: Any) -> Any:
         # redis-py types its commands as ``Awaitable[T] | T``; on the asyncio client they
@@ -158,7 +163,7 @@ class RedisStore:
                 break
             old = await self._do(self._redis.zrange(everything, 0, min(excess, _BATCH) - 1))
             dropped += int(await self._do(self._delete(args=[self.prefix, *old])))
-        return dropped  # relay and bucket keys expire by themselves
+        return dropped  # relay, bucket and journal keys expire by themselves
 
     # The relay's replay and spent-seal facts.
 
@@ -187,6 +192,30 @@ class RedisStore:
                                                    args=[repr(rate), repr(burst), repr(cost)]))
         wait = float(retry)
         return bool(int(allowed)), float("inf") if wait < 0 else wait
+
+    # The stream journal (gateway/state/redis_journal.py); its keys expire by themselves.
+
+    async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
+                             terminal: bool, limits: JournalLimits,
+                             after: int | None) -> list[int]:
+        args: list[Any] = [limits.max_events, limits.max_bytes, _ms(limits.ttl),
+                           _ms(limits.idle_ttl), int(terminal), "" if after is None else after]
+        for data in events:
+            args += [event_digest(data), data]
+        seqs = await self._do(self._journal_append(
+            keys=journal_keys(self.prefix, tenant, task_id), args=args))
+        return [int(seq) for seq in seqs]
+
+    async def journal_read(self, tenant: str, task_id: str, after: int,
+                           limit: int) -> JournalRead:
+        entries, _, head = journal_keys(self.prefix, tenant, task_id)
+        out = await self._do(eval_bytes(self._redis, self._journal_read, [entries, head],
+                                        [after, max(0, limit)]))
+        first, last, data = int(out[0]), int(out[1]), out[3:]
+        start = max(after + 1, first)
+        return JournalRead([JournalEntry(start + i, d) for i, d in enumerate(data)],
+                           held_first(first if first <= last else None, last), last,
+                           bool(out[2]))
 
     async def ping(self) -> None:
         await self._do(self._redis.ping())

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import structlog
 
 from gateway.config.state import RetentionConfig
+from gateway.state import sqlite_journal
 from gateway.state.base import (
     StoreError,
     TaskPage,
@@ -37,6 +38,7 @@ from gateway.state.base import (
     decode_token,
     encode_token,
 )
+from gateway.state.journal import JournalLimits, JournalRead
 from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
 
 log = structlog.get_logger("a2a_gateway.state")
@@ -141,7 +143,7 @@ def connect(path: str) -> sqlite3.Connection:
             if not memory:
                 db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            db.executescript(_SCHEMA)
+            db.executescript(_SCHEMA + sqlite_journal.SCHEMA)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open the SQLite store {path}: {exc}") from exc
     return db
@@ -153,10 +155,11 @@ _COLUMNS = "tenant, task_id, context_id, state, created_at, updated_at, owner, b
 class SqliteStore:
     backend = "sqlite"
 
-    def __init__(self, path: str = ":memory:",
-                 retention: RetentionConfig | None = None) -> None:
+    def __init__(self, path: str = ":memory:", retention: RetentionConfig | None = None,
+                 *, clock: Callable[[], float] = time.time) -> None:
         self.path = path
         self.retention = retention or RetentionConfig()
+        self._clock = clock  # the stream journal's expiry reads it (tests move it)
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-state")
         self._db: sqlite3.Connection | None = None
         # Small writes (a creation's record) on the loop's own connection when the lock
@@ -321,6 +324,7 @@ class SqliteStore:
             db.execute("DELETE FROM once WHERE expires <= ?", (now,))
             db.execute("DELETE FROM spent WHERE expires <= ?", (now,))
             db.execute("DELETE FROM buckets WHERE full_at <= ?", (now,))
+            sqlite_journal.prune(db, self._clock())
             return dropped
         return await self._run(self._tx, prune)
 
@@ -374,6 +378,21 @@ class SqliteStore:
                        (key, left, now, full_at))
             return allowed, retry_after
         return await self._run(self._tx, take)
+
+    # The stream journal (gateway/state/sqlite_journal.py).
+
+    async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
+                             terminal: bool, limits: JournalLimits, after: int | None) -> list[int]:
+        events = tuple(events)  # the caller's sequence is not read on another thread
+        return await self._run(self._tx, lambda db: sqlite_journal.append(
+            db, tenant, task_id, events, terminal, limits, after, self._clock()))
+
+    async def journal_read(self, tenant: str, task_id: str, after: int,
+                           limit: int) -> JournalRead:
+        def read() -> JournalRead:
+            assert self._db is not None
+            return sqlite_journal.read(self._db, tenant, task_id, after, limit, self._clock())
+        return await self._run(read)
 
     async def ping(self) -> None:
         def ping() -> None:

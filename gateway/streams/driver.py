@@ -20,17 +20,22 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+import structlog
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.egress.base import EventBatches
+from gateway.observability.metrics import HELD_STREAMS
 from gateway.observability.observe import finish
 from gateway.streams.deadline import Deadline
 from gateway.streams.events import FinalFlags, close_stream
 from gateway.streams.filters import Bounds, Chain, WrittenFirst
+from gateway.streams.journal import StreamJournal
 from gateway.streams.registry import Streams
 from gateway.streams.turns import Turn
 from translators.errors import A2AError, a2a_error
+
+log = structlog.get_logger("a2a_gateway.streams")
 
 
 @dataclass(slots=True)
@@ -44,6 +49,7 @@ class StreamPlan:
     bounds: Bounds
     final_flags: FinalFlags | None
     written_first: WrittenFirst | None
+    journal: StreamJournal | None = None  # SSE streams with the journal on
 
 
 R = TypeVar("R", covariant=True)
@@ -57,8 +63,9 @@ class Sink(Protocol[R]):
     opened: bool  # something has been written: an error is now the stream's last event
     answers_early_drain: bool  # a shutdown before the first event is answered as an error
 
-    def frame(self, item: pb.StreamResponse, final: bool) -> None:
-        """Frame ``item`` (``final``: its v0.3 `final` flag) to be written."""
+    def frame(self, item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
+        """Frame ``item`` (``final``: its v0.3 `final` flag; ``event_id``: its SSE id, when
+        journaled) to be written."""
         ...
 
     async def flush(self, due: bool) -> None:
@@ -119,6 +126,8 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                     # The client's doing (gone, or too slow), or the shutdown's: not the
                     # backend call's, whose span and slots end as after its last event.
                     left = exc
+                    if isinstance(exc, _ClientGone) and _holds(plan, streams):
+                        await _hold(call, plan, turn, streams)
                 finally:
                     await close_stream(plan.reads)
             if left is not None:
@@ -158,12 +167,77 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     return sink.result()
 
 
+def _holds(plan: StreamPlan, streams: Streams | None) -> bool:
+    """Whether a stream whose client went away is read on: its task journaled and not
+    ended, a hold configured, the gateway not shutting down."""
+    journal = plan.journal
+    return (journal is not None and journal.config.hold > 0 and bool(journal.task_id)
+            and not journal.terminal and not journal.broken
+            and not (streams is not None and streams.draining))
+
+
+async def _hold(call: Call, plan: StreamPlan, turn: Turn, streams: Streams | None) -> None:
+    """Read the backend's stream on into the journal, for `state.journal.hold` seconds at
+    most (and the stream's own bounds), so that a client that comes back with its last
+    id gets what the backend sent meanwhile. Ends quietly: the client is gone."""
+    assert plan.journal is not None
+    HELD_STREAMS.inc()
+    try:
+        async with asyncio.timeout(plan.journal.config.hold):
+            await _pump(call, plan, _NoClient(), turn, None)
+    except asyncio.CancelledError:
+        if streams is None or not streams.draining:
+            raise
+        asyncio.current_task().uncancel()  # type: ignore[union-attr]
+    except Exception as exc:  # the backend's error or timeout: nobody to tell
+        log.info("held stream ended", task_id=plan.journal.task_id[:64],
+                 reason=type(exc).__name__)
+
+
+class _NoClient:
+    """The sink of a held stream: its events go only to the journal."""
+
+    each_event = False
+    opened = True
+    answers_early_drain = False
+
+    def frame(self, item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
+        pass
+
+    async def flush(self, due: bool) -> None:
+        pass
+
+    async def fail(self, err: A2AError) -> None:
+        pass
+
+    async def finish(self) -> None:
+        pass
+
+    def drop(self) -> None:
+        pass
+
+    def result(self) -> None:
+        return None
+
+
 async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                 write_timeout: float | None) -> None:
     loop = asyncio.get_running_loop()
     reads, chain, bounds, flags = plan.reads, plan.chain, plan.bounds, plan.final_flags
     gate = plan.written_first
     each = sink.each_event
+    journal = plan.journal
+    pending: list[pb.StreamResponse] = []  # filtered, to be journaled before they are framed
+
+    async def journaled() -> None:
+        """The events filtered since the last write, in the journal, then framed with
+        their ids (the store first: an event a client has seen can be resumed after)."""
+        assert journal is not None
+        framed = await journal.record(pending)
+        pending.clear()
+        for out, event_id in framed:
+            sink.frame(out, flags is not None and flags.flag(out), event_id)
+
     outcome = call.ctx.outcome
     started = time.monotonic()
     first = True
@@ -199,6 +273,8 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                         head = False
                     elif turn.over():
                         # The others' turn; what is framed may wait for the next write.
+                        if pending:
+                            await journaled()
                         phase = _WRITING
                         if write_timeout is not None:
                             deadline.arm(write_timeout)
@@ -208,13 +284,18 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                         phase = _FILTERING
                     if gate is not None and not gate.done:
                         await gate.before(item)
-                    for out in chain.event(item):
-                        sink.frame(out, flags is not None and flags.flag(out))
+                    if journal is None:
+                        for out in chain.event(item):
+                            sink.frame(out, flags is not None and flags.flag(out))
+                    else:
+                        pending.extend(chain.event(item))
                     if each:
                         phase = _WRITING
                         await sink.flush(True)
                         phase = _FILTERING
                 # One write per read (or per turn's worth of events), not one per event.
+                if pending:
+                    await journaled()
                 phase = _WRITING
                 if write_timeout is not None:
                     deadline.arm(write_timeout)
@@ -223,8 +304,12 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                 if turn.over():
                     await turn.pass_on()
             phase = _FILTERING
-            for out in await chain.end():
-                sink.frame(out, flags is not None and flags.flag(out))
+            if journal is None:
+                for out in await chain.end():
+                    sink.frame(out, flags is not None and flags.flag(out))
+            else:
+                pending.extend(await chain.end())
+                await journaled()
             if flags is not None and flags.unended is not None:
                 sink.frame(flags.unended, True)  # the backend closed after it: final
             phase = _WRITING
@@ -241,6 +326,8 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
     except A2AError as err:
         if phase != _WRITING:
             outcome.backend_error = err.kind.reason
+            if pending:
+                await journaled()
             await sink.flush(True)  # the events before the error go first
         raise
     except ConnectionError:

@@ -5,6 +5,9 @@ the client needs v0.3 `final` flags."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
+
+from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.egress.base import Backend
@@ -17,20 +20,39 @@ from gateway.streams.filters import (
     WrittenFirst,
     final_flags,
 )
+from gateway.streams.journal import Journals, resumed_reads
 from gateway.streams.v03_repair import SettledEnd, v03_reads
 from gateway.tasks.index import TaskIndex
+from translators import operations as ops
 from translators.versions import V03
 
 
-def plan_stream(call: Call, backend: Backend, tasks: TaskIndex) -> StreamPlan:
+def plan_stream(call: Call, backend: Backend, tasks: TaskIndex,
+                journals: Journals | None = None) -> StreamPlan:
     v03_backend = backend.config.version == V03
+    journal = journals.open(call) if journals is not None else None
+    resumed = journal is not None and journal.resumed
+    if journal is None or not journal.resumed:
+        reads = v03_reads(backend, call, backend.stream(call))
+    else:
+        # A stream call retried with the id of its last event resumes that task: its
+        # message is not sent again.
+        upstream = call if call.op.name == ops.SUBSCRIBE else Call(
+            ops.BY_NAME[ops.SUBSCRIBE], pb.SubscribeToTaskRequest(id=journal.task_id),
+            call.ctx, call.dialect, call.backend_card)
+        check: Callable[[], Awaitable[None] | None] = (
+            (lambda: None) if upstream is call else (lambda: tasks.admitting(upstream)))
+        reads = resumed_reads(journal, check,
+                              v03_reads(backend, upstream, backend.stream(upstream)))
     filters: list[StreamFilter] = []
     if v03_backend:
         filters.append(SettledEnd(backend, call))  # its end settled (reference §3.8)
     filters.append(Counted(call, tasks))  # after the repairs: what the client gets
     return StreamPlan(
-        reads=v03_reads(backend, call, backend.stream(call)),
+        reads=reads,
         chain=Chain(filters),
         bounds=Bounds(backend.config, asyncio.get_running_loop().time()),
         final_flags=final_flags(call),
-        written_first=WrittenFirst(call, tasks) if tasks.creates(call) else None)
+        written_first=WrittenFirst(call, tasks) if tasks.creates(call) and not resumed
+        else None,
+        journal=journal)

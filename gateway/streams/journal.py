@@ -1,0 +1,308 @@
+"""A stream's journal (docs/streams.md, "Resuming a stream"): every event the gateway
+forwards on an SSE stream is appended to its task's journal in the state store before
+it is written, and goes out with an SSE `id:` naming the task and its place there. A
+client that reconnects with `Last-Event-ID` gets what the journal holds after that id,
+then the backend's live events (the gateway subscribes again upstream); a client whose
+id the journal no longer holds gets the task's current state, marked as a gap.
+
+The store numbers a task's events, and an event equal to one journaled after the
+writer's position is that one (gateway/state/journal.py): two streams of one task write
+one journal, and what a resumed stream reads again is not journaled twice. Here,
+per stream, :class:`StreamJournal` turns the store's numbers into what the client gets:
+each event once, in the journal's order, including the events another stream of the
+same task journaled in between (a client's stream that it left, which the gateway keeps
+reading for `state.journal.hold` seconds).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+
+import structlog
+from a2a.types import a2a_pb2 as pb
+
+from gateway.call import Call
+from gateway.config.state import JournalConfig
+from gateway.egress.base import EventBatches
+from gateway.observability.metrics import JOURNAL_FAILURES, RESUMED_EVENTS, RESUMES
+from gateway.state import StoreError
+from gateway.state.journal import JournalStore
+from gateway.streams.events import close_stream
+from gateway.tasks.index import task_of as task_named
+from translators.dialects.grpc import GRPC
+from translators.errors import a2a_error
+from translators.vocabulary import TERMINAL
+
+log = structlog.get_logger("a2a_gateway.streams")
+
+# The Task metadata key that marks a snapshot sent in place of events the journal could
+# not serve (documented in docs/streams.md; a JSON object saying why).
+GAP_KEY = "a2a-gateway/gap"
+
+Framed = list[tuple[pb.StreamResponse, str | None]]  # events and their SSE ids
+
+
+def cursor(task_id: str, seq: int) -> str:
+    """The SSE id of a task's ``seq``-th journaled event: opaque to clients."""
+    raw = f"{seq}:{task_id}".encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def read_cursor(text: str | None) -> tuple[str, int] | None:
+    """The task and seq an SSE id names; None for anything this gateway did not make."""
+    if not text or len(text) > 2048:
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode()
+        seq, _, task_id = raw.partition(":")
+        number = int(seq)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+    if number < 0 or not task_id:
+        return None
+    return task_id, number
+
+
+def task_of(item: pb.StreamResponse) -> tuple[str, bool]:
+    """The task an event is about ("" for none) and whether it says the task ended."""
+    kind = item.WhichOneof("payload")
+    if kind == "status_update":
+        update = item.status_update
+        return update.task_id, update.status.state in TERMINAL
+    if kind == "artifact_update":
+        return item.artifact_update.task_id, False
+    if kind == "task":
+        return item.task.id, item.task.status.state in TERMINAL
+    if kind == "message":
+        return item.message.task_id, False
+    return "", False
+
+
+class StreamJournal:
+    """One SSE stream's side of its task's journal. Events of no task (a plain Message
+    answer) are neither journaled nor given an id."""
+
+    __slots__ = ("after", "batch", "broken", "config", "gap", "last_state", "limits", "resumed",
+                 "sent", "store", "task_id", "tenant", "terminal")
+
+    def __init__(self, store: JournalStore, tenant: str, config: JournalConfig,
+                 resume: tuple[str, int] | None = None) -> None:
+        self.store, self.tenant, self.config = store, tenant, config
+        self.limits = config.limits()
+        self.batch = config.replay_batch
+        self.task_id = resume[0] if resume is not None else ""
+        # The highest seq the client has; -1 until the stream's first journaled event
+        # sets it (a new stream starts where the journal is, not at its beginning).
+        self.sent = resume[1] if resume is not None else -1
+        self.resumed = resume is not None
+        # Where this stream is in the journal as a writer: the seq of the last event its
+        # backend sent (the store matches equal events after it: the same event another
+        # stream of the task journaled first). None until the first append.
+        self.after: int | None = resume[1] if resume is not None else None
+        self.gap = False  # the journal could not continue from the client's id
+        self.terminal = False  # the journal's task has ended
+        self.broken = False  # the store failed: the rest of the stream goes without ids
+        self.last_state = -1  # the task state the client last got (see snapshot())
+
+    async def record(self, items: Sequence[pb.StreamResponse]) -> Framed:
+        """``items`` journaled, as the client gets them: each with its id, in the
+        journal's order, the ones it has already left out, the ones another stream of
+        the task journaled in between put in."""
+        if self.broken:
+            return [(item, None) for item in items]
+        datas: list[bytes] = []
+        ours: list[bool] = []
+        terminal = False
+        for item in items:
+            task_id, ends = task_of(item)
+            if task_id and not self.task_id:
+                self.task_id = task_id
+            mine = bool(task_id) and task_id == self.task_id
+            ours.append(mine)
+            if mine:
+                datas.append(item.SerializeToString(deterministic=True))
+                terminal = terminal or ends
+        if not datas:
+            return [(item, None) for item in items]
+        try:
+            seqs = await self.store.journal_append(self.tenant, self.task_id, datas,
+                                                   terminal, self.limits, self.after)
+        except StoreError as exc:
+            self._broke(exc)
+            return [(item, None) for item in items]
+        self.terminal = self.terminal or terminal
+        self.after = seqs[-1]
+        framed: Framed = []
+        numbers = iter(seqs)
+        for item, mine in zip(items, ours, strict=True):
+            if not mine:
+                framed.append((item, None))
+                continue
+            seq = next(numbers)
+            if self.sent < 0:
+                self.sent = seq - 1
+            if seq <= self.sent:
+                continue  # the client has it already
+            if seq > self.sent + 1:
+                framed.extend(await self._between(seq - 1))
+            framed.append((item, self._sent(item, seq)))
+        return framed
+
+    def _sent(self, item: pb.StreamResponse, seq: int) -> str:
+        self.sent = seq
+        self._saw(item)
+        return cursor(self.task_id, seq)
+
+    def _saw(self, item: pb.StreamResponse) -> None:
+        if item.HasField("status_update"):
+            self.last_state = item.status_update.status.state
+        elif item.HasField("task"):
+            self.last_state = item.task.status.state
+
+    async def _between(self, upto: int) -> Framed:
+        """The events another stream journaled after the client's last one, up to
+        ``upto``: the client gets them first, in order."""
+        framed: Framed = []
+        while self.sent < upto:
+            try:
+                read = await self.store.journal_read(self.tenant, self.task_id, self.sent,
+                                                     min(self.batch, upto - self.sent))
+            except StoreError as exc:
+                self._broke(exc)
+                break
+            if not read.entries:
+                break
+            for entry in read.entries:
+                if entry.seq > upto:
+                    break
+                item = pb.StreamResponse.FromString(entry.data)
+                framed.append((item, self._sent(item, entry.seq)))
+            else:
+                continue
+            break
+        self.sent = max(self.sent, upto)
+        return framed
+
+    def _broke(self, exc: StoreError) -> None:
+        self.broken = True
+        JOURNAL_FAILURES.inc()
+        log.warning("stream journal unavailable: the stream goes on without ids",
+                    task_id=self.task_id[:64], error=str(exc))
+
+    async def replay(self) -> AsyncIterator[list[pb.StreamResponse]]:
+        """A resumed stream's journaled events after the client's id, in batches (they
+        are journaled again on their way out, which gives back their own ids). Sets
+        :attr:`gap` when the journal cannot continue from that id."""
+        after = self.sent
+        replayed = 0
+        await self._state_at(after)
+        while True:
+            try:
+                read = await self.store.journal_read(self.tenant, self.task_id, after,
+                                                     self.batch)
+            except StoreError as exc:
+                self._broke(exc)
+                self.gap = True
+                break
+            if after == self.sent and read.lost_after(after):
+                self.gap = True
+                self.sent = read.last  # the snapshot stands for what was lost
+                break
+            self.terminal = read.terminal
+            if not read.entries:
+                break
+            after = read.entries[-1].seq
+            replayed += len(read.entries)
+            yield [pb.StreamResponse.FromString(entry.data) for entry in read.entries]
+        RESUMES.labels("gap" if self.gap else "replayed").inc()
+        RESUMED_EVENTS.inc(replayed)
+
+    async def _state_at(self, seq: int) -> None:
+        """The task state the client had at its id: the last status among the
+        `replay_batch` entries up to it (none found: unknown, and the snapshot goes out)."""
+        if seq <= 0:
+            return
+        start = max(0, seq - self.batch)
+        try:
+            read = await self.store.journal_read(self.tenant, self.task_id, start, seq - start)
+        except StoreError:
+            return  # replay() meets the same failure and says so
+        for entry in read.entries:
+            if entry.seq <= seq:
+                self._saw(pb.StreamResponse.FromString(entry.data))
+
+    def snapshot(self, item: pb.StreamResponse) -> pb.StreamResponse | None:
+        """What becomes of the Task a resumed stream's upstream subscribe starts with:
+        nothing when the task is in the state the client last got (the journal has told
+        it what happened), else the Task marked as a gap (the client missed what changed
+        it)."""
+        task = item.task
+        if not self.gap and task.status.state == self.last_state:
+            return None
+        marked = pb.StreamResponse()
+        marked.CopyFrom(item)
+        reason = ("the journal no longer holds the events after the client's id" if self.gap
+                  else "events the gateway did not see (no stream held them)")
+        marked.task.metadata[GAP_KEY] = {"reason": reason}
+        return marked
+
+
+async def resumed_reads(journal: StreamJournal, check: Callable[[], Awaitable[None] | None],
+                        upstream: EventBatches) -> EventBatches:
+    """A resumed stream's reads: the journal after the client's id, then (unless the
+    task has ended) the backend's subscribe, whose leading Task is kept only as a gap's
+    snapshot (:meth:`StreamJournal.snapshot`). ``check``: the ownership check of a
+    retried stream call that resumes its task (a subscribe's own stages made it)."""
+    try:
+        waiting = check()
+        if waiting is not None:
+            await waiting
+        async for replayed in journal.replay():
+            yield replayed
+        if journal.terminal and not journal.gap:
+            return
+        first = True
+        async for events in upstream:
+            if first:
+                first = False
+                head = list(events)
+                if head and head[0].HasField("task"):
+                    kept = journal.snapshot(head[0])
+                    head = head[1:] if kept is None else [kept, *head[1:]]
+                yield head
+                continue
+            yield events
+    finally:
+        await close_stream(upstream)
+
+
+class Journals:
+    """Each SSE stream's journal, from the state store and `state.journal`; none for gRPC
+    clients (no SSE ids to give them yet), without a store, or with the journal off."""
+
+    __slots__ = ("config", "store")
+
+    def __init__(self, store: JournalStore | None, config: JournalConfig) -> None:
+        self.store = store if config.enabled else None
+        self.config = config
+
+    def open(self, call: Call) -> StreamJournal | None:
+        """The call's journal, resuming from the client's `Last-Event-ID` when it names
+        one (InvalidParamsError for an id this gateway did not make, or one of another
+        task than the subscribe's)."""
+        if self.store is None or call.ctx.facts.binding == GRPC:
+            return None
+        text = call.ctx.facts.resume_from
+        if not text:
+            return StreamJournal(self.store, call.ctx.tenant or "", self.config)
+        resume = read_cursor(text)
+        if resume is None:
+            raise a2a_error("InvalidParamsError", "Last-Event-ID was not made by this "
+                            "gateway (an id of one of its SSE events is expected)")
+        named = task_named(call)
+        if named and named != resume[0]:
+            raise a2a_error("InvalidParamsError", f"Last-Event-ID names task "
+                            f"{resume[0][:64]!r}, not {named[:64]!r}")
+        return StreamJournal(self.store, call.ctx.tenant or "", self.config, resume)

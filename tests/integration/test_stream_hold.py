@@ -1,0 +1,153 @@
+"""A client that leaves a stream and comes back (docs/streams.md, "Resuming a stream"):
+the gateway reads the backend on into the journal while the client is away, and the
+client's `Last-Event-ID` gets it what it missed, once, in order, with the ids it would
+have had. One process: a v1.0 JSON-RPC backend the test paces, the gateway, the client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from gateway.config.models import parse_config
+from gateway.server.app import Server
+from tests.support.helpers import free_port, serving
+from tests.support.waiting import wait_until
+
+V10 = {"A2A-Version": "1.0"}
+SEND = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": {
+    "messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}}}
+
+
+def _event(i: int) -> dict[str, Any]:
+    return {"artifactUpdate": {"taskId": "t1", "contextId": "c1", "artifact": {
+        "artifactId": "a", "parts": [{"text": f"chunk {i}"}]}}}
+
+
+def _status(state: str) -> dict[str, Any]:
+    return {"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": {"state": state}}}
+
+
+class _Agent:
+    """Streams a working status and chunks 0-2, waits for :attr:`go`, then chunks 3-5 and
+    completed; a subscribe gets the completed Task. Counts the messages it got."""
+
+    def __init__(self) -> None:
+        self.go = asyncio.Event()
+        self.sent_all = asyncio.Event()
+        self.messages = 0
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/", self.rpc)
+        return app
+
+    async def rpc(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+
+        async def send(result: dict[str, Any]) -> None:
+            frame = {"jsonrpc": "2.0", "id": body["id"], "result": result}
+            await response.write(f"data: {json.dumps(frame)}\n\n".encode())
+
+        if body["method"] == "SendStreamingMessage":
+            self.messages += 1
+            await send(_status("TASK_STATE_WORKING"))
+            for i in range(3):
+                await send(_event(i))
+            await self.go.wait()
+            for i in range(3, 6):
+                await send(_event(i))
+            await send(_status("TASK_STATE_COMPLETED"))
+            self.sent_all.set()
+        else:  # SubscribeToTask
+            await send({"task": {"id": "t1", "contextId": "c1",
+                                 "status": {"state": "TASK_STATE_COMPLETED"}}})
+        await response.write_eof()
+        return response
+
+
+@contextlib.asynccontextmanager
+async def _gateway(agent: _Agent) -> AsyncIterator[tuple[str, Server]]:
+    async with serving(agent.app()) as base:
+        port = free_port()
+        server = Server(parse_config({
+            "listen": {"http": f"127.0.0.1:{port}"}, "state": {"path": ":memory:"},
+            "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
+                                          "precheck": False}}}}))
+        await server.start()
+        try:
+            yield f"http://127.0.0.1:{port}/", server
+        finally:
+            await server.stop()
+
+
+def _events(text: str) -> list[tuple[str | None, dict[str, Any]]]:
+    """(id, JSON-RPC result) of each SSE event; the `retry:` field is checked apart."""
+    out = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "data" in fields:
+            out.append((fields.get("id"), json.loads(fields["data"])["result"]))
+    return out
+
+
+def _chunk(result: dict[str, Any]) -> str:
+    if "artifactUpdate" in result:
+        return str(result["artifactUpdate"]["artifact"]["parts"][0]["text"])
+    return str(result["statusUpdate"]["status"]["state"])
+
+
+async def test_a_client_that_left_gets_what_the_agent_sent_meanwhile() -> None:
+    agent = _Agent()
+    async with _gateway(agent) as (url, server), aiohttp.ClientSession() as http:
+        async with http.post(url, json=SEND, headers=V10) as resp:
+            head = b""
+            while head.count(b"\n\n") < 4:  # the status and three chunks
+                head += await resp.content.readany()
+        # The client is gone; the agent goes on.
+        assert b"retry: 1000\n" in head.split(b"\n\n")[0]
+        got = _events(head.decode())
+        assert [_chunk(r) for _, r in got] == ["TASK_STATE_WORKING", "chunk 0", "chunk 1",
+                                               "chunk 2"]
+        agent.go.set()
+        await asyncio.wait_for(agent.sent_all.wait(), 10)
+        last_id = got[-1][0]
+        assert last_id is not None
+        resume = {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask",
+                  "params": {"id": "t1"}}
+
+        # The held stream journals the rest as the agent sends it: resume once it has.
+        store = server.store
+        assert store is not None
+
+        async def journaled_all() -> bool:
+            return (await store.journal_read("q", "t1", 0, 100)).terminal
+
+        await wait_until(journaled_all, "the held stream journaled the task's end")
+        async with http.post(url, json=resume,
+                             headers={**V10, "Last-Event-ID": last_id}) as again:
+            text = await again.text()
+    rest = _events(text)
+    assert [_chunk(r) for _, r in rest] == ["chunk 3", "chunk 4", "chunk 5",
+                                            "TASK_STATE_COMPLETED"]
+    ids = [i for i, _ in got + rest]
+    assert len(set(ids)) == len(ids) == 8  # every event an id, none twice
+    assert agent.messages == 1  # nothing was sent to the agent again
+
+
+async def test_an_id_the_gateway_did_not_make_is_invalid_params() -> None:
+    agent = _Agent()
+    async with _gateway(agent) as (url, _), aiohttp.ClientSession() as http:
+        resume = {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": "t1"}}
+        async with http.post(url, json=resume,
+                             headers={**V10, "Last-Event-ID": "not-ours"}) as resp:
+            body = await resp.json()
+    assert body["error"]["code"] == -32602
+    assert "Last-Event-ID" in body["error"]["message"]

@@ -1,0 +1,169 @@
+"""The stream side of the journal (gateway/streams/journal.py) on a real SQLite store:
+ids, what a client gets once and in order, resume, gaps, and the snapshot rule."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+
+from gateway.config.state import JournalConfig
+from gateway.state.sqlite_store import SqliteStore
+from gateway.streams.journal import (
+    GAP_KEY,
+    StreamJournal,
+    cursor,
+    read_cursor,
+    resumed_reads,
+)
+
+W, DONE = pb.TaskState.TASK_STATE_WORKING, pb.TaskState.TASK_STATE_COMPLETED
+
+
+def chunk(i: int, task: str = "t1") -> pb.StreamResponse:
+    return pb.StreamResponse(artifact_update=pb.TaskArtifactUpdateEvent(
+        task_id=task, context_id="c", artifact=pb.Artifact(
+            artifact_id="a", parts=[pb.Part(text=f"chunk {i}")])))
+
+
+def status(state: int, task: str = "t1") -> pb.StreamResponse:
+    return pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+        task_id=task, context_id="c", status=pb.TaskStatus(state=state)))  # type: ignore[arg-type]
+
+
+def texts(framed: list[tuple[pb.StreamResponse, str | None]]) -> list[str]:
+    out = []
+    for item, _ in framed:
+        if item.HasField("artifact_update"):
+            out.append(item.artifact_update.artifact.parts[0].text)
+        elif item.HasField("status_update"):
+            out.append(pb.TaskState.Name(item.status_update.status.state))
+        else:
+            out.append(item.WhichOneof("payload") or "")
+    return out
+
+
+@pytest.fixture
+async def store(tmp_path: Path) -> AsyncIterator[SqliteStore]:
+    store = SqliteStore(str(tmp_path / "state.db"))
+    yield store
+    await store.close()
+
+
+def test_a_cursor_names_its_task_and_place_and_nothing_else_reads_as_one() -> None:
+    assert read_cursor(cursor("task:with:colons", 42)) == ("task:with:colons", 42)
+    for bad in ("", "!!", "bm90LWEtbnVtYmVy", cursor("", 3), "x" * 5000):
+        assert read_cursor(bad) is None
+
+
+async def test_each_event_gets_the_next_id_and_an_event_sent_twice_goes_out_twice(
+        store: SqliteStore) -> None:
+    journal = StreamJournal(store, "ten", JournalConfig())
+    first = await journal.record([status(W), chunk(0)])
+    assert [read_cursor(i) for _, i in first] == [("t1", 1), ("t1", 2)]
+    again = await journal.record([chunk(0), status(W)])  # the agent said it again
+    assert texts(again) == ["chunk 0", "TASK_STATE_WORKING"]
+    assert [read_cursor(i) for _, i in again] == [("t1", 3), ("t1", 4)]
+
+
+async def test_a_message_of_no_task_goes_out_without_an_id(store: SqliteStore) -> None:
+    journal = StreamJournal(store, "ten", JournalConfig())
+    reply = pb.StreamResponse(message=pb.Message(message_id="m", role=pb.Role.ROLE_AGENT))
+    assert await journal.record([reply]) == [(reply, None)]
+
+
+async def test_two_streams_of_a_task_write_one_journal(store: SqliteStore) -> None:
+    mine = StreamJournal(store, "ten", JournalConfig())
+    await mine.record([status(W)])
+    other = StreamJournal(store, "ten", JournalConfig(), ("t1", 1))  # resumed beside it
+    await other.record([chunk(0), chunk(0)])
+    framed = await mine.record([chunk(0), chunk(0), chunk(1)])
+    assert texts(framed) == ["chunk 0", "chunk 0", "chunk 1"]
+    assert [read_cursor(i)[1] for _, i in framed if i] == [2, 3, 4]  # type: ignore[index]
+
+
+async def test_events_another_stream_of_the_task_journaled_come_first_in_order(
+        store: SqliteStore) -> None:
+    mine = StreamJournal(store, "ten", JournalConfig())
+    await mine.record([status(W)])
+    other = StreamJournal(store, "ten", JournalConfig(), ("t1", 1))
+    await other.record([chunk(0), chunk(1)])  # what mine's backend never sent it
+    framed = await mine.record([chunk(2)])
+    assert texts(framed) == ["chunk 0", "chunk 1", "chunk 2"]
+    assert [read_cursor(i)[1] for _, i in framed if i] == [2, 3, 4]  # type: ignore[index]
+
+
+async def test_a_resumed_stream_replays_after_its_id_then_drops_the_current_snapshot(
+        store: SqliteStore) -> None:
+    live = StreamJournal(store, "ten", JournalConfig())
+    sent = await live.record([status(W), chunk(0), chunk(1), chunk(2)])
+    last_seen = sent[1][1]  # the client got the status and chunk 0
+    resume = read_cursor(last_seen)
+    assert resume is not None
+    back = StreamJournal(store, "ten", JournalConfig(), resume)
+    snapshot = pb.StreamResponse(task=pb.Task(id="t1", context_id="c",
+                                              status=pb.TaskStatus(state=W)))
+
+    async def upstream() -> AsyncIterator[list[pb.StreamResponse]]:
+        yield [snapshot, chunk(3)]
+        yield [status(DONE)]
+
+    got = []
+    async for batch in resumed_reads(back, lambda: None, upstream()):
+        got.extend(await back.record(list(batch)))
+    assert texts(got) == ["chunk 1", "chunk 2", "chunk 3", "TASK_STATE_COMPLETED"]
+    assert [read_cursor(i)[1] for _, i in got] == [3, 4, 5, 6]  # type: ignore[index]
+    assert back.terminal
+
+
+async def test_an_id_the_journal_no_longer_holds_gets_the_task_marked_as_a_gap(
+        store: SqliteStore) -> None:
+    config = JournalConfig(max_events=2)
+    live = StreamJournal(store, "ten", config)
+    sent = await live.record([status(W), chunk(0), chunk(1), chunk(2)])
+    resume = read_cursor(sent[0][1])
+    assert resume is not None
+    back = StreamJournal(store, "ten", config, resume)
+    snapshot = pb.StreamResponse(task=pb.Task(id="t1", context_id="c",
+                                              status=pb.TaskStatus(state=W)))
+
+    async def upstream() -> AsyncIterator[list[pb.StreamResponse]]:
+        yield [snapshot]
+
+    got = []
+    async for batch in resumed_reads(back, lambda: None, upstream()):
+        got.extend(await back.record(list(batch)))
+    assert back.gap and len(got) == 1
+    task = got[0][0].task
+    assert task.id == "t1" and "no longer holds" in task.metadata[GAP_KEY]["reason"]
+    assert read_cursor(got[0][1]) == ("t1", 5)  # after everything the journal had
+
+
+async def test_a_finished_task_is_replayed_without_subscribing_again(store: SqliteStore) -> None:
+    live = StreamJournal(store, "ten", JournalConfig())
+    sent = await live.record([status(W), chunk(0), status(DONE)])
+    resume = read_cursor(sent[0][1])
+    assert resume is not None
+    back = StreamJournal(store, "ten", JournalConfig(), resume)
+    opened = False
+
+    async def upstream() -> AsyncIterator[list[pb.StreamResponse]]:
+        nonlocal opened
+        opened = True
+        yield []
+
+    got = []
+    async for batch in resumed_reads(back, lambda: None, upstream()):
+        got.extend(await back.record(list(batch)))
+    assert texts(got) == ["chunk 0", "TASK_STATE_COMPLETED"] and not opened
+
+
+async def test_tenants_do_not_share_a_journal(store: SqliteStore) -> None:
+    a = StreamJournal(store, "a", JournalConfig())
+    await a.record([status(W), chunk(0)])
+    resume = ("t1", 0)
+    other = StreamJournal(store, "b", JournalConfig(), resume)
+    replayed = [item async for batch in other.replay() for item in batch]
+    assert replayed == [] and other.gap is False
