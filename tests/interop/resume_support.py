@@ -196,11 +196,12 @@ def chunk_number(text: str) -> int:
     return int(match.group(1))
 
 
-def assert_invalid_params(dialect: Dialect, stream: SseStream) -> None:
-    """The call was refused with InvalidParams, as the client's dialect says it: JSON-RPC
-    -32602 (HTTP 200, a plain JSON answer: an error before any event is no stream);
-    v1.0 REST 400 INVALID_ARGUMENT with reason INVALID_PARAMS; v0.3 REST 422, the status
-    a2a-sdk 0.3.x gives InvalidParams (translators/errors.py, reference §7.2)."""
+async def assert_invalid_params(dialect: Dialect, stream: SseStream) -> None:
+    """The call was refused with InvalidParams, as the client's dialect says it (docs/
+    streams.md): JSON-RPC -32602 with HTTP 200, for v1.0 a plain JSON answer, for v0.3 a
+    stream of that one error line (the a2a-sdk 0.3 clients read a streaming method's answer
+    as SSE only); v1.0 REST 400 INVALID_ARGUMENT with reason INVALID_PARAMS; v0.3 REST
+    422, the status a2a-sdk 0.3.x gives InvalidParams (translators/errors.py, §7.2)."""
     answer = stream.answer
     if dialect.rest:
         expected = 400 if dialect.version == "1.0" else 422
@@ -213,10 +214,15 @@ def assert_invalid_params(dialect: Dialect, stream: SseStream) -> None:
             assert answer.body["message"], answer
         return
     assert answer.status == 200, answer
-    body = answer.body
-    assert not stream.is_sse and isinstance(body, dict), answer
+    if dialect.version == "0.3":
+        seen = await read(stream, dialect)
+        assert [(event.id, step.kind) for event, step in seen] == [(None, "error")], [
+            event for event, _ in seen]
+        body = seen[0][1].raw
+    else:
+        assert not stream.is_sse, answer
+        body = answer.body
     assert body["error"]["code"] == -32602, body
-
 
 def gateway_config(path: Path, port: int, agent_jsonrpc: int, state: dict[str, Any]) -> Path:
     """A gateway of the test's own on ``port`` with one tenant `t`, the v1.0 SDK agent

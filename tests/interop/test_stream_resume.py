@@ -141,7 +141,7 @@ async def test_a_last_event_id_the_gateway_did_not_make_is_invalid_params(
     for bad in ("not-an-id-of-ours", other_id):
         verb, url, body = dialect.subscribe(base, live_task)
         async with SseStream(http, verb, url, body=body, headers=dialect.headers(bad)) as sub:
-            assert_invalid_params(dialect, sub)
+            await assert_invalid_params(dialect, sub)
 
 
 async def test_a_retried_send_with_a_foreign_id_is_invalid_params_and_sends_nothing(
@@ -151,7 +151,7 @@ async def test_a_retried_send_with_a_foreign_id_is_invalid_params_and_sends_noth
     verb, url, body = J10.send(base, "stream: 2", context_id, new_id())
     async with SseStream(http, verb, url, body=body,
                          headers=J10.headers("not-an-id-of-ours")) as stream:
-        assert_invalid_params(J10, stream)
+        await assert_invalid_params(J10, stream)
     listed = await rpc10(http, base, "ListTasks", {"contextId": context_id})
     assert listed["tasks"] == [], listed
 
@@ -221,6 +221,10 @@ async def replayed_events(http: aiohttp.ClientSession, root: str) -> int | None:
     return int(float(match.group(1))) if match else None
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "gateway bug: StreamJournal.snapshot() drops the resubscribe's leading Task when its state "
+    "equals the client's last one, though its artifacts hold chunks the client never got "
+    "(emitted while no gateway held the stream): they are lost, not sent as a gap"))
 async def test_a_stream_resumes_on_the_same_gateway_restarted(
         deployment: Deployment, http: aiohttp.ClientSession, tmp_path: Path,
         record_property: Any) -> None:
@@ -242,20 +246,21 @@ async def test_a_stream_resumes_on_the_same_gateway_restarted(
             rest = await resume(again, J10, J10.subscribe(base, first[0][1].task_id),
                                 first[-1][0].id)
             replayed = await replayed_events(again, root)
-    assert_journaled(first)
-    assert all(event.id for event, _ in rest), wire(rest)
-    assert rest[-1][1].shape == ("status", "completed", None), wire(rest)
     got = [chunk_number(c) for c in chunks(first + rest)]
-    assert got == sorted(set(got)), (wire(first), wire(rest))
     gaps = [step for _, step in rest if step.gap() is not None]
     covered = {chunk_number(c) for step in gaps for c in snapshot_chunks(step)}
     missing = sorted(set(range(n)) - set(got))
-    assert set(missing) <= covered, (missing, wire(rest))
     replayed_chunks = None if replayed is None else sum(
         step.kind == "artifact" for _, step in rest[:replayed])
     counts = {"before_drop": len(chunks(first)), "replayed_events": replayed,
-              "replayed_chunks": replayed_chunks, "missing_as_events": len(missing),
+              "replayed_chunks": replayed_chunks, "missing_as_events": missing,
               "gap_snapshots": len(gaps), "after_resume": len(chunks(rest))}
     record_property("restart_counts", counts)
     print(f"\nRESTART-COUNTS: {counts}")
-
+    shown = (counts, wire(first)[-2:], wire(rest)[:4])  # where the stream was cut and went on
+    assert_journaled(first)
+    assert all(event.id for event, _ in rest), shown
+    assert rest[-1][1].shape == ("status", "completed", None), shown
+    assert got == sorted(set(got)), shown
+    # What no gateway saw may be missing as events, but a snapshot marked as a gap has it.
+    assert set(missing) <= covered, shown
