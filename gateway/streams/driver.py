@@ -137,6 +137,9 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                             # this task reads on for the journal; a second cancel ends it.
                             asyncio.current_task().uncancel()  # type: ignore[union-attr]
                             left = _ClientGone()  # ends as a client gone mid-write does
+                        # The call ends for its client now (its line, its counts); the
+                        # reading on is the journal's.
+                        finish(call.ctx, call.op.name, asyncio.CancelledError())
                         await _hold(call, plan, turn, streams)
                 finally:
                     if plan.reading is not None:  # not held: the read stops here

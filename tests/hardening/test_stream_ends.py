@@ -82,8 +82,10 @@ async def test_a_client_that_leaves_is_counted_and_leaves_no_cycles(
     grpc_port = free_port()
     async with ScriptedBackend().running() as backend, aiohttp.ClientSession() as http:
         backend.handlers["message/stream"] = endless_sse
+        # No hold: the streams end with their clients (a held one is read on, by design).
         gw = await make_gateway({"b": v03(backend.url)}, grpc_port=grpc_port,
-                                default_tenant="b")
+                                default_tenant="b",
+                                state={"path": ":memory:", "journal": {"hold": 0}})
         before = {b: _cancelled(b) for b in ("JSONRPC", "GRPC")}
         with _handler_garbage() as garbage:
             for _ in range(STREAMS):
@@ -295,7 +297,8 @@ async def test_sigterm_ends_every_open_stream_cleanly_and_logs_only_json(
         finally:
             stop_process(proc)
     frames = [frame.strip() for tail in tails for frame in tail.split(b"\n\n") if frame.strip()]
-    assert frames and all(f.startswith(b"data: ") and b"error" not in f for f in frames)
+    # Each an event (its SSE id and, first, the retry hint, then its data), none an error.
+    assert frames and all(b"data: " in f and b"error" not in f for f in frames)
     # Every gRPC stream: the events it was sent, each whole, then OK.
     codes = [end if isinstance(end, BaseException) else end[1] for end in ends]
     assert codes == [grpc.StatusCode.OK] * each, codes

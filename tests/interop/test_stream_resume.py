@@ -221,10 +221,6 @@ async def replayed_events(http: aiohttp.ClientSession, root: str) -> int | None:
     return int(float(match.group(1))) if match else None
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "gateway bug: StreamJournal.snapshot() drops the resubscribe's leading Task when its state "
-    "equals the client's last one, though its artifacts hold chunks the client never got "
-    "(emitted while no gateway held the stream): they are lost, not sent as a gap"))
 async def test_a_stream_resumes_on_the_same_gateway_restarted(
         deployment: Deployment, http: aiohttp.ClientSession, tmp_path: Path,
         record_property: Any) -> None:
