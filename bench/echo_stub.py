@@ -9,7 +9,8 @@ fixed v1.0 `SendMessage` result (a small Task), `POST /v03...` with the same Tas
 v0.3 shape, and `POST /sse10...` with a fixed v1.0 SSE stream of bench.nginx.STREAM_EVENTS
 events (one body with a Content-Length), each with the request's id. It does nothing
 else: a regex finds the id, a template takes it. `POST /u10...` and `/u03...` answer the
-same Tasks with a new task id each time (the task index's cost: bench/recording.py).
+same Tasks with a new task id each time (the task index's cost: bench/recording.py); each
+stream is a new task too, as an agent's would be (each has a journal of its own).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def answer(path: bytes, body: bytes) -> bytes:
             found = _ID.search(body)
             rid = found.group(1) if found else b"null"
             out = template.replace(b"\x00", b'"id":' + rid + b",")
-            if prefix.startswith(b"/u"):  # a new task each time
+            if prefix.startswith(b"/u") or prefix == b"/sse10":  # a new task each time
                 out = out.replace(_TASK_ID, b'"t-%d"' % next(_count))
             return (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type
                     + b"\r\nContent-Length: " + str(len(out)).encode() + b"\r\n\r\n" + out)

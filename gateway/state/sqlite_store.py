@@ -230,17 +230,23 @@ class SqliteStore:
                     db.executemany(statement, rows[whole:])
         if not runs:
             return
+        await self._write(write, len(records))
+
+    async def _write(self, write: Callable[[sqlite3.Connection], T], rows: int) -> T:
+        """``write`` in a write transaction: on the loop's own connection when it is
+        small and the lock is free (sqlite_loop.py), else on the store's thread."""
         loop_writer = self.loop_writer
-        if loop_writer is not None and self._db is not None and len(records) <= LOOP_ROWS:
+        if loop_writer is not None and self._db is not None and rows <= LOOP_ROWS:
+            out: list[T] = []
             try:
-                written = loop_writer.try_write(write)
+                written = loop_writer.try_write(lambda db: out.append(write(db)))
             except sqlite3.Error as exc:
                 raise StoreError(f"SQLite store {self.path}: {exc}") from exc
             if written:
                 if loop_writer.checkpoint_due():
                     self._pool.submit(self._checkpoint)
-                return
-        await self._run(self._tx, write)
+                return out[0]
+        return await self._run(self._tx, write)
 
     def _checkpoint(self) -> None:
         """A passive checkpoint (on the store's thread: it fsyncs) of what the loop's
@@ -384,8 +390,8 @@ class SqliteStore:
     async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
                              terminal: bool, limits: JournalLimits, after: int | None) -> list[int]:
         events = tuple(events)  # the caller's sequence is not read on another thread
-        return await self._run(self._tx, lambda db: sqlite_journal.append(
-            db, tenant, task_id, events, terminal, limits, after, self._clock()))
+        return await self._write(lambda db: sqlite_journal.append(
+            db, tenant, task_id, events, terminal, limits, after, self._clock()), len(events))
 
     async def journal_read(self, tenant: str, task_id: str, after: int,
                            limit: int) -> JournalRead:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
-from collections.abc import Iterable
+from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -51,10 +52,9 @@ class StreamPlan:
     final_flags: FinalFlags | None
     written_first: WrittenFirst | None
     journal: StreamJournal | None = None  # SSE streams with the journal on
-    # A journaled stream's read in progress: a task of its own, which the client's
-    # leaving does not cancel (a cancelled read would end the backend's stream), so the
-    # hold can go on reading where the client's stream stopped.
-    reading: asyncio.Future[Iterable[pb.StreamResponse] | None] | None = None
+    # The rest of a read whose events were being written when the client went away: the
+    # hold journals them first (a journaled stream only).
+    unread: Iterator[pb.StreamResponse] | None = None
 
 
 R = TypeVar("R", covariant=True)
@@ -103,6 +103,7 @@ class _ClientGone(Exception):
     """The client's connection broke during a write."""
 
 
+JOURNAL_APPEND = 32  # events per journal append at most (state/sqlite_loop.LOOP_ROWS)
 _READING, _FILTERING, _WRITING = range(3)  # where the loop is, for whom an error blames
 _EARLY_DRAIN = "the gateway is shutting down before the stream's first event; retry"
 
@@ -131,20 +132,14 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                     # The client's doing (gone, or too slow), or the shutdown's: not the
                     # backend call's, whose span and slots end as after its last event.
                     left = exc
-                    if not isinstance(exc, _TooSlow) and _holds(plan, streams):
-                        if isinstance(exc, asyncio.CancelledError):
-                            # The client went away (a shutdown's cancel is not held):
-                            # this task reads on for the journal; a second cancel ends it.
-                            asyncio.current_task().uncancel()  # type: ignore[union-attr]
-                            left = _ClientGone()  # ends as a client gone mid-write does
+                    if isinstance(exc, _ClientGone) and _holds(plan, streams):
                         # The call ends for its client now (its line, its counts); the
-                        # reading on is the journal's.
+                        # reading on is the journal's. (A journaled SSE stream runs in a
+                        # task of its own, which the client's leaving does not cancel:
+                        # gateway/ingress/sse_out.py.)
                         finish(call.ctx, call.op.name, asyncio.CancelledError())
                         await _hold(call, plan, turn, streams)
                 finally:
-                    if plan.reading is not None:  # not held: the read stops here
-                        plan.reading.cancel()
-                        await asyncio.wait({plan.reading})
                     await close_stream(plan.reads)
             if left is not None:
                 try:
@@ -183,16 +178,6 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     return sink.result()
 
 
-async def _read_on(plan: StreamPlan) -> Iterable[pb.StreamResponse] | None:
-    """The backend's next read for a journaled stream, in a task that a cancellation of
-    the stream's (the client left) does not reach: the hold picks the read up."""
-    if plan.reading is None:
-        plan.reading = asyncio.ensure_future(anext(plan.reads, None))
-    batch = await asyncio.shield(plan.reading)
-    plan.reading = None
-    return batch
-
-
 def _holds(plan: StreamPlan, streams: Streams | None) -> bool:
     """Whether a stream whose client went away is read on: its task journaled and not
     ended, a hold configured, the gateway not shutting down."""
@@ -208,6 +193,8 @@ async def _hold(call: Call, plan: StreamPlan, turn: Turn, streams: Streams | Non
     id gets what the backend sent meanwhile. Ends quietly: the client is gone."""
     assert plan.journal is not None
     HELD_STREAMS.inc()
+    if plan.unread is not None:
+        plan.reads, plan.unread = _rest_first(plan.unread, plan.reads), None
     try:
         async with asyncio.timeout(plan.journal.config.hold):
             await _pump(call, plan, _NoClient(), turn, None)
@@ -218,6 +205,15 @@ async def _hold(call: Call, plan: StreamPlan, turn: Turn, streams: Streams | Non
     except Exception as exc:  # the backend's error or timeout: nobody to tell
         log.info("held stream ended", task_id=plan.journal.task_id[:64],
                  reason=type(exc).__name__)
+
+
+async def _rest_first(rest: Iterator[pb.StreamResponse], reads: EventBatches) -> EventBatches:
+    try:
+        yield rest
+        async for batch in reads:
+            yield batch
+    finally:
+        await close_stream(reads)
 
 
 class _NoClient:
@@ -259,10 +255,14 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
         """The events filtered since the last write, in the journal, then framed with
         their ids (the store first: an event a client has seen can be resumed after)."""
         assert journal is not None
-        framed = await journal.record(pending)
+        # In small appends: a small one is written on the loop's own SQLite connection
+        # when the lock is free (gateway/state/sqlite_loop.py), never queued behind the
+        # store thread's other work.
+        for start in range(0, len(pending), JOURNAL_APPEND):
+            framed = await journal.record(pending[start:start + JOURNAL_APPEND])
+            for out, event_id in framed:
+                sink.frame(out, flags is not None and flags.flag(out), event_id)
         pending.clear()
-        for out, event_id in framed:
-            sink.frame(out, flags is not None and flags.flag(out), event_id)
 
     outcome = call.ctx.outcome
     started = time.monotonic()
@@ -281,10 +281,7 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                     # that takes every event at once would never let run while armed.
                     raise TimeoutError
                 deadline.arm(wait)
-                if journal is None:
-                    batch = await anext(reads, None)
-                else:
-                    batch = await _read_on(plan)
+                batch = await anext(reads, None)
                 deadline.disarm()
                 if first:
                     outcome.backend_seconds = time.monotonic() - started
@@ -293,7 +290,8 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                     break
                 phase = _FILTERING
                 head = True
-                for item in batch:  # decoded as taken: the backend's error, if any
+                items = iter(batch)
+                for item in items:  # decoded as taken: the backend's error, if any
                     # Not before a read's first event: the turn was looked at after the
                     # last read, and a stream's very first event must be framed (and
                     # written: the sink writes its first frames at once) before it lets
@@ -302,8 +300,10 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                         head = False
                     elif turn.over():
                         # The others' turn; what is framed may wait for the next write.
-                        if pending:
-                            await journaled()
+                        if journal is not None:
+                            plan.unread = itertools.chain((item,), items)
+                            if pending:
+                                await journaled()
                         phase = _WRITING
                         if write_timeout is not None:
                             deadline.arm(write_timeout)
@@ -311,6 +311,7 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                         deadline.disarm()
                         await turn.pass_on()
                         phase = _FILTERING
+                        plan.unread = None
                     if gate is not None and not gate.done:
                         await gate.before(item)
                     if journal is None:
@@ -318,6 +319,15 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                             sink.frame(out, flags is not None and flags.flag(out))
                     else:
                         pending.extend(chain.event(item))
+                        if not sink.opened and pending:
+                            # The first event alone, journaled and written at once (a
+                            # read brings many): its latency is the stream's first byte.
+                            await journaled()
+                            phase = _WRITING
+                            plan.unread = items
+                            await sink.flush(True)
+                            plan.unread = None
+                            phase = _FILTERING
                     if each:
                         phase = _WRITING
                         await sink.flush(True)

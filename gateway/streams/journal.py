@@ -28,7 +28,7 @@ from gateway.config.state import JournalConfig
 from gateway.egress.base import EventBatches
 from gateway.observability.metrics import JOURNAL_FAILURES, RESUMED_EVENTS, RESUMES
 from gateway.state import StoreError
-from gateway.state.journal import JournalStore
+from gateway.state.journal import JournalEntry, JournalStore
 from gateway.streams.events import close_stream
 from gateway.tasks.index import task_of as task_named
 from translators.dialects.grpc import GRPC
@@ -42,6 +42,7 @@ log = structlog.get_logger("a2a_gateway.streams")
 GAP_KEY = "a2a-gateway/gap"
 
 Framed = list[tuple[pb.StreamResponse, str | None]]  # events and their SSE ids
+TAIL = 64  # journal entries a resumed stream's first upstream event is looked for among
 
 
 def cursor(task_id: str, seq: int) -> str:
@@ -84,8 +85,8 @@ class StreamJournal:
     """One SSE stream's side of its task's journal. Events of no task (a plain Message
     answer) are neither journaled nor given an id."""
 
-    __slots__ = ("after", "batch", "broken", "config", "gap", "last_state", "limits", "parts", "resumed",
-                 "sent", "store", "task_id", "tenant", "terminal")
+    __slots__ = ("after", "batch", "broken", "config", "gap", "last_state", "limits", "parts", "realign", "resumed",
+                 "sent", "store", "tail", "task_id", "tenant", "terminal")
 
     def __init__(self, store: JournalStore, tenant: str, config: JournalConfig,
                  resume: tuple[str, int] | None = None) -> None:
@@ -101,6 +102,11 @@ class StreamJournal:
         # backend sent (the store matches equal events after it: the same event another
         # stream of the task journaled first). None until the first append.
         self.after: int | None = resume[1] if resume is not None else None
+        # A backend subscribed to again may begin with events the journal holds (the one
+        # in flight when the old stream stopped): its first event is looked for among the
+        # journal's last entries up to here (bytes -> seq), and the position set before it.
+        self.tail: dict[bytes, int] = {}
+        self.realign = False
         self.gap = False  # the journal could not continue from the client's id
         self.terminal = False  # the journal's task has ended
         self.broken = False  # the store failed: the rest of the stream goes without ids
@@ -115,29 +121,41 @@ class StreamJournal:
         the task journaled in between put in."""
         if self.broken:
             return [(item, None) for item in items]
+        framed: Framed = []
+        if self.realign and items and items[0].HasField("task"):
+            # The Task a subscribe begins with: first what the journal got meanwhile,
+            # then the Task only if it still holds something the client lacks.
+            framed = await self._between(None)
+            snap = self.snapshot(items[0])
+            items = [*([snap] if snap is not None else []), *items[1:]]
         datas: list[bytes] = []
         ours: list[bool] = []
+        kept: list[pb.StreamResponse] = []
         terminal = False
         for item in items:
             task_id, ends = task_of(item)
             if task_id and not self.task_id:
                 self.task_id = task_id
             mine = bool(task_id) and task_id == self.task_id
-            ours.append(mine)
             if mine:
-                datas.append(item.SerializeToString(deterministic=True))
+                data = item.SerializeToString(deterministic=True)
+                if self.realign and self._repeated(item, data):
+                    continue
+                datas.append(data)
                 terminal = terminal or ends
+            ours.append(mine)
+            kept.append(item)
+        items = kept
         if not datas:
-            return [(item, None) for item in items]
+            return [*framed, *((item, None) for item in items)]
         try:
             seqs = await self.store.journal_append(self.tenant, self.task_id, datas,
                                                    terminal, self.limits, self.after)
         except StoreError as exc:
             self._broke(exc)
-            return [(item, None) for item in items]
+            return [*framed, *((item, None) for item in items)]
         self.terminal = self.terminal or terminal
         self.after = seqs[-1]
-        framed: Framed = []
         numbers = iter(seqs)
         for item, mine in zip(items, ours, strict=True):
             if not mine:
@@ -148,7 +166,9 @@ class StreamJournal:
                 self.sent = seq - 1
             if seq <= self.sent:
                 continue  # the client has it already
-            if seq > self.sent + 1:
+            if seq > self.sent + 1 and self.resumed:
+                # Only a resumed stream looks for what another stream of its task wrote
+                # (the one its client left, read on): a new stream's events are its own.
                 framed.extend(await self._between(seq - 1))
             framed.append((item, self._sent(item, seq)))
         return framed
@@ -171,28 +191,31 @@ class StreamJournal:
             for artifact in item.task.artifacts:
                 self.parts[artifact.artifact_id] = len(artifact.parts)
 
-    async def _between(self, upto: int) -> Framed:
+    async def _between(self, upto: int | None) -> Framed:
         """The events another stream journaled after the client's last one, up to
-        ``upto``: the client gets them first, in order."""
+        ``upto`` (None: all there are): the client gets them first, in order."""
         framed: Framed = []
-        while self.sent < upto:
+        while upto is None or self.sent < upto:
+            limit = self.batch if upto is None else min(self.batch, upto - self.sent)
             try:
                 read = await self.store.journal_read(self.tenant, self.task_id, self.sent,
-                                                     min(self.batch, upto - self.sent))
+                                                     limit)
             except StoreError as exc:
                 self._broke(exc)
                 break
             if not read.entries:
                 break
+            self._keep_tail(read.entries)
             for entry in read.entries:
-                if entry.seq > upto:
+                if upto is not None and entry.seq > upto:
                     break
                 item = pb.StreamResponse.FromString(entry.data)
                 framed.append((item, self._sent(item, entry.seq)))
             else:
                 continue
             break
-        self.sent = max(self.sent, upto)
+        if upto is not None:
+            self.sent = max(self.sent, upto)
         return framed
 
     def _broke(self, exc: StoreError) -> None:
@@ -225,6 +248,7 @@ class StreamJournal:
                 break
             after = read.entries[-1].seq
             replayed += len(read.entries)
+            self._keep_tail(read.entries)
             yield [pb.StreamResponse.FromString(entry.data) for entry in read.entries]
         RESUMES.labels("gap" if self.gap else "replayed").inc()
         RESUMED_EVENTS.inc(replayed)
@@ -241,10 +265,32 @@ class StreamJournal:
                 return  # replay() meets the same failure and says so
             if not read.entries:
                 return
-            for entry in read.entries:
-                if entry.seq <= seq:
-                    self._saw(pb.StreamResponse.FromString(entry.data))
+            kept = [entry for entry in read.entries if entry.seq <= seq]
+            for entry in kept:
+                self._saw(pb.StreamResponse.FromString(entry.data))
+            self._keep_tail(kept)
             after = read.entries[-1].seq
+
+    def _repeated(self, item: pb.StreamResponse, data: bytes) -> bool:
+        """Whether a resumed stream's upstream event repeats one the client has (a
+        backend subscribed to again may begin with the events in flight when the old
+        stream stopped): looked for among the journal's last entries up to the client's
+        last, until the first event that is not there (the Task it begins with aside)."""
+        if item.HasField("task"):
+            return False
+        seen = self.tail.get(data)
+        if seen is not None and seen <= self.sent:
+            return True
+        self.realign = False
+        return False
+
+    def _keep_tail(self, entries: Sequence[JournalEntry]) -> None:
+        tail = self.tail
+        for entry in entries:
+            tail.pop(entry.data, None)  # the latest seq of equal bytes, last in order
+            tail[entry.data] = entry.seq
+        while len(tail) > TAIL:
+            del tail[next(iter(tail))]
 
     def snapshot(self, item: pb.StreamResponse) -> pb.StreamResponse | None:
         """What becomes of the Task a resumed stream's upstream subscribe starts with:
@@ -265,11 +311,13 @@ class StreamJournal:
 
 
 async def resumed_reads(journal: StreamJournal, check: Callable[[], Awaitable[None] | None],
-                        upstream: EventBatches) -> EventBatches:
+                        subscribe: Callable[[bool], EventBatches]) -> EventBatches:
     """A resumed stream's reads: the journal after the client's id, then (unless the
     task has ended) the backend's subscribe, whose leading Task is kept only as a gap's
     snapshot (:meth:`StreamJournal.snapshot`). ``check``: the ownership check of a
-    retried stream call that resumes its task (a subscribe's own stages made it)."""
+    retried stream call that resumes its task (a subscribe's own stages made it);
+    ``subscribe(gap)``: the backend's subscribe."""
+    upstream: EventBatches | None = None
     try:
         waiting = check()
         if waiting is not None:
@@ -278,19 +326,13 @@ async def resumed_reads(journal: StreamJournal, check: Callable[[], Awaitable[No
             yield replayed
         if journal.terminal and not journal.gap:
             return
-        first = True
+        journal.realign = True  # its Task and its first events: StreamJournal.record
+        upstream = subscribe(journal.gap)
         async for events in upstream:
-            if first:
-                first = False
-                head = list(events)
-                if head and head[0].HasField("task"):
-                    kept = journal.snapshot(head[0])
-                    head = head[1:] if kept is None else [kept, *head[1:]]
-                yield head
-                continue
             yield events
     finally:
-        await close_stream(upstream)
+        if upstream is not None:
+            await close_stream(upstream)
 
 
 class Journals:

@@ -42,8 +42,12 @@ def plan_stream(call: Call, backend: Backend, tasks: TaskIndex,
             call.ctx, call.dialect, call.backend_card)
         check: Callable[[], Awaitable[None] | None] = (
             (lambda: None) if upstream is call else (lambda: tasks.admitting(upstream)))
-        reads = resumed_reads(journal, check,
-                              v03_reads(backend, upstream, backend.stream(upstream)))
+        # A v0.3 backend's subscribe gets the Task first from the gateway (task_first):
+        # a resumed client has the task already, and a Task read now may run ahead of
+        # the events still on their way; it gets one only for a gap.
+        reads = resumed_reads(journal, check, lambda gap: (
+            v03_reads(backend, upstream, backend.stream(upstream)) if gap
+            else backend.stream(upstream)))
     filters: list[StreamFilter] = []
     if v03_backend:
         filters.append(SettledEnd(backend, call))  # its end settled (reference §3.8)

@@ -84,15 +84,23 @@ async def test_two_streams_of_a_task_write_one_journal(store: SqliteStore) -> No
     assert [read_cursor(i)[1] for _, i in framed if i] == [2, 3, 4]  # type: ignore[index]
 
 
-async def test_events_another_stream_of_the_task_journaled_come_first_in_order(
+async def test_a_resumed_stream_gets_first_what_the_held_stream_journaled_in_order(
         store: SqliteStore) -> None:
-    mine = StreamJournal(store, "ten", JournalConfig())
-    await mine.record([status(W)])
-    other = StreamJournal(store, "ten", JournalConfig(), ("t1", 1))
-    await other.record([chunk(0), chunk(1)])  # what mine's backend never sent it
-    framed = await mine.record([chunk(2)])
+    held = StreamJournal(store, "ten", JournalConfig())
+    await held.record([status(W)])
+    back = StreamJournal(store, "ten", JournalConfig(), ("t1", 1))
+    await held.record([chunk(0), chunk(1)])  # what back's backend never sends it
+    framed = await back.record([chunk(2)])
     assert texts(framed) == ["chunk 0", "chunk 1", "chunk 2"]
     assert [read_cursor(i)[1] for _, i in framed if i] == [2, 3, 4]  # type: ignore[index]
+
+
+async def test_a_new_stream_of_a_task_gets_only_its_own_events(store: SqliteStore) -> None:
+    """Two new streams naming one task (a backend that reuses ids, say) do not mix."""
+    one, two = (StreamJournal(store, "ten", JournalConfig()) for _ in range(2))
+    await one.record([status(W)])
+    await two.record([chunk(7)])
+    assert texts(await one.record([chunk(0)])) == ["chunk 0"]
 
 
 async def test_a_resumed_stream_replays_after_its_id_then_drops_the_current_snapshot(
@@ -111,7 +119,7 @@ async def test_a_resumed_stream_replays_after_its_id_then_drops_the_current_snap
         yield [status(DONE)]
 
     got = []
-    async for batch in resumed_reads(back, lambda: None, upstream()):
+    async for batch in resumed_reads(back, lambda: None, lambda gap: upstream()):
         got.extend(await back.record(list(batch)))
     assert texts(got) == ["chunk 1", "chunk 2", "chunk 3", "TASK_STATE_COMPLETED"]
     assert [read_cursor(i)[1] for _, i in got] == [3, 4, 5, 6]  # type: ignore[index]
@@ -133,7 +141,7 @@ async def test_an_id_the_journal_no_longer_holds_gets_the_task_marked_as_a_gap(
         yield [snapshot]
 
     got = []
-    async for batch in resumed_reads(back, lambda: None, upstream()):
+    async for batch in resumed_reads(back, lambda: None, lambda gap: upstream()):
         got.extend(await back.record(list(batch)))
     assert back.gap and len(got) == 1
     task = got[0][0].task
@@ -155,7 +163,7 @@ async def test_a_finished_task_is_replayed_without_subscribing_again(store: Sqli
         yield []
 
     got = []
-    async for batch in resumed_reads(back, lambda: None, upstream()):
+    async for batch in resumed_reads(back, lambda: None, lambda gap: upstream()):
         got.extend(await back.record(list(batch)))
     assert texts(got) == ["chunk 0", "TASK_STATE_COMPLETED"] and not opened
 
