@@ -81,6 +81,10 @@ class _Field:
     parse: Callable[[Any], Any] | None = None  # scalars
     dump: Callable[[Any], Any] | None = None
     plan: _Plan | None = None  # the message's plan, once first needed
+    # Worked out once from the above, read for every field of every call:
+    scalar: bool = False  # one scalar (parse set, not repeated): the common case
+    null_value: bool = False  # one google.protobuf.Value: JSON null sets its null_value
+    out: Callable[[Any], Any] = str  # the field's value -> its ProtoJSON (Codec._dumper)
 
 
 @dataclass
@@ -89,6 +93,10 @@ class _Plan:
     by_number: dict[int, _Field] = field(default_factory=dict)
     generic: bool = False  # a field kind this codec does not handle: json_format does
     well_known: str | None = None  # Timestamp, Struct, Value, ListValue: their own forms
+    # The fields by their descriptor, as ListFields gives them: reading a descriptor's
+    # number costs more than the look-up (by_number stays for a descriptor not seen).
+    by_desc: dict[FieldDescriptor, _Field] = field(default_factory=dict)
+    always_present: dict[str, Any] | None = None  # _ALWAYS_PRESENT's entry
 
 
 class Codec:
@@ -128,7 +136,25 @@ class Codec:
             plan.parse, plan.dump = parse_bool, bool
         elif f.type == FieldDescriptor.TYPE_INT32:
             plan.parse, plan.dump = parse_int32, int
+        plan.scalar = plan.parse is not None and not plan.repeated
+        plan.null_value = (plan.message is not None and not plan.repeated
+                           and plan.message.full_name == _VALUE)
+        plan.out = self._dumper(plan)
         return plan
+
+    def _dumper(self, f: _Field) -> Callable[[Any], Any]:
+        """What turns a field's value (as ListFields gives it) into its ProtoJSON: the
+        kind of field is decided here once, not for every value dumped."""
+        if f.map_value is not None:
+            each = f.map_value.out
+            return lambda value: {str(k): each(x) for k, x in value.items()}
+        if f.message is None:
+            assert f.dump is not None
+            one = f.dump
+        else:
+            def one(value: Any) -> Any:
+                return self._dump(f.plan or self._sub_plan(f), value)
+        return (lambda value: [one(x) for x in value]) if f.repeated else one
 
     def _plan(self, desc: Descriptor) -> _Plan:
         plan = self._plans.get(desc)
@@ -147,6 +173,8 @@ class Codec:
             plan.by_key[f.json_name] = plan.by_key.get(f.json_name, fp)
             plan.by_key.setdefault(f.name, fp)
             plan.by_number[f.number] = fp
+            plan.by_desc[f] = fp
+        plan.always_present = _ALWAYS_PRESENT.get(desc.full_name)
         self._plans[desc] = plan
         return plan
 
@@ -188,27 +216,28 @@ class Codec:
     def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: str,
                 depth: int) -> None:
         oneofs: set[str] | None = None  # made for the few messages that set one
+        by_key = plan.by_key
         for key, value in data.items():
-            f = plan.by_key.get(key)
+            f = by_key.get(key)
             if f is None:
                 continue  # unknown fields are ignored (spec §5.7)
-            if f.oneof is not None and value is not None:
+            if value is None:
+                if f.null_value:
+                    getattr(msg, f.name).null_value = 0
+                else:
+                    msg.ClearField(f.name)
+                continue
+            if f.oneof is not None:
                 if oneofs is None:
                     oneofs = set()
                 elif f.oneof in oneofs:
                     raise ProtoJsonError(f"{path}: more than one field of oneof {f.oneof}")
                 oneofs.add(f.oneof)
-            if value is None:
-                if f.message is not None and f.message.full_name == _VALUE and not f.repeated:
-                    getattr(msg, f.name).null_value = 0
-                else:
-                    msg.ClearField(f.name)
-            elif f.parse is not None and not f.repeated:  # a scalar: the common case first
+            if f.scalar:  # the common case first
                 try:
-                    setattr(msg, f.name, f.parse(value))
+                    setattr(msg, f.name, f.parse(value))  # type: ignore[misc]
                 except UnknownEnumName:
                     self._unknown_enum(f"{path}.{key}", value)
-                    continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
                     raise ProtoJsonError(f"{path}.{key}: {exc}") from None
             elif f.map_value is not None:
@@ -320,15 +349,16 @@ class Codec:
     # ------------------------------------------------------------ dump
 
     def dump(self, msg: ProtoMessage) -> dict[str, Any]:
-        out = self._message(msg)
+        plan = self._plan(msg.DESCRIPTOR)
+        out = self._dump(plan, msg)
         if not isinstance(out, dict):
             raise ProtoJsonError(f"{msg.DESCRIPTOR.full_name} has no object form")
-        for key, default in _ALWAYS_PRESENT.get(msg.DESCRIPTOR.full_name, {}).items():
-            out.setdefault(key, list(default) if isinstance(default, list) else default)
+        if plan.always_present is not None:
+            for key, default in plan.always_present.items():
+                out.setdefault(key, list(default) if isinstance(default, list) else default)
         return out
 
-    def _message(self, msg: Any) -> Any:
-        plan = self._plan(msg.DESCRIPTOR)
+    def _dump(self, plan: _Plan, msg: Any) -> Any:
         name = plan.well_known
         if name is not None:
             if name == _TIMESTAMP:
@@ -341,20 +371,10 @@ class Codec:
         if plan.generic:
             return json_format.MessageToDict(msg)
         out: dict[str, Any] = {}
+        by_desc = plan.by_desc
         for fd, value in msg.ListFields():
-            f = plan.by_number[fd.number]
-            if f.map_value is not None:
-                v = f.map_value
-                out[f.json] = {str(k): self._message(x) if v.message else v.dump(x)  # type: ignore[misc]
-                               for k, x in value.items()}
-            elif f.repeated:
-                out[f.json] = ([self._message(x) for x in value] if f.message
-                               else [f.dump(x) for x in value])  # type: ignore[misc]
-            elif f.message is not None:
-                out[f.json] = self._message(value)
-            else:
-                assert f.dump is not None
-                out[f.json] = f.dump(value)
+            f = by_desc.get(fd) or plan.by_number[fd.number]
+            out[f.json] = f.out(value)
         return out
 
 
@@ -379,18 +399,6 @@ def parse_p10(data: Any, cls: type[M], *, error: str = CLIENT_FAULT) -> M:
 
 def dump_p10(msg: ProtoMessage) -> dict[str, Any]:
     return P10.dump(msg)
-
-
-def integral(value: Any) -> Any:
-    """Struct and Value hold every number as a double; give integral numbers back their
-    integer form (exact below 2**53)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [integral(v) for v in value]
-    return value
 
 
 def reclassify(err: A2AError, *, as_name: str = "InvalidAgentResponseError") -> A2AError:

@@ -166,3 +166,15 @@ def timestamp_text(msg: Any) -> str:
     if not nanos % 1_000:
         return f"{text}.{nanos // 1_000:06d}Z"
     return f"{text}.{nanos:09d}Z"
+
+
+def integral(value: Any) -> Any:
+    """Struct and Value hold every number as a double; give integral numbers back their
+    integer form (exact below 2**53)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value
