@@ -18,8 +18,10 @@ negative history length would vanish on the v0.3 bindings that read it as "all".
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
@@ -97,6 +99,9 @@ class _Node:
     repeated: bool
     enum: EnumDescriptor | None = None  # an enum field: its enum
     below: tuple[_Node, ...] = ()  # a message field: the checked fields inside
+    # A leaf's value that passes at once (a C call, no path made): an id that is
+    # printable, a number the enum names; any other is for _check_value to judge.
+    fine: Callable[[Any], bool] = str.isprintable
 
 
 @cache
@@ -111,7 +116,8 @@ def _nodes(desc: Descriptor, seen: frozenset[str]) -> tuple[_Node, ...]:
     for f in desc.fields:
         repeated = bool(f.is_repeated)
         if f.type == FieldDescriptor.TYPE_ENUM:
-            out.append(_Node(f.name, f.json_name, repeated, enum=f.enum_type))
+            out.append(_Node(f.name, f.json_name, repeated, enum=f.enum_type,
+                             fine=frozenset(f.enum_type.values_by_number).__contains__))
         elif is_id_field(f):
             out.append(_Node(f.name, f.json_name, repeated))
         elif f.type == FieldDescriptor.TYPE_MESSAGE:
@@ -135,9 +141,12 @@ def _check_fields(msg: ProtoMessage, nodes: tuple[_Node, ...], path: str) -> Non
                 _check_fields(getattr(msg, node.name), node.below, f"{path}{node.json}.")
         elif node.repeated:
             for i, item in enumerate(getattr(msg, node.name)):
-                _check_value(node, item, f"{path}{node.json}[{i}]")
+                if not node.fine(item):
+                    _check_value(node, item, f"{path}{node.json}[{i}]")
         else:
-            _check_value(node, getattr(msg, node.name), path + node.json)
+            value = getattr(msg, node.name)
+            if not node.fine(value):
+                _check_value(node, value, path + node.json)
 
 
 def _check_value(node: _Node, value: int | str, where: str) -> None:
