@@ -83,6 +83,7 @@ class _Field:
     plan: _Plan | None = None  # the message's plan, once first needed
     # Worked out once from the above, read for every field of every call:
     scalar: bool = False  # one scalar (parse set, not repeated): the common case
+    as_is: bool = False  # one string: a str read or dumped is taken as it is
     null_value: bool = False  # one google.protobuf.Value: JSON null sets its null_value
     out: Callable[[Any], Any] = str  # the field's value -> its ProtoJSON (Codec._dumper)
 
@@ -132,6 +133,7 @@ class Codec:
             plan.parse, plan.dump = parse_bytes, dump_bytes_b64
         elif f.type == FieldDescriptor.TYPE_STRING:
             plan.parse, plan.dump = parse_string, str
+            plan.as_is = not plan.repeated
         elif f.type == FieldDescriptor.TYPE_BOOL:
             plan.parse, plan.dump = parse_bool, bool
         elif f.type == FieldDescriptor.TYPE_INT32:
@@ -197,21 +199,21 @@ class Codec:
         if plan is None:
             plan = self._plan(msg.DESCRIPTOR)
         name = plan.well_known
-        if name == _TIMESTAMP:
-            self._timestamp(msg, data, path)
-        elif name == _STRUCT:
-            self._struct(msg, data, path, depth)
-        elif name == _VALUE:
-            self._value(msg, data, path, depth)
-        elif name == _LIST:
-            self._list(msg, data, path, depth)
-        else:
+        if name is None:  # an A2A message: the common case first
             if plan.generic:
                 json_format.ParseDict(data, msg, ignore_unknown_fields=True)
                 return
             if not isinstance(data, dict):
                 raise ProtoJsonError(f"{path} must be an object")
             self._fields(msg, plan, data, path, depth)
+        elif name == _TIMESTAMP:
+            self._timestamp(msg, data, path)
+        elif name == _STRUCT:
+            self._struct(msg, data, path, depth)
+        elif name == _VALUE:
+            self._value(msg, data, path, depth)
+        else:
+            self._list(msg, data, path, depth)
 
     def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: str,
                 depth: int) -> None:
@@ -234,8 +236,9 @@ class Codec:
                     raise ProtoJsonError(f"{path}: more than one field of oneof {f.oneof}")
                 oneofs.add(f.oneof)
             if f.scalar:  # the common case first
-                try:
-                    setattr(msg, f.name, f.parse(value))  # type: ignore[misc]
+                try:  # a str for a string field is set as it is (parse_string's answer)
+                    setattr(msg, f.name, value if f.as_is and value.__class__ is str
+                            else f.parse(value))  # type: ignore[misc]
                 except UnknownEnumName:
                     self._unknown_enum(f"{path}.{key}", value)
                 except (ProtoJsonError, ValueError, TypeError) as exc:
@@ -374,7 +377,7 @@ class Codec:
         by_desc = plan.by_desc
         for fd, value in msg.ListFields():
             f = by_desc.get(fd) or plan.by_number[fd.number]
-            out[f.json] = f.out(value)
+            out[f.json] = value if f.as_is else f.out(value)
         return out
 
 
