@@ -1,7 +1,8 @@
 """A call as it flows through the gateway: the operation, its canonical request, the
-client's facts (frozen, set once by the ingress), what the stages decide on its way (who
-called, the backend's headers, the loss report, the trace) and the outcome (written as
-the call goes, read once by its one exit: the log line, the metrics, the span)."""
+client's facts (set once by the ingress, never written after), what the stages decide on
+its way (who called, the backend's headers, the loss report, the trace) and the outcome
+(written as the call goes, read once by its one exit: the log line, the metrics, the
+span)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ class CallOutcome:
     forwarded: bool = False  # passed through as sent (same dialect on both sides)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)
 class ClientFacts:
     """What the client's request said beside its payload, and when it came: set once by
     the ingress, read by every stage and never written after (what the stages decide is
