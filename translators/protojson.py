@@ -33,6 +33,7 @@ from translators.errors import A2AError, a2a_error
 from translators.protojson_scalars import (
     ProtoJsonError,
     UnknownEnumName,
+    Where,
     dump_bytes_b64,
     dump_value,
     entry,
@@ -43,6 +44,7 @@ from translators.protojson_scalars import (
     parse_int32,
     parse_string,
     parse_timestamp_into,
+    path_text,
     timestamp_text,
 )
 
@@ -192,10 +194,10 @@ class Codec:
         plan = f.plan = self._plan(f.message)
         return plan
 
-    def _into(self, msg: ProtoMessage, data: Any, path: str, depth: int,
+    def _into(self, msg: ProtoMessage, data: Any, path: Where, depth: int,
               plan: _Plan | None = None) -> None:
         if depth >= _MAX_DEPTH:
-            raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
+            raise ProtoJsonError(f"{path_text(path)}: nested deeper than {_MAX_DEPTH} levels")
         if plan is None:
             plan = self._plan(msg.DESCRIPTOR)
         name = plan.well_known
@@ -204,7 +206,7 @@ class Codec:
                 json_format.ParseDict(data, msg, ignore_unknown_fields=True)
                 return
             if not isinstance(data, dict):
-                raise ProtoJsonError(f"{path} must be an object")
+                raise ProtoJsonError(f"{path_text(path)} must be an object")
             self._fields(msg, plan, data, path, depth)
         elif name == _TIMESTAMP:
             self._timestamp(msg, data, path)
@@ -215,7 +217,7 @@ class Codec:
         else:
             self._list(msg, data, path, depth)
 
-    def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: str,
+    def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: Where,
                 depth: int) -> None:
         oneofs: set[str] | None = None  # made for the few messages that set one
         by_key = plan.by_key
@@ -233,101 +235,103 @@ class Codec:
                 if oneofs is None:
                     oneofs = set()
                 elif f.oneof in oneofs:
-                    raise ProtoJsonError(f"{path}: more than one field of oneof {f.oneof}")
+                    raise ProtoJsonError(f"{path_text(path)}: more than one field of oneof "
+                                         f"{f.oneof}")
                 oneofs.add(f.oneof)
             if f.scalar:  # the common case first
                 try:  # a str for a string field is set as it is (parse_string's answer)
                     setattr(msg, f.name, value if f.as_is and value.__class__ is str
                             else f.parse(value))  # type: ignore[misc]
                 except UnknownEnumName:
-                    self._unknown_enum(f"{path}.{key}", value)
+                    self._unknown_enum((path, key), value)
                 except (ProtoJsonError, ValueError, TypeError) as exc:
-                    raise ProtoJsonError(f"{path}.{key}: {exc}") from None
+                    raise ProtoJsonError(f"{path_text(path)}.{key}: {exc}") from None
             elif f.map_value is not None:
-                self._map(msg, f, value, f"{path}.{key}", depth)
+                self._map(msg, f, value, (path, key), depth)
             elif f.repeated:
-                self._repeated(msg, f, value, f"{path}.{key}", depth)
+                self._repeated(msg, f, value, (path, key), depth)
             else:
                 sub = getattr(msg, f.name)
                 sub.SetInParent()
-                self._into(sub, value, f"{path}.{key}", depth + 1, f.plan or self._sub_plan(f))
+                self._into(sub, value, (path, key), depth + 1, f.plan or self._sub_plan(f))
 
-    def _repeated(self, msg: ProtoMessage, f: _Field, value: Any, where: str,
+    def _repeated(self, msg: ProtoMessage, f: _Field, value: Any, where: Where,
                   depth: int) -> None:
         if not isinstance(value, list):
-            raise ProtoJsonError(f"{where} must be an array")
+            raise ProtoJsonError(f"{path_text(where)} must be an array")
         target: Any = getattr(msg, f.name)
         del target[:]
         plan = None if f.message is None else f.plan or self._sub_plan(f)
         for i, item in enumerate(value):
             if plan is not None:
                 if item is None and plan.well_known != _VALUE:
-                    raise ProtoJsonError(f"{where}[{i}] is null")
-                self._into(target.add(), item, f"{where}[{i}]", depth + 1, plan)
+                    raise ProtoJsonError(f"{path_text(where)}[{i}] is null")
+                self._into(target.add(), item, (where, "[", i), depth + 1, plan)
             else:
                 assert f.parse is not None
                 if item is None:
-                    raise ProtoJsonError(f"{where}[{i}] is null")
+                    raise ProtoJsonError(f"{path_text(where)}[{i}] is null")
                 try:
                     target.append(f.parse(item))
                 except UnknownEnumName:
-                    self._unknown_enum(f"{where}[{i}]", item)
+                    self._unknown_enum((where, "[", i), item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
-                    raise ProtoJsonError(f"{where}[{i}]: {exc}") from None
+                    raise ProtoJsonError(f"{path_text(where)}[{i}]: {exc}") from None
 
-    def _map(self, msg: ProtoMessage, f: _Field, value: Any, where: str, depth: int) -> None:
+    def _map(self, msg: ProtoMessage, f: _Field, value: Any, where: Where, depth: int) -> None:
         if not isinstance(value, dict):
-            raise ProtoJsonError(f"{where} must be an object")
+            raise ProtoJsonError(f"{path_text(where)} must be an object")
         target: Any = getattr(msg, f.name)
         target.clear()
         v = f.map_value
         assert v is not None
         for key, item in value.items():
             if v.message is not None:
-                self._into(entry(target, key, where), item, f"{where}.{key}", depth + 1)
+                self._into(entry(target, key, where), item, (where, key), depth + 1)
             else:
                 assert v.parse is not None
                 try:  # a key protobuf cannot hold is a ValueError here too
                     target[key] = v.parse(item)
                 except UnknownEnumName:
-                    self._unknown_enum(f"{where}.{key}", item)
+                    self._unknown_enum((where, key), item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
-                    raise ProtoJsonError(f"{where}.{key}: {exc}") from None
+                    raise ProtoJsonError(f"{path_text(where)}.{key}: {exc}") from None
 
-    def _unknown_enum(self, where: str, value: Any) -> None:
+    def _unknown_enum(self, where: Where, value: Any) -> None:
         if self._strict_enums:  # the name shown cut to 64 characters
-            raise ProtoJsonError(f"{where}: {value[:64]!r} is not a value this field can hold")
+            raise ProtoJsonError(f"{path_text(where)}: {value[:64]!r} is not a value this "
+                                 f"field can hold")
 
-    def _timestamp(self, msg: Any, data: Any, path: str) -> None:
+    def _timestamp(self, msg: Any, data: Any, path: Where) -> None:
         text = parse_string(data)
         if self._naive and not _HAS_ZONE.search(text.strip()):
             text = text.strip() + "Z"
         try:
             parse_timestamp_into(msg, text)
         except ValueError as exc:
-            raise ProtoJsonError(f"{path}: {exc}") from None
+            raise ProtoJsonError(f"{path_text(path)}: {exc}") from None
 
-    def _struct(self, msg: Any, data: Any, path: str, depth: int) -> None:
+    def _struct(self, msg: Any, data: Any, path: Where, depth: int) -> None:
         if not isinstance(data, dict):
-            raise ProtoJsonError(f"{path} must be an object")
+            raise ProtoJsonError(f"{path_text(path)} must be an object")
         msg.Clear()
         fields = msg.fields
         for key, item in data.items():
-            self._value(entry(fields, key, path), item, f"{path}.{key}", depth + 1)
+            self._value(entry(fields, key, path), item, (path, key), depth + 1)
 
-    def _list(self, msg: Any, data: Any, path: str, depth: int) -> None:
+    def _list(self, msg: Any, data: Any, path: Where, depth: int) -> None:
         if not isinstance(data, list):
-            raise ProtoJsonError(f"{path} must be an array")
+            raise ProtoJsonError(f"{path_text(path)} must be an array")
         msg.ClearField("values")
         values = msg.values
         for i, item in enumerate(data):
-            self._value(values.add(), item, f"{path}[{i}]", depth + 1)
+            self._value(values.add(), item, (path, "[", i), depth + 1)
 
-    def _value(self, msg: Any, data: Any, path: str, depth: int) -> None:
+    def _value(self, msg: Any, data: Any, path: Where, depth: int) -> None:
         if depth >= _MAX_DEPTH:
-            raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
+            raise ProtoJsonError(f"{path_text(path)}: nested deeper than {_MAX_DEPTH} levels")
         if isinstance(data, dict):
             self._struct(msg.struct_value, data, path, depth)
         elif isinstance(data, list):
@@ -340,14 +344,15 @@ class Codec:
             try:
                 msg.string_value = data
             except ValueError:  # a lone surrogate: JSON can escape one, UTF-8 cannot hold it
-                raise ProtoJsonError(f"{path}: the string is not valid Unicode") from None
+                raise ProtoJsonError(f"{path_text(path)}: the string is not valid "
+                                     f"Unicode") from None
         elif isinstance(data, int | float):
             try:
                 msg.number_value = data
             except OverflowError:
-                raise ProtoJsonError(f"{path}: number out of range") from None
+                raise ProtoJsonError(f"{path_text(path)}: number out of range") from None
         else:
-            raise ProtoJsonError(f"{path}: unexpected {type(data).__name__}")
+            raise ProtoJsonError(f"{path_text(path)}: unexpected {type(data).__name__}")
 
     # ------------------------------------------------------------ dump
 
