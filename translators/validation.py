@@ -38,10 +38,11 @@ def check_message(msg: pb.Message, path: str) -> None:
     if msg.role == pb.ROLE_UNSPECIFIED:
         raise invalid_params(f"{path}.role is required (ROLE_USER or ROLE_AGENT)",
                              field=f"{path}.role")
-    if not msg.parts:
+    parts = msg.parts  # read once: each read of a upb field looks it up and wraps it
+    if not parts:
         raise invalid_params(f"{path}.parts must hold at least one part",
                              field=f"{path}.parts")
-    for i, part in enumerate(msg.parts):
+    for i, part in enumerate(parts):
         if part.WhichOneof("content") is None:
             raise invalid_params(f"{path}.parts[{i}] has no content (text, raw, url or data)",
                                  field=f"{path}.parts[{i}]")
