@@ -1,7 +1,8 @@
 """A call as it flows through the gateway: the operation, its canonical request, the
-client's facts (frozen, set once by the ingress), what the stages decide on its way (who
-called, the backend's headers, the loss report, the trace) and the outcome (written as
-the call goes, read once by its one exit: the log line, the metrics, the span)."""
+client's facts (set once by the ingress, never written after), what the stages decide on
+its way (who called, the backend's headers, the loss report, the trace) and the outcome
+(written as the call goes, read once by its one exit: the log line, the metrics, the
+span)."""
 
 from __future__ import annotations
 
@@ -29,8 +30,9 @@ PeerCert = Mapping[str, Any] | bytes | None
 def new_request_id() -> str:
     """128 random bits in hex, like a uuid4's hex form. An id to follow a call by, not a
     secret: the process's Mersenne Twister (seeded from the OS, reseeded in a forked
-    child), without a system call per call as os.urandom makes."""
-    return f"{random.getrandbits(128):032x}"
+    child), without a system call per call as os.urandom makes. to_bytes().hex() writes
+    the same 32 digits as format(..., "032x") in half the time."""
+    return random.getrandbits(128).to_bytes(16, "big").hex()
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,7 @@ class CallOutcome:
     forwarded: bool = False  # passed through as sent (same dialect on both sides)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)
 class ClientFacts:
     """What the client's request said beside its payload, and when it came: set once by
     the ingress, read by every stage and never written after (what the stages decide is

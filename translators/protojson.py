@@ -33,6 +33,7 @@ from translators.errors import A2AError, a2a_error
 from translators.protojson_scalars import (
     ProtoJsonError,
     UnknownEnumName,
+    Where,
     dump_bytes_b64,
     dump_value,
     entry,
@@ -43,6 +44,7 @@ from translators.protojson_scalars import (
     parse_int32,
     parse_string,
     parse_timestamp_into,
+    path_text,
     timestamp_text,
 )
 
@@ -81,6 +83,11 @@ class _Field:
     parse: Callable[[Any], Any] | None = None  # scalars
     dump: Callable[[Any], Any] | None = None
     plan: _Plan | None = None  # the message's plan, once first needed
+    # Worked out once from the above, read for every field of every call:
+    scalar: bool = False  # one scalar (parse set, not repeated): the common case
+    as_is: bool = False  # one string: a str read or dumped is taken as it is
+    null_value: bool = False  # one google.protobuf.Value: JSON null sets its null_value
+    out: Callable[[Any], Any] = str  # the field's value -> its ProtoJSON (Codec._dumper)
 
 
 @dataclass
@@ -89,6 +96,10 @@ class _Plan:
     by_number: dict[int, _Field] = field(default_factory=dict)
     generic: bool = False  # a field kind this codec does not handle: json_format does
     well_known: str | None = None  # Timestamp, Struct, Value, ListValue: their own forms
+    # The fields by their descriptor, as ListFields gives them: reading a descriptor's
+    # number costs more than the look-up (by_number stays for a descriptor not seen).
+    by_desc: dict[FieldDescriptor, _Field] = field(default_factory=dict)
+    always_present: dict[str, Any] | None = None  # _ALWAYS_PRESENT's entry
 
 
 class Codec:
@@ -124,11 +135,30 @@ class Codec:
             plan.parse, plan.dump = parse_bytes, dump_bytes_b64
         elif f.type == FieldDescriptor.TYPE_STRING:
             plan.parse, plan.dump = parse_string, str
+            plan.as_is = not plan.repeated
         elif f.type == FieldDescriptor.TYPE_BOOL:
             plan.parse, plan.dump = parse_bool, bool
         elif f.type == FieldDescriptor.TYPE_INT32:
             plan.parse, plan.dump = parse_int32, int
+        plan.scalar = plan.parse is not None and not plan.repeated
+        plan.null_value = (plan.message is not None and not plan.repeated
+                           and plan.message.full_name == _VALUE)
+        plan.out = self._dumper(plan)
         return plan
+
+    def _dumper(self, f: _Field) -> Callable[[Any], Any]:
+        """What turns a field's value (as ListFields gives it) into its ProtoJSON: the
+        kind of field is decided here once, not for every value dumped."""
+        if f.map_value is not None:
+            each = f.map_value.out
+            return lambda value: {str(k): each(x) for k, x in value.items()}
+        if f.message is None:
+            assert f.dump is not None
+            one = f.dump
+        else:
+            def one(value: Any) -> Any:
+                return self._dump(f.plan or self._sub_plan(f), value)
+        return (lambda value: [one(x) for x in value]) if f.repeated else one
 
     def _plan(self, desc: Descriptor) -> _Plan:
         plan = self._plans.get(desc)
@@ -147,6 +177,8 @@ class Codec:
             plan.by_key[f.json_name] = plan.by_key.get(f.json_name, fp)
             plan.by_key.setdefault(f.name, fp)
             plan.by_number[f.number] = fp
+            plan.by_desc[f] = fp
+        plan.always_present = _ALWAYS_PRESENT.get(desc.full_name)
         self._plans[desc] = plan
         return plan
 
@@ -162,140 +194,144 @@ class Codec:
         plan = f.plan = self._plan(f.message)
         return plan
 
-    def _into(self, msg: ProtoMessage, data: Any, path: str, depth: int,
+    def _into(self, msg: ProtoMessage, data: Any, path: Where, depth: int,
               plan: _Plan | None = None) -> None:
         if depth >= _MAX_DEPTH:
-            raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
+            raise ProtoJsonError(f"{path_text(path)}: nested deeper than {_MAX_DEPTH} levels")
         if plan is None:
             plan = self._plan(msg.DESCRIPTOR)
         name = plan.well_known
-        if name == _TIMESTAMP:
+        if name is None:  # an A2A message: the common case first
+            if plan.generic:
+                json_format.ParseDict(data, msg, ignore_unknown_fields=True)
+                return
+            if not isinstance(data, dict):
+                raise ProtoJsonError(f"{path_text(path)} must be an object")
+            self._fields(msg, plan, data, path, depth)
+        elif name == _TIMESTAMP:
             self._timestamp(msg, data, path)
         elif name == _STRUCT:
             self._struct(msg, data, path, depth)
         elif name == _VALUE:
             self._value(msg, data, path, depth)
-        elif name == _LIST:
-            self._list(msg, data, path, depth)
         else:
-            if plan.generic:
-                json_format.ParseDict(data, msg, ignore_unknown_fields=True)
-                return
-            if not isinstance(data, dict):
-                raise ProtoJsonError(f"{path} must be an object")
-            self._fields(msg, plan, data, path, depth)
+            self._list(msg, data, path, depth)
 
-    def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: str,
+    def _fields(self, msg: ProtoMessage, plan: _Plan, data: dict[str, Any], path: Where,
                 depth: int) -> None:
         oneofs: set[str] | None = None  # made for the few messages that set one
+        by_key = plan.by_key
         for key, value in data.items():
-            f = plan.by_key.get(key)
+            f = by_key.get(key)
             if f is None:
                 continue  # unknown fields are ignored (spec §5.7)
-            if f.oneof is not None and value is not None:
-                if oneofs is None:
-                    oneofs = set()
-                elif f.oneof in oneofs:
-                    raise ProtoJsonError(f"{path}: more than one field of oneof {f.oneof}")
-                oneofs.add(f.oneof)
             if value is None:
-                if f.message is not None and f.message.full_name == _VALUE and not f.repeated:
+                if f.null_value:
                     getattr(msg, f.name).null_value = 0
                 else:
                     msg.ClearField(f.name)
-            elif f.parse is not None and not f.repeated:  # a scalar: the common case first
-                try:
-                    setattr(msg, f.name, f.parse(value))
+                continue
+            if f.oneof is not None:
+                if oneofs is None:
+                    oneofs = set()
+                elif f.oneof in oneofs:
+                    raise ProtoJsonError(f"{path_text(path)}: more than one field of oneof "
+                                         f"{f.oneof}")
+                oneofs.add(f.oneof)
+            if f.scalar:  # the common case first
+                try:  # a str for a string field is set as it is (parse_string's answer)
+                    setattr(msg, f.name, value if f.as_is and value.__class__ is str
+                            else f.parse(value))  # type: ignore[misc]
                 except UnknownEnumName:
-                    self._unknown_enum(f"{path}.{key}", value)
-                    continue
+                    self._unknown_enum((path, key), value)
                 except (ProtoJsonError, ValueError, TypeError) as exc:
-                    raise ProtoJsonError(f"{path}.{key}: {exc}") from None
+                    raise ProtoJsonError(f"{path_text(path)}.{key}: {exc}") from None
             elif f.map_value is not None:
-                self._map(msg, f, value, f"{path}.{key}", depth)
+                self._map(msg, f, value, (path, key), depth)
             elif f.repeated:
-                self._repeated(msg, f, value, f"{path}.{key}", depth)
+                self._repeated(msg, f, value, (path, key), depth)
             else:
                 sub = getattr(msg, f.name)
                 sub.SetInParent()
-                self._into(sub, value, f"{path}.{key}", depth + 1, f.plan or self._sub_plan(f))
+                self._into(sub, value, (path, key), depth + 1, f.plan or self._sub_plan(f))
 
-    def _repeated(self, msg: ProtoMessage, f: _Field, value: Any, where: str,
+    def _repeated(self, msg: ProtoMessage, f: _Field, value: Any, where: Where,
                   depth: int) -> None:
         if not isinstance(value, list):
-            raise ProtoJsonError(f"{where} must be an array")
+            raise ProtoJsonError(f"{path_text(where)} must be an array")
         target: Any = getattr(msg, f.name)
         del target[:]
         plan = None if f.message is None else f.plan or self._sub_plan(f)
         for i, item in enumerate(value):
             if plan is not None:
                 if item is None and plan.well_known != _VALUE:
-                    raise ProtoJsonError(f"{where}[{i}] is null")
-                self._into(target.add(), item, f"{where}[{i}]", depth + 1, plan)
+                    raise ProtoJsonError(f"{path_text(where)}[{i}] is null")
+                self._into(target.add(), item, (where, "[", i), depth + 1, plan)
             else:
                 assert f.parse is not None
                 if item is None:
-                    raise ProtoJsonError(f"{where}[{i}] is null")
+                    raise ProtoJsonError(f"{path_text(where)}[{i}] is null")
                 try:
                     target.append(f.parse(item))
                 except UnknownEnumName:
-                    self._unknown_enum(f"{where}[{i}]", item)
+                    self._unknown_enum((where, "[", i), item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
-                    raise ProtoJsonError(f"{where}[{i}]: {exc}") from None
+                    raise ProtoJsonError(f"{path_text(where)}[{i}]: {exc}") from None
 
-    def _map(self, msg: ProtoMessage, f: _Field, value: Any, where: str, depth: int) -> None:
+    def _map(self, msg: ProtoMessage, f: _Field, value: Any, where: Where, depth: int) -> None:
         if not isinstance(value, dict):
-            raise ProtoJsonError(f"{where} must be an object")
+            raise ProtoJsonError(f"{path_text(where)} must be an object")
         target: Any = getattr(msg, f.name)
         target.clear()
         v = f.map_value
         assert v is not None
         for key, item in value.items():
             if v.message is not None:
-                self._into(entry(target, key, where), item, f"{where}.{key}", depth + 1)
+                self._into(entry(target, key, where), item, (where, key), depth + 1)
             else:
                 assert v.parse is not None
                 try:  # a key protobuf cannot hold is a ValueError here too
                     target[key] = v.parse(item)
                 except UnknownEnumName:
-                    self._unknown_enum(f"{where}.{key}", item)
+                    self._unknown_enum((where, key), item)
                     continue
                 except (ProtoJsonError, ValueError, TypeError) as exc:
-                    raise ProtoJsonError(f"{where}.{key}: {exc}") from None
+                    raise ProtoJsonError(f"{path_text(where)}.{key}: {exc}") from None
 
-    def _unknown_enum(self, where: str, value: Any) -> None:
+    def _unknown_enum(self, where: Where, value: Any) -> None:
         if self._strict_enums:  # the name shown cut to 64 characters
-            raise ProtoJsonError(f"{where}: {value[:64]!r} is not a value this field can hold")
+            raise ProtoJsonError(f"{path_text(where)}: {value[:64]!r} is not a value this "
+                                 f"field can hold")
 
-    def _timestamp(self, msg: Any, data: Any, path: str) -> None:
+    def _timestamp(self, msg: Any, data: Any, path: Where) -> None:
         text = parse_string(data)
         if self._naive and not _HAS_ZONE.search(text.strip()):
             text = text.strip() + "Z"
         try:
             parse_timestamp_into(msg, text)
         except ValueError as exc:
-            raise ProtoJsonError(f"{path}: {exc}") from None
+            raise ProtoJsonError(f"{path_text(path)}: {exc}") from None
 
-    def _struct(self, msg: Any, data: Any, path: str, depth: int) -> None:
+    def _struct(self, msg: Any, data: Any, path: Where, depth: int) -> None:
         if not isinstance(data, dict):
-            raise ProtoJsonError(f"{path} must be an object")
+            raise ProtoJsonError(f"{path_text(path)} must be an object")
         msg.Clear()
         fields = msg.fields
         for key, item in data.items():
-            self._value(entry(fields, key, path), item, f"{path}.{key}", depth + 1)
+            self._value(entry(fields, key, path), item, (path, key), depth + 1)
 
-    def _list(self, msg: Any, data: Any, path: str, depth: int) -> None:
+    def _list(self, msg: Any, data: Any, path: Where, depth: int) -> None:
         if not isinstance(data, list):
-            raise ProtoJsonError(f"{path} must be an array")
+            raise ProtoJsonError(f"{path_text(path)} must be an array")
         msg.ClearField("values")
         values = msg.values
         for i, item in enumerate(data):
-            self._value(values.add(), item, f"{path}[{i}]", depth + 1)
+            self._value(values.add(), item, (path, "[", i), depth + 1)
 
-    def _value(self, msg: Any, data: Any, path: str, depth: int) -> None:
+    def _value(self, msg: Any, data: Any, path: Where, depth: int) -> None:
         if depth >= _MAX_DEPTH:
-            raise ProtoJsonError(f"{path}: nested deeper than {_MAX_DEPTH} levels")
+            raise ProtoJsonError(f"{path_text(path)}: nested deeper than {_MAX_DEPTH} levels")
         if isinstance(data, dict):
             self._struct(msg.struct_value, data, path, depth)
         elif isinstance(data, list):
@@ -308,27 +344,29 @@ class Codec:
             try:
                 msg.string_value = data
             except ValueError:  # a lone surrogate: JSON can escape one, UTF-8 cannot hold it
-                raise ProtoJsonError(f"{path}: the string is not valid Unicode") from None
+                raise ProtoJsonError(f"{path_text(path)}: the string is not valid "
+                                     f"Unicode") from None
         elif isinstance(data, int | float):
             try:
                 msg.number_value = data
             except OverflowError:
-                raise ProtoJsonError(f"{path}: number out of range") from None
+                raise ProtoJsonError(f"{path_text(path)}: number out of range") from None
         else:
-            raise ProtoJsonError(f"{path}: unexpected {type(data).__name__}")
+            raise ProtoJsonError(f"{path_text(path)}: unexpected {type(data).__name__}")
 
     # ------------------------------------------------------------ dump
 
     def dump(self, msg: ProtoMessage) -> dict[str, Any]:
-        out = self._message(msg)
+        plan = self._plan(msg.DESCRIPTOR)
+        out = self._dump(plan, msg)
         if not isinstance(out, dict):
             raise ProtoJsonError(f"{msg.DESCRIPTOR.full_name} has no object form")
-        for key, default in _ALWAYS_PRESENT.get(msg.DESCRIPTOR.full_name, {}).items():
-            out.setdefault(key, list(default) if isinstance(default, list) else default)
+        if plan.always_present is not None:
+            for key, default in plan.always_present.items():
+                out.setdefault(key, list(default) if isinstance(default, list) else default)
         return out
 
-    def _message(self, msg: Any) -> Any:
-        plan = self._plan(msg.DESCRIPTOR)
+    def _dump(self, plan: _Plan, msg: Any) -> Any:
         name = plan.well_known
         if name is not None:
             if name == _TIMESTAMP:
@@ -341,20 +379,10 @@ class Codec:
         if plan.generic:
             return json_format.MessageToDict(msg)
         out: dict[str, Any] = {}
+        by_desc = plan.by_desc
         for fd, value in msg.ListFields():
-            f = plan.by_number[fd.number]
-            if f.map_value is not None:
-                v = f.map_value
-                out[f.json] = {str(k): self._message(x) if v.message else v.dump(x)  # type: ignore[misc]
-                               for k, x in value.items()}
-            elif f.repeated:
-                out[f.json] = ([self._message(x) for x in value] if f.message
-                               else [f.dump(x) for x in value])  # type: ignore[misc]
-            elif f.message is not None:
-                out[f.json] = self._message(value)
-            else:
-                assert f.dump is not None
-                out[f.json] = f.dump(value)
+            f = by_desc.get(fd) or plan.by_number[fd.number]
+            out[f.json] = value if f.as_is else f.out(value)
         return out
 
 
@@ -379,18 +407,6 @@ def parse_p10(data: Any, cls: type[M], *, error: str = CLIENT_FAULT) -> M:
 
 def dump_p10(msg: ProtoMessage) -> dict[str, Any]:
     return P10.dump(msg)
-
-
-def integral(value: Any) -> Any:
-    """Struct and Value hold every number as a double; give integral numbers back their
-    integer form (exact below 2**53)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
-        return int(value)
-    if isinstance(value, dict):
-        return {k: integral(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [integral(v) for v in value]
-    return value
 
 
 def reclassify(err: A2AError, *, as_name: str = "InvalidAgentResponseError") -> A2AError:

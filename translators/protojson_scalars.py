@@ -22,13 +22,28 @@ class UnknownEnumName(Exception):
     """An enum name this schema does not know: ignored, like an unknown field."""
 
 
-def entry(container: Any, key: str, path: str) -> Any:
+# Where a value is in what is parsed, for error messages only, so made into text only
+# for one (path_text): the message's name, then (parent, key) for a field or an entry
+# (".key") and (parent, "[", index) for an item ("[index]"). Building the text of every
+# field read cost more than setting most fields.
+Where = str | tuple["Where", Any] | tuple["Where", str, int]
+
+
+def path_text(where: Where) -> str:
+    if isinstance(where, str):
+        return where
+    if len(where) == 3:
+        return f"{path_text(where[0])}[{where[2]}]"
+    return f"{path_text(where[0])}.{where[1]}"
+
+
+def entry(container: Any, key: str, path: Where) -> Any:
     """A map's or Struct's entry for ``key``, made if new. A key with a lone surrogate
     (JSON can escape one; protobuf strings are UTF-8) is the sender's error, not ours."""
     try:
         return container[key]
     except ValueError:
-        raise ProtoJsonError(f"{path}: a key is not valid Unicode") from None
+        raise ProtoJsonError(f"{path_text(path)}: a key is not valid Unicode") from None
 
 
 # ---------------------------------------------------------------- scalars
@@ -166,3 +181,15 @@ def timestamp_text(msg: Any) -> str:
     if not nanos % 1_000:
         return f"{text}.{nanos // 1_000:06d}Z"
     return f"{text}.{nanos:09d}Z"
+
+
+def integral(value: Any) -> Any:
+    """Struct and Value hold every number as a double; give integral numbers back their
+    integer form (exact below 2**53)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, dict):
+        return {k: integral(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [integral(v) for v in value]
+    return value

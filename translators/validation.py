@@ -18,8 +18,10 @@ negative history length would vanish on the v0.3 bindings that read it as "all".
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from a2a.types import a2a_pb2 as pb
 from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
@@ -36,10 +38,11 @@ def check_message(msg: pb.Message, path: str) -> None:
     if msg.role == pb.ROLE_UNSPECIFIED:
         raise invalid_params(f"{path}.role is required (ROLE_USER or ROLE_AGENT)",
                              field=f"{path}.role")
-    if not msg.parts:
+    parts = msg.parts  # read once: each read of a upb field looks it up and wraps it
+    if not parts:
         raise invalid_params(f"{path}.parts must hold at least one part",
                              field=f"{path}.parts")
-    for i, part in enumerate(msg.parts):
+    for i, part in enumerate(parts):
         if part.WhichOneof("content") is None:
             raise invalid_params(f"{path}.parts[{i}] has no content (text, raw, url or data)",
                                  field=f"{path}.parts[{i}]")
@@ -96,24 +99,32 @@ class _Node:
     json: str
     repeated: bool
     enum: EnumDescriptor | None = None  # an enum field: its enum
-    below: tuple[_Node, ...] = ()  # a message field: the checked fields inside
+    below: Nodes | None = None  # a message field: the checked fields inside
+    # A leaf's value that passes at once (a C call, no path made): an id that is
+    # printable, a number the enum names; any other is for _check_value to judge.
+    fine: Callable[[Any], bool] = str.isprintable
+
+
+# A message type's checked fields by their descriptor, the key ListFields gives.
+Nodes = dict[FieldDescriptor, _Node]
 
 
 @cache
-def _plan(desc: Descriptor) -> tuple[_Node, ...]:
+def _plan(desc: Descriptor) -> Nodes:
     """The enum and id fields reachable from a message type (found once per type: a call
     visits only the few fields its request has)."""
     return _nodes(desc, frozenset({desc.full_name}))
 
 
-def _nodes(desc: Descriptor, seen: frozenset[str]) -> tuple[_Node, ...]:
-    out: list[_Node] = []
+def _nodes(desc: Descriptor, seen: frozenset[str]) -> Nodes:
+    out: Nodes = {}
     for f in desc.fields:
         repeated = bool(f.is_repeated)
         if f.type == FieldDescriptor.TYPE_ENUM:
-            out.append(_Node(f.name, f.json_name, repeated, enum=f.enum_type))
+            out[f] = _Node(f.name, f.json_name, repeated, enum=f.enum_type,
+                           fine=frozenset(f.enum_type.values_by_number).__contains__)
         elif is_id_field(f):
-            out.append(_Node(f.name, f.json_name, repeated))
+            out[f] = _Node(f.name, f.json_name, repeated)
         elif f.type == FieldDescriptor.TYPE_MESSAGE:
             sub = f.message_type
             if sub.GetOptions().map_entry or sub.full_name.startswith("google.protobuf.") \
@@ -121,23 +132,31 @@ def _nodes(desc: Descriptor, seen: frozenset[str]) -> tuple[_Node, ...]:
                 continue  # maps, Struct/Value/Timestamp hold neither; no loops
             below = _nodes(sub, seen | {sub.full_name})
             if below:
-                out.append(_Node(f.name, f.json_name, repeated, below=below))
-    return tuple(out)
+                out[f] = _Node(f.name, f.json_name, repeated, below=below)
+    return out
 
 
-def _check_fields(msg: ProtoMessage, nodes: tuple[_Node, ...], path: str) -> None:
-    for node in nodes:
-        if node.below:
+def _check_fields(msg: ProtoMessage, nodes: Nodes, path: str) -> None:
+    # The fields set only, from one ListFields call (reading each field costs as much):
+    # an id not set is empty and an enum not set is 0, both fine, and a message not set
+    # holds nothing. In field number order: the first bad field is the one reported
+    # (the A2A messages with two checked fields declare them in that order too).
+    for fd, value in msg.ListFields():
+        node = nodes.get(fd)
+        if node is None:
+            continue
+        if node.below is not None:
             if node.repeated:
-                for i, item in enumerate(getattr(msg, node.name)):
+                for i, item in enumerate(value):
                     _check_fields(item, node.below, f"{path}{node.json}[{i}].")
-            elif msg.HasField(node.name):
-                _check_fields(getattr(msg, node.name), node.below, f"{path}{node.json}.")
+            else:
+                _check_fields(value, node.below, f"{path}{node.json}.")
         elif node.repeated:
-            for i, item in enumerate(getattr(msg, node.name)):
-                _check_value(node, item, f"{path}{node.json}[{i}]")
-        else:
-            _check_value(node, getattr(msg, node.name), path + node.json)
+            for i, item in enumerate(value):
+                if not node.fine(item):
+                    _check_value(node, item, f"{path}{node.json}[{i}]")
+        elif not node.fine(value):
+            _check_value(node, value, path + node.json)
 
 
 def _check_value(node: _Node, value: int | str, where: str) -> None:

@@ -23,6 +23,8 @@ def normalize_version(raw: str | None) -> str:
     Patch numbers must not take part in negotiation (§3.6), so ``1.0.1`` is ``1.0``.
     Anything that is not digits-dot-digits is returned as given, to be refused.
     """
+    if raw is None:  # no header (v0.3 clients): before the look-up, where None == str
+        return V03  # takes the slow way of rich comparison
     if raw in KNOWN_VERSIONS:  # nearly every call: what it says is the answer
         return raw
     value = (raw or "").strip()

@@ -218,9 +218,11 @@ class Http1Pool:
         for name, value in headers.items():
             if name.lower() in _OWN:
                 continue
-            if _FORBIDDEN.search(name) or _FORBIDDEN.search(value):
+            line = f"{name}: {value}\r\n"
+            # One search for name and value (": " holds none of the characters).
+            if _FORBIDDEN.search(line, 0, len(line) - 2):
                 raise ValueError(f"header {name[:40]!r} has a line break or NUL in it")
-            lines.append(f"{name}: {value}\r\n")
+            lines.append(line)
         lines.append("\r\n" if length is None else f"Content-Length: {length}\r\n\r\n")
         return "".join(lines).encode("utf-8", "surrogateescape")
 

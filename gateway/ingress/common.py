@@ -162,7 +162,7 @@ def dialect_headers(ctx: CallContext) -> dict[str, str]:
     return headers
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)
 class Reply:
     """An answer a dialect rendered, with the headers that go with it on HTTP: what
     aiohttp's route turns into a response (:func:`as_response`) and the fast lane writes

@@ -17,7 +17,7 @@ from translators.dialects.contract import ClientCodec, ErrorAnswer, Refusal
 from translators.errors import A2AError, a2a_error
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)
 class Answered:
     """A unary call's answer, as the client's codec wrote it (or the backend's, passed
     through): the body and, on HTTP+JSON, the status."""

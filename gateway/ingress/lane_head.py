@@ -130,8 +130,9 @@ def read_request(buffer: bytearray, pos: int, max_body: int) -> LaneCall | str |
 
 def asks_to_close(headers: CIMultiDictProxy[str]) -> bool:
     """Whether any `Connection` field names `close` (aiohttp reads every one)."""
-    return "close" in (token.strip() for value in headers.getall("Connection", ())
-                       for token in value.lower().split(","))
+    values = headers.getall("Connection", ())
+    return bool(values) and "close" in (  # most requests have none: no generator for them
+        token.strip() for value in values for token in value.lower().split(","))
 
 
 def checked_until(buffer: bytearray, pos: int) -> int | None:

@@ -122,6 +122,9 @@ class _Batch:
         # Per histogram child: the hits of the buckets observed (by index; a pass touches
         # one or two of the 15) and, under the key -1, the sum of the seconds.
         self._spreads: dict[tuple[_Children, tuple[str, ...]], dict[int, float]] = {}
+        # Gauge children moved up or down (slots held): a slot taken and given back in
+        # one pass adds nothing to write.
+        self._moves: dict[Gauge, float] = {}
         self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         # The flush reads no context variable: one empty context for every pass, instead
@@ -145,6 +148,12 @@ class _Batch:
         if self._timer is None or self._loop is None or self._loop.is_closed():
             self._arm()
 
+    def move(self, gauge: Gauge, amount: float) -> None:
+        """``gauge`` (a labelled Gauge child) up by ``amount`` (down when negative)."""
+        self._moves[gauge] = self._moves.get(gauge, 0) + amount
+        if self._timer is None or self._loop is None or self._loop.is_closed():
+            self._arm()
+
     def _arm(self) -> None:
         try:
             loop = asyncio.get_running_loop()
@@ -160,6 +169,10 @@ class _Batch:
             self._timer = None
         counts, self._counts = self._counts, {}
         spreads, self._spreads = self._spreads, {}
+        moves, self._moves = self._moves, {}
+        for gauge, amount in moves.items():
+            if amount:
+                gauge.inc(amount)
         for (metric, values), amount in counts.items():
             metric(*values).inc(amount)
         for (metric, values), spread in spreads.items():
@@ -173,6 +186,7 @@ class _Batch:
 
 _batch = _Batch()
 flush = _batch.flush
+move_gauge = _batch.move
 atexit.register(flush)
 
 _calls, _call_seconds = _Children(CALLS), _Children(CALL_SECONDS)

@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontext
 from prometheus_client import Gauge
 
 from gateway.config.models import BackendConfig, GatewayConfig
-from gateway.observability.metrics import LIMIT_REFUSALS
+from gateway.observability.metrics import LIMIT_REFUSALS, move_gauge
 from gateway.routing.tenants import TenantRoute
 from translators.errors import A2AError, a2a_error
 
@@ -63,11 +63,13 @@ class Slots:
                 raise self._refusal(wait) from None
         else:
             await self._free.acquire()
-        self._in_use.inc()
+        # With the pass's other counts (gateway/observability/metrics.py, _Batch): a
+        # gauge's inc locks and checks as a counter's does, twice per call.
+        move_gauge(self._in_use, 1)
 
     def _release(self) -> None:
         self._free.release()
-        self._in_use.dec()
+        move_gauge(self._in_use, -1)
 
 
 class _Hold:

@@ -169,7 +169,7 @@ class BackendCodec(Protocol):
         ...
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one per call (see WireRequest above)
 class HttpAnswer:
     """An answer for an HTTP client: status, body, and the headers that go with it."""
 

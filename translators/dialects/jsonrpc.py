@@ -196,7 +196,7 @@ class JsonRpcDialect:
             error="InvalidAgentResponseError"))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)
 class JsonRpcClient:
     """One JSON-RPC call's client side (a ClientCodec): every answer, event and error
     carries the id the client gave; an error is HTTP 200 unless it is about the

@@ -9,7 +9,7 @@ from typing import Any
 from translators.errors import a2a_error, error_from_jsonrpc
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)
 class Envelope:
     """A JSON-RPC 2.0 request as far as the envelope goes: id, method, params."""
 

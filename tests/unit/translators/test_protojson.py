@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from translators.p03.json import P03
-from translators.protojson import P10, Codec, integral
-from translators.protojson_scalars import ProtoJsonError
+from translators.protojson import P10, Codec
+from translators.protojson_scalars import ProtoJsonError, integral
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
