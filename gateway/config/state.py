@@ -79,7 +79,7 @@ class JournalConfig(_Model):
                             "after its last append while the task never ended")
     retry: float = Field(1.0, gt=0, description="The SSE `retry:` hint sent to clients, in "
                          "seconds")
-    hold: float = Field(300.0, ge=0, description="Seconds the gateway keeps reading a "
+    hold: float = Field(60.0, ge=0, description="Seconds the gateway keeps reading a "
                         "backend stream whose client went away, so that what it sends is "
                         "journaled for the client's return (0: no hold)")
     replay_batch: int = Field(500, gt=0, description="Entries read from the journal per "
