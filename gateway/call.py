@@ -121,6 +121,9 @@ class CallContext:
     # Headers the backend gets: the forwarded ones and, once admitted, the credentials
     # the tenant's backend auth adds (gateway/auth/backend_creds.py).
     backend_headers: Mapping[str, str] = field(default_factory=dict)
+    # Gives the caller's slot back (max_streams_per_principal) when a stream is read on
+    # after its client left (gateway/streams/driver.py): the caller is gone.
+    on_leaving: Callable[[], None] | None = None
     # What its access line says (gateway/observability/logs/access.py): the operation,
     # once known, and the error it ended with (also a refusal before the operation was
     # known).

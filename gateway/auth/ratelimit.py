@@ -138,18 +138,29 @@ class Concurrency:
 
     @contextmanager
     def hold(self, key: str, cap: int | None, refuse: Callable[[], A2AError],
-             ) -> Iterator[None]:
+             ) -> Iterator[Callable[[], None]]:
+        """A slot under ``key`` for the block; what it yields gives the slot back before
+        the block ends (a stream whose client left, read on for the journal)."""
         if cap is not None and self._held.get(key, 0) >= cap:
             raise refuse()
         self._held[key] = self._held.get(key, 0) + 1
-        try:
-            yield
-        finally:
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if not held:
+                return
+            held = False
             left = self._held[key] - 1
             if left:
                 self._held[key] = left
             else:
                 del self._held[key]
+
+        try:
+            yield release
+        finally:
+            release()
 
 
 def exhausted(limit: str, tenant: str, retry_after: float, what: str) -> A2AError:
@@ -203,7 +214,8 @@ class TrafficLimits:
                                 f"{cfg.principal.burst}) is reached")
 
     @contextmanager
-    def hold(self, principal: Principal | None, streaming: bool) -> Iterator[None]:
+    def hold(self, principal: Principal | None,
+             streaming: bool) -> Iterator[Callable[[], None]]:
         """A slot for one call (or stream) of ``principal`` while it runs."""
         if streaming:
             limit, cap, what = ("max_streams_per_principal",
@@ -213,5 +225,5 @@ class TrafficLimits:
                                 self.config.max_calls_per_principal, "calls")
         key = f"{limit}:{self.tenant}:{principal_key(principal)}"
         with self.concurrency.hold(key, cap, lambda: exhausted(
-                limit, self.tenant, 1, f"the caller has {cap} {what} open, its limit")):
-            yield
+                limit, self.tenant, 1, f"the caller has {cap} {what} open, its limit")) as release:
+            yield release

@@ -57,6 +57,8 @@ async def _detached(driving: Awaitable[web.StreamResponse], call: Call,
     except asyncio.CancelledError:
         if not task.done():
             finish(call.ctx, call.op.name, asyncio.CancelledError())
+            if call.ctx.on_leaving is not None:
+                call.ctx.on_leaving()  # the caller's stream slot: it is gone
             task.add_done_callback(_settled)
             asyncio.get_running_loop().call_later(hold, task.cancel)
         raise

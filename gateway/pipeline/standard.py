@@ -20,7 +20,7 @@ card or open a connection; the holds are taken in the same order, slot before sp
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import (
     AbstractAsyncContextManager,
     AbstractContextManager,
@@ -46,19 +46,23 @@ from gateway.tasks.listing import TaskLister
 from translators.dialects.base import WireAnswer, check_backend_card, forwardable
 from translators.errors import A2AError
 
+Slot = AbstractContextManager[Callable[[], None]]  # a caller's slot, and its early release
+
 
 @asynccontextmanager
-async def _holding(slot: AbstractContextManager[None]) -> AsyncIterator[None]:
-    with slot:
+async def _holding(slot: Slot, call: Call) -> AsyncIterator[None]:
+    with slot as release:
+        call.ctx.on_leaving = release  # a stream read on after its client left
         yield
 
 
 @asynccontextmanager
-async def _renewing(slot: AbstractContextManager[None] | None, creds: BackendCredentials,
+async def _renewing(slot: Slot | None, creds: BackendCredentials,
                     call: Call) -> AsyncIterator[None]:
     """The caller's slot, and a backend that refuses the gateway's OAuth token makes the
     next call fetch another."""
-    with slot if slot is not None else nullcontext():
+    with slot if slot is not None else nullcontext() as release:
+        call.ctx.on_leaving = release
         try:
             yield
         except A2AError as err:
@@ -80,7 +84,7 @@ def _admission(auth: GatewayAuth | None) -> Stage | None:
             call.ctx.principal, passage.streaming)
         if policy.backend.oauth is not None:
             return _renewing(slot, policy.backend, call)
-        return None if slot is None else _holding(slot)
+        return None if slot is None else _holding(slot, call)
 
     return Stage("admission", enter, hold)
 

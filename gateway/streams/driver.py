@@ -138,6 +138,8 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                         # task of its own, which the client's leaving does not cancel:
                         # gateway/ingress/sse_out.py.)
                         finish(call.ctx, call.op.name, asyncio.CancelledError())
+                        if call.ctx.on_leaving is not None:
+                            call.ctx.on_leaving()  # the caller's slot: it is gone
                         await _hold(call, plan, turn, streams)
                 finally:
                     await close_stream(plan.reads)
