@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 
 import structlog
 
+import gateway.state.sqlite_journal as sqlite_journal
 from gateway.config.state import RetentionConfig
-from gateway.state import sqlite_journal
 from gateway.state.base import (
     StoreError,
     TaskPage,
