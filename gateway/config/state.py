@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-if TYPE_CHECKING:  # imported where used: gateway.state imports this module
-    from gateway.state.journal import JournalLimits
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
@@ -84,12 +81,6 @@ class JournalConfig(_Model):
                         "journaled for the client's return (0: no hold)")
     replay_batch: int = Field(500, gt=0, description="Entries read from the journal per "
                               "round trip when a client resumes")
-
-    def limits(self) -> JournalLimits:
-        """The bounds the stores apply to each task's journal."""
-        from gateway.state.journal import JournalLimits
-
-        return JournalLimits(self.max_events, self.max_bytes, self.ttl, self.idle_ttl)
 
 
 class StateConfig(_Model):

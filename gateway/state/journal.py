@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from gateway.config.state import JournalConfig
+
 
 @dataclass(frozen=True, slots=True)
 class JournalLimits:
@@ -29,6 +31,11 @@ class JournalLimits:
     max_bytes: int  # bytes of entries kept per task; the oldest go first
     ttl: float  # seconds a journal is kept once its task is terminal
     idle_ttl: float  # seconds a journal is kept after its last append otherwise
+
+
+def limits_of(config: JournalConfig) -> JournalLimits:
+    """The bounds `state.journal` sets on each task's journal."""
+    return JournalLimits(config.max_events, config.max_bytes, config.ttl, config.idle_ttl)
 
 
 @dataclass(frozen=True, slots=True)

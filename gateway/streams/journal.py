@@ -28,7 +28,7 @@ from gateway.config.state import JournalConfig
 from gateway.egress.base import EventBatches
 from gateway.observability.metrics import JOURNAL_FAILURES, RESUMED_EVENTS, RESUMES
 from gateway.state import StoreError
-from gateway.state.journal import JournalEntry, JournalStore
+from gateway.state.journal import JournalEntry, JournalStore, limits_of
 from gateway.streams.events import close_stream
 from gateway.tasks.index import task_of as task_named
 from translators.dialects.grpc import GRPC
@@ -91,7 +91,7 @@ class StreamJournal:
     def __init__(self, store: JournalStore, tenant: str, config: JournalConfig,
                  resume: tuple[str, int] | None = None) -> None:
         self.store, self.tenant, self.config = store, tenant, config
-        self.limits = config.limits()
+        self.limits = limits_of(config)
         self.batch = config.replay_batch
         self.task_id = resume[0] if resume is not None else ""
         # The highest seq the client has; -1 until the stream's first journaled event

@@ -15,7 +15,13 @@ import redis.asyncio as aioredis
 
 from gateway.config.models import ConfigError, parse_config
 from gateway.state import Store
-from gateway.state.journal import JournalEntry, JournalLimits, JournalRead, JournalStore
+from gateway.state.journal import (
+    JournalEntry,
+    JournalLimits,
+    JournalRead,
+    JournalStore,
+    limits_of,
+)
 from gateway.state.redis_journal import journal_keys
 from gateway.state.redis_store import RedisStore
 from gateway.state.sqlite_store import SqliteStore
@@ -54,10 +60,10 @@ def test_lost_after() -> None:
 def test_config_defaults_and_limits() -> None:
     journal = parse_config({"tenants": TENANTS}).state.journal
     assert journal.enabled and journal.hold == 60 and journal.replay_batch == 500
-    assert journal.limits() == JournalLimits(10_000, 8 * 1024 * 1024, 3600.0, 86400.0)
+    assert limits_of(journal) == JournalLimits(10_000, 8 * 1024 * 1024, 3600.0, 86400.0)
     custom = parse_config({"tenants": TENANTS, "state": {"journal": {
         "max_events": 5, "max_bytes": 100, "ttl": 1.5, "idle_ttl": 9, "hold": 0}}})
-    assert custom.state.journal.limits() == JournalLimits(5, 100, 1.5, 9.0)
+    assert limits_of(custom.state.journal) == JournalLimits(5, 100, 1.5, 9.0)
     with pytest.raises(ConfigError, match=r"state\.journal\.max_events"):
         parse_config({"tenants": TENANTS, "state": {"journal": {"max_events": 0}}})
 
