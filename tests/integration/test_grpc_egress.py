@@ -190,7 +190,7 @@ async def test_client_going_away_cancels_the_backend_call(
     grpc_port = free_port()
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
     url = await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
-        "path": ":memory:", "journal": {"hold": 0}}) + "/"
+        "path": ":memory:", "journal": {"enabled": True, "hold": 0}}) + "/"
     await _leave_a_stream(url, grpc_port, client)
     await asyncio.wait_for(fake.cancelled.wait(), 5)
 
@@ -202,7 +202,7 @@ async def test_a_held_stream_whose_backend_is_silent_ends_when_its_hold_runs_out
     backend sends nothing more (no write finds the client gone)."""
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
     url = await make_gateway({"fake": tenant}, state={
-        "path": ":memory:", "journal": {"hold": 0.2}}) + "/"
+        "path": ":memory:", "journal": {"enabled": True, "hold": 0.2}}) + "/"
     await _leave_a_stream(url, 0, "jsonrpc")
     await asyncio.wait_for(fake.cancelled.wait(), 5)
 

@@ -78,7 +78,8 @@ async def _gateway(agent: _Agent) -> AsyncIterator[tuple[str, Server]]:
     async with serving(agent.app()) as base:
         port = free_port()
         server = Server(parse_config({
-            "listen": {"http": f"127.0.0.1:{port}"}, "state": {"path": ":memory:"},
+            "listen": {"http": f"127.0.0.1:{port}"},
+            "state": {"path": ":memory:", "journal": {"enabled": True}},
             "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
                                           "precheck": False}}}}))
         await server.start()

@@ -231,7 +231,8 @@ def gateway_config(path: Path, port: int, agent_jsonrpc: int, state: dict[str, A
         "listen": {"http": f"127.0.0.1:{port}"},
         "tenants": {"t": {"backend": {"url": f"http://127.0.0.1:{agent_jsonrpc}/",
                                       "version": "1.0", "binding": "JSONRPC"}}},
-        "state": {"path": str(path.with_suffix(".state.db")), **state}})
+        "state": {"path": str(path.with_suffix(".state.db")), **state,
+                  "journal": {"enabled": True, **state.get("journal", {})}}})
 
 
 @contextmanager

@@ -59,7 +59,7 @@ def test_lost_after() -> None:
 
 def test_config_defaults_and_limits() -> None:
     journal = parse_config({"tenants": TENANTS}).state.journal
-    assert journal.enabled and journal.hold == 60 and journal.replay_batch == 500
+    assert not journal.enabled and journal.hold == 60 and journal.replay_batch == 500
     assert limits_of(journal) == JournalLimits(10_000, 8 * 1024 * 1024, 3600.0, 86400.0)
     custom = parse_config({"tenants": TENANTS, "state": {"journal": {
         "max_events": 5, "max_bytes": 100, "ttl": 1.5, "idle_ttl": 9, "hold": 0}}})

@@ -103,6 +103,8 @@ def deployment_running(logs: Path) -> Iterator[Deployment]:
             # The webhook receivers are on 127.0.0.1, which the relay's SSRF guard refuses
             # unless allow-listed.
             "push_relay": {"webhook_allowlist": ["127.0.0.1"]},
+            # Stream ids and resume (tests/interop/test_stream_resume.py); off by default.
+            "state": {"journal": {"enabled": True}},
         })
         stack.enter_context(running(gateway_cmd(config), port, log=logs / "gateway.log"))
         hook_port = free_port()
