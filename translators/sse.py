@@ -82,6 +82,16 @@ class SseParser:
                          f"{self._max} bytes (max_answer_bytes)", limit=self._max)
 
 
+def event_fields(event_id: str, retry_ms: int | None = None) -> bytes:
+    """The `retry:` and `id:` fields that go before an event's `data:` (in the same event:
+    a block of fields without data reaches some clients as an event of empty data). The
+    id must hold no line break or NUL (a client ignores an id with a NUL)."""
+    if "\n" in event_id or "\r" in event_id or "\0" in event_id:
+        raise ValueError("an SSE id holds no line break or NUL")
+    retry = b"retry: %d\n" % retry_ms if retry_ms is not None else b""
+    return b"".join((retry, b"id: ", event_id.encode(), b"\n"))
+
+
 def sse_frame(payload: Any, event: str | None = None) -> bytes:
     head = f"event: {event}\n".encode() if event else b""
     return b"".join((head, b"data: ", dump_bytes(payload), b"\n\n"))

@@ -12,12 +12,12 @@ from aiohttp import web
 from gateway.call import Call
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.ingress.connections import answer_started
-from gateway.observability.observe import finish
 from gateway.streams import turns
-from gateway.streams.driver import drive
+from gateway.streams.driver import client_left, drive
 from gateway.streams.sse import SSE_HEADERS
 from translators.dialects.contract import SseClientCodec
 from translators.errors import A2AError
+from translators.sse import event_fields
 
 # The plain answer to an error before the first event; None: a stream of that error.
 AnswerError = Callable[[A2AError], web.StreamResponse | None]
@@ -56,9 +56,7 @@ async def _detached(driving: Awaitable[web.StreamResponse], call: Call,
         return await asyncio.shield(task)
     except asyncio.CancelledError:
         if not task.done():
-            finish(call.ctx, call.op.name, asyncio.CancelledError())
-            if call.ctx.on_leaving is not None:
-                call.ctx.on_leaving()  # the caller's stream slot: it is gone
+            client_left(call)
             task.add_done_callback(_settled)
             asyncio.get_running_loop().call_later(hold, task.cancel)
         raise
@@ -87,10 +85,9 @@ class SseSink:
                                                     **dialect_headers(call.ctx)})
         self.opened = False
         self.frames: list[bytes] = []  # framed, not written yet
-        # The reconnection delay a journaled stream's first event suggests (SSE `retry:`,
-        # in the same event: a field block of its own would reach some clients as an
-        # event without data).
-        self.retry: bytes = (b"retry: %d\n" % round(retry * 1000)) if retry else b""
+        # The reconnection delay (ms) a journaled stream's first event suggests
+        # (translators/sse.py, event_fields).
+        self.retry: int | None = round(retry * 1000) if retry else None
         append = self.frames.append
         frame_item, loss = codec.event_frame, call.ctx.loss
 
@@ -98,9 +95,8 @@ class SseSink:
             if event_id is None:
                 append(frame_item(item, final, loss))
             else:
-                append(b"".join((self.retry, b"id: ", event_id.encode(),
-                                 b"\n", frame_item(item, final, loss))))
-                self.retry = b""
+                append(event_fields(event_id, self.retry) + frame_item(item, final, loss))
+                self.retry = None
 
         self.frame = frame  # a closure, not a method: one attribute lookup less per event
         self._loop = asyncio.get_running_loop()

@@ -103,7 +103,6 @@ class _ClientGone(Exception):
     """The client's connection broke during a write."""
 
 
-JOURNAL_APPEND = 32  # events per journal append at most (state/sqlite_loop.LOOP_ROWS)
 _READING, _FILTERING, _WRITING = range(3)  # where the loop is, for whom an error blames
 _EARLY_DRAIN = "the gateway is shutting down before the stream's first event; retry"
 
@@ -137,9 +136,7 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                         # reading on is the journal's. (A journaled SSE stream runs in a
                         # task of its own, which the client's leaving does not cancel:
                         # gateway/ingress/sse_out.py.)
-                        finish(call.ctx, call.op.name, asyncio.CancelledError())
-                        if call.ctx.on_leaving is not None:
-                            call.ctx.on_leaving()  # the caller's slot: it is gone
+                        client_left(call)
                         await _hold(call, plan, turn, streams)
                 finally:
                     await close_stream(plan.reads)
@@ -178,6 +175,15 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     else:
         await sink.finish()
     return sink.result()
+
+
+def client_left(call: Call) -> None:
+    """A stream's client went away while the stream is read on for the journal: the call
+    ends for the client now (counted, its line's outcome CLIENT_CANCELLED) and gives
+    the caller's stream slot back. Both can happen again later: they do nothing then."""
+    finish(call.ctx, call.op.name, asyncio.CancelledError())
+    if call.ctx.on_leaving is not None:
+        call.ctx.on_leaving()
 
 
 def _holds(plan: StreamPlan, streams: Streams | None) -> bool:
@@ -257,14 +263,10 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
         """The events filtered since the last write, in the journal, then framed with
         their ids (the store first: an event a client has seen can be resumed after)."""
         assert journal is not None
-        # In small appends: a small one is written on the loop's own SQLite connection
-        # when the lock is free (gateway/state/sqlite_loop.py), never queued behind the
-        # store thread's other work.
-        for start in range(0, len(pending), JOURNAL_APPEND):
-            framed = await journal.record(pending[start:start + JOURNAL_APPEND])
-            for out, event_id in framed:
-                sink.frame(out, flags is not None and flags.flag(out), event_id)
+        framed = await journal.record(pending)
         pending.clear()
+        for out, event_id in framed:
+            sink.frame(out, flags is not None and flags.flag(out), event_id)
 
     outcome = call.ctx.outcome
     started = time.monotonic()

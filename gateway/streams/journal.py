@@ -33,7 +33,8 @@ from gateway.streams.events import close_stream
 from gateway.tasks.index import task_of as task_named
 from translators.dialects.grpc import GRPC
 from translators.errors import a2a_error
-from translators.vocabulary import TERMINAL
+from translators.vocabulary import ends_task
+from translators.webhooks import event_task_id
 
 log = structlog.get_logger("a2a_gateway.streams")
 
@@ -64,21 +65,6 @@ def read_cursor(text: str | None) -> tuple[str, int] | None:
     if number < 0 or not task_id:
         return None
     return task_id, number
-
-
-def task_of(item: pb.StreamResponse) -> tuple[str, bool]:
-    """The task an event is about ("" for none) and whether it says the task ended."""
-    kind = item.WhichOneof("payload")
-    if kind == "status_update":
-        update = item.status_update
-        return update.task_id, update.status.state in TERMINAL
-    if kind == "artifact_update":
-        return item.artifact_update.task_id, False
-    if kind == "task":
-        return item.task.id, item.task.status.state in TERMINAL
-    if kind == "message":
-        return item.message.task_id, False
-    return "", False
 
 
 class StreamJournal:
@@ -133,7 +119,7 @@ class StreamJournal:
         kept: list[pb.StreamResponse] = []
         terminal = False
         for item in items:
-            task_id, ends = task_of(item)
+            task_id = event_task_id(item)
             if task_id and not self.task_id:
                 self.task_id = task_id
             mine = bool(task_id) and task_id == self.task_id
@@ -142,7 +128,7 @@ class StreamJournal:
                 if self.realign and self._repeated(item, data):
                     continue
                 datas.append(data)
-                terminal = terminal or ends
+                terminal = terminal or ends_task(item)
             ours.append(mine)
             kept.append(item)
         items = kept
@@ -203,17 +189,13 @@ class StreamJournal:
             except StoreError as exc:
                 self._broke(exc)
                 break
-            if not read.entries:
+            entries = [e for e in read.entries if upto is None or e.seq <= upto]
+            if not entries:
                 break
-            self._keep_tail(read.entries)
-            for entry in read.entries:
-                if upto is not None and entry.seq > upto:
-                    break
+            self._keep_tail(entries)
+            for entry in entries:
                 item = pb.StreamResponse.FromString(entry.data)
                 framed.append((item, self._sent(item, entry.seq)))
-            else:
-                continue
-            break
         if upto is not None:
             self.sent = max(self.sent, upto)
         return framed
