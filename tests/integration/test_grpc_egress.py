@@ -21,11 +21,14 @@ from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
 from a2a.types import a2a_pb2 as pb
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
+from prometheus_client import REGISTRY
 
 from gateway.config.models import parse_config
+from gateway.observability import metrics
 from gateway.server.app import Server
 from tests.integration.grpc_support import V10_MD, p03_send, p10_send, v03_stub, v10_stub
 from tests.support.helpers import MakeGateway, free_port, v03
+from tests.support.waiting import wait_until
 
 V10_HEADERS = dict(V10_MD)
 
@@ -202,9 +205,24 @@ async def test_a_held_stream_whose_backend_is_silent_ends_when_its_hold_runs_out
     backend sends nothing more (no write finds the client gone)."""
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
     url = await make_gateway({"fake": tenant}, state={
-        "path": ":memory:", "journal": {"enabled": True, "hold": 0.2}}) + "/"
+        "path": ":memory:", "journal": {"enabled": True, "hold": 3}}) + "/"
+    before = _client_cancelled()
     await _leave_a_stream(url, 0, "jsonrpc")
-    await asyncio.wait_for(fake.cancelled.wait(), 5)
+    # The gateway has seen the client leave (the call is counted)...
+    await wait_until(lambda: _client_cancelled() > before, "the leaving counted")
+    # ...and still holds the backend's stream (without a hold it is cancelled at once:
+    # test_client_going_away_cancels_the_backend_call), until the hold runs out.
+    assert not fake.cancelled.is_set()
+    await asyncio.wait_for(fake.cancelled.wait(), 10)
+
+
+def _client_cancelled() -> float:
+    metrics.flush()  # counts are batched per pass of the loop
+    return sum(sample.value for family in REGISTRY.collect()
+               if family.name == "a2a_gateway_calls" for sample in family.samples
+               if sample.name == "a2a_gateway_calls_total"
+               and sample.labels.get("tenant") == "fake"
+               and sample.labels.get("outcome") == "CLIENT_CANCELLED")
 
 
 async def _leave_a_stream(url: str, grpc_port: int, client: str) -> None:
