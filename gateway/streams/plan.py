@@ -68,15 +68,15 @@ def plan_stream(call: Call, backend: Backend, tasks: TaskIndex,
 def _reattached(call: Call, backend: Backend, journal: StreamJournal,
                 reads: EventBatches) -> EventBatches:
     """The reads, subscribed to again at the backend when they break mid-task
-    (gateway/streams/reattach.py). A v0.3 backend's subscribe gets the Task first from
-    the gateway (task_first): it sends only what happens next, so without the Task what
-    it did while no stream was open would go unsaid; the journal leaves the Task out when
-    it holds nothing new."""
+    (gateway/streams/reattach.py). As on a resume (above), a v0.3 backend's subscribe
+    gets no Task first from the gateway: fetched while the backend's first events are on
+    their way (task_first waits for them), it would hold them too, and the client would
+    get them twice, under a gap's mark."""
 
     def subscribe(task_id: str) -> EventBatches:
         again = Call(ops.BY_NAME[ops.SUBSCRIBE], pb.SubscribeToTaskRequest(id=task_id),
                      call.ctx, call.dialect, call.backend_card)
-        return v03_reads(backend, again, backend.stream(again))
+        return backend.stream(again)
 
     return reattaching(journal, reads, subscribe,
                        lambda task_id: current_task(backend, call, task_id),
