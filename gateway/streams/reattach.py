@@ -117,19 +117,20 @@ async def reattaching(journal: StreamJournal, reads: EventBatches,
                 if last is not None:
                     yield (last,)
                 return
-            if not _goes_on(journal):
+            if _goes_on(journal):
+                failed = 0 if journal.sent > before else failed + (1 if again else 0)
+                if failed >= backoff.attempts:
+                    REATTACHES.labels("gave_up").inc()
+                    log.info("backend stream not re-attached: the client's stream ends; "
+                             "it resumes with its last id", task_id=journal.task_id[:64],
+                             attempts=failed)
+                    return
+                await sleep(backoff.delay(failed))
+                await journal.rejoin()  # the subscribe's Task, repeats: StreamJournal.record
+            if not _goes_on(journal):  # ended, or (a store failure) no telling what it has
                 if broke is not None:
                     raise broke
                 return
-            failed = 0 if journal.sent > before else failed + (1 if again else 0)
-            if failed >= backoff.attempts:
-                REATTACHES.labels("gave_up").inc()
-                log.info("backend stream not re-attached: the client's stream ends; it "
-                         "resumes with its last id", task_id=journal.task_id[:64],
-                         attempts=failed)
-                return
-            await sleep(backoff.delay(failed))
-            journal.realign = True  # the subscribe's Task and repeats: StreamJournal.record
             source, again = subscribe(journal.task_id), True
     finally:
         await close_stream(source)
