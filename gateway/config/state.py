@@ -82,6 +82,15 @@ class JournalConfig(_Model):
                         "journaled for the client's return (0: no hold)")
     replay_batch: int = Field(500, gt=0, description="Entries read from the journal per "
                               "round trip when a client resumes")
+    reattach_attempts: int = Field(3, ge=0, description="Times in a row the gateway "
+                                   "subscribes again to a task whose backend stream broke "
+                                   "mid-task before it ends the client's stream cleanly (the "
+                                   "client resumes with its last id; 0: no re-attach)")
+    reattach_backoff: float = Field(0.25, ge=0, description="Seconds before the second "
+                                    "attempt to re-attach (the first is at once), doubled "
+                                    "for each next one")
+    reattach_max_backoff: float = Field(2.0, ge=0, description="Seconds between two "
+                                        "attempts to re-attach at most")
 
 
 class StateConfig(_Model):

@@ -20,7 +20,7 @@ from gateway.config.models import BackendConfig
 from gateway.observability import tracing
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS, WireAnswer
 from translators.dialects.contract import BackendCodec, Dialect
-from translators.errors import A2AError, a2a_error
+from translators.errors import BY_NAME, A2AError, a2a_error
 from translators.versions import V10
 
 log = structlog.get_logger("a2a_gateway.egress")
@@ -92,11 +92,19 @@ def _where(call: Call) -> str:
     return f"tenant {call.ctx.tenant or '(default)'}, request {call.ctx.facts.request_id}"
 
 
+class BackendGone(A2AError):
+    """BackendUnavailableError made by the gateway itself: the backend could not be
+    reached, or its connection broke (refused, reset, closed mid-answer). Not an answer of
+    the backend's (which may name the same error): a stream that meets it mid-task is
+    re-attached (gateway/streams/reattach.py)."""
+
+
 def backend_unavailable(call: Call, config: BackendConfig, detail: str) -> A2AError:
     log.warning("backend unavailable", tenant=call.ctx.tenant, request_id=call.ctx.facts.request_id,
                 backend=config.url or config.card, detail=detail)
-    return a2a_error("BackendUnavailableError", f"the backend is unavailable ({_where(call)})",
-                     tenant=call.ctx.tenant or "")
+    return BackendGone(BY_NAME["BackendUnavailableError"],
+                       f"the backend is unavailable ({_where(call)})",
+                       {"tenant": call.ctx.tenant or ""})
 
 
 def backend_timeout(call: Call, config: BackendConfig, seconds: float, what: str) -> A2AError:

@@ -80,6 +80,10 @@ RESUMED_EVENTS = Counter("a2a_gateway_stream_replayed_events_total",
                          "Journaled events served again to resuming clients")
 HELD_STREAMS = Counter("a2a_gateway_stream_holds_total", "Backend streams read on after "
                        "their client went away, so that the journal keeps their events")
+REATTACHES = Counter("a2a_gateway_stream_reattaches_total", "Backend streams that broke "
+                     "mid-task, by what the gateway's re-subscribe came to: reattached, "
+                     "refused (the task as it is instead), gave_up (the client's stream "
+                     "ended cleanly, resumable)", ["outcome"])
 JOURNAL_FAILURES = Counter("a2a_gateway_stream_journal_failures_total", "Streams that went "
                            "on without ids because the state store failed a journal write")
 

@@ -253,6 +253,19 @@ class StreamJournal:
             self._keep_tail(kept)
             after = read.entries[-1].seq
 
+    async def rejoin(self) -> None:
+        """Before the backend is subscribed to again mid-stream (its stream broke,
+        gateway/streams/reattach.py): what it sends first is realigned as a resumed
+        stream's is, against the journal's last entries up to the client's last."""
+        self.realign = True
+        try:
+            read = await self.store.journal_read(self.tenant, self.task_id,
+                                                 max(0, self.sent - TAIL), TAIL)
+        except StoreError as exc:
+            self._broke(exc)
+            return
+        self._keep_tail([entry for entry in read.entries if entry.seq <= self.sent])
+
     def _repeated(self, item: pb.StreamResponse, data: bytes) -> bool:
         """Whether a resumed stream's upstream event repeats one the client has (a
         backend subscribed to again may begin with the events in flight when the old

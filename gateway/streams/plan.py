@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
-from gateway.egress.base import Backend
+from gateway.egress.base import Backend, EventBatches
 from gateway.streams.driver import StreamPlan
 from gateway.streams.filters import (
     Bounds,
@@ -20,8 +20,9 @@ from gateway.streams.filters import (
     WrittenFirst,
     final_flags,
 )
-from gateway.streams.journal import Journals, resumed_reads
-from gateway.streams.v03_repair import SettledEnd, v03_reads
+from gateway.streams.journal import Journals, StreamJournal, resumed_reads
+from gateway.streams.reattach import Backoff, reattaching
+from gateway.streams.v03_repair import SettledEnd, current_task, v03_reads
 from gateway.tasks.index import TaskIndex
 from translators import operations as ops
 from translators.versions import V03
@@ -48,6 +49,8 @@ def plan_stream(call: Call, backend: Backend, tasks: TaskIndex,
         reads = resumed_reads(journal, check, lambda gap: (
             v03_reads(backend, upstream, backend.stream(upstream)) if gap
             else backend.stream(upstream)))
+    if journal is not None and journal.config.reattach_attempts > 0:
+        reads = _reattached(call, backend, journal, reads)
     filters: list[StreamFilter] = []
     if v03_backend:
         filters.append(SettledEnd(backend, call))  # its end settled (reference §3.8)
@@ -60,3 +63,21 @@ def plan_stream(call: Call, backend: Backend, tasks: TaskIndex,
         written_first=WrittenFirst(call, tasks) if tasks.creates(call) and not resumed
         else None,
         journal=journal)
+
+
+def _reattached(call: Call, backend: Backend, journal: StreamJournal,
+                reads: EventBatches) -> EventBatches:
+    """The reads, subscribed to again at the backend when they break mid-task
+    (gateway/streams/reattach.py). As on a resume (above), a v0.3 backend's subscribe
+    gets no Task first from the gateway: fetched while the backend's first events are on
+    their way (task_first waits for them), it would hold them too, and the client would
+    get them twice, under a gap's mark."""
+
+    def subscribe(task_id: str) -> EventBatches:
+        again = Call(ops.BY_NAME[ops.SUBSCRIBE], pb.SubscribeToTaskRequest(id=task_id),
+                     call.ctx, call.dialect, call.backend_card)
+        return backend.stream(again)
+
+    return reattaching(journal, reads, subscribe,
+                       lambda task_id: current_task(backend, call, task_id),
+                       Backoff.of(journal.config))

@@ -41,6 +41,7 @@ class Command:
     kind: str  # task | stream | input | slow | echo
     arg: str = ""
     count: int = 0
+    interval: float = STREAM_INTERVAL_S  # stream: seconds before each chunk
 
 
 def parse_command(text: str) -> Command:
@@ -55,6 +56,11 @@ def parse_command(text: str) -> Command:
                 return Command(kind, arg)
             if arg.isdigit():
                 return Command(kind, arg, int(arg))
+            # `stream: N@MS`: N chunks, MS milliseconds apart (a test that cuts the
+            # backend's stream between two chunks needs room between them).
+            count, _, pace = arg.partition("@")
+            if count.isdigit() and pace.isdigit():
+                return Command(kind, arg, int(count), int(pace) / 1000)
     return Command("echo", text)
 
 

@@ -29,7 +29,6 @@ from _peer_common import (
     RESULT_ARTIFACT_ID,
     SLOW_TIMEOUT_S,
     STREAM_ARTIFACT_ID,
-    STREAM_INTERVAL_S,
     agent_args,
     grpc_target,
     http_url,
@@ -127,7 +126,7 @@ class PeerExecutor(AgentExecutor):
         elif command.kind == "stream":
             await updater.start_work()
             for index in range(command.count):
-                await asyncio.sleep(STREAM_INTERVAL_S)
+                await asyncio.sleep(command.interval)
                 chunk, append, last = stream_chunk(index, command.count)
                 await updater.add_artifact(
                     [new_text_part(chunk)],
