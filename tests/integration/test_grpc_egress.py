@@ -188,8 +188,7 @@ async def test_stream_idle_timeout(make_gateway: MakeGateway, fake: FakeBackend)
 @pytest.mark.parametrize("client", ["grpc", "jsonrpc"])
 async def test_client_going_away_cancels_the_backend_call(
         make_gateway: MakeGateway, fake: FakeBackend, client: str) -> None:
-    """Without a hold (gRPC clients have no journal; an SSE client's stream is held only
-    with `state.journal.hold` > 0)."""
+    """Without a hold (a client's stream is held only with `state.journal.hold` > 0)."""
     grpc_port = free_port()
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
     url = await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
@@ -198,16 +197,18 @@ async def test_client_going_away_cancels_the_backend_call(
     await asyncio.wait_for(fake.cancelled.wait(), 5)
 
 
+@pytest.mark.parametrize("client", ["grpc", "jsonrpc"])
 async def test_a_held_stream_whose_backend_is_silent_ends_when_its_hold_runs_out(
-        make_gateway: MakeGateway, fake: FakeBackend) -> None:
-    """The backend's stream is read on for `state.journal.hold` seconds after its SSE
-    client left (tests/integration/test_stream_hold.py), then cancelled, even when the
-    backend sends nothing more (no write finds the client gone)."""
+        make_gateway: MakeGateway, fake: FakeBackend, client: str) -> None:
+    """The backend's stream is read on for `state.journal.hold` seconds after its client
+    left (tests/integration/test_stream_hold.py), then cancelled, even when the backend
+    sends nothing more (no write finds the client gone)."""
+    grpc_port = free_port()
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
-    url = await make_gateway({"fake": tenant}, state={
+    url = await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
         "path": ":memory:", "journal": {"enabled": True, "hold": 3}}) + "/"
     before = _client_cancelled()
-    await _leave_a_stream(url, 0, "jsonrpc")
+    await _leave_a_stream(url, grpc_port, client)
     # The gateway has seen the client leave (the call is counted)...
     await wait_until(lambda: _client_cancelled() > before, "the leaving counted")
     # ...and still holds the backend's stream (without a hold it is cancelled at once:

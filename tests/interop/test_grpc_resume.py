@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -24,7 +25,16 @@ from a2a.types import a2a_pb2_grpc as pb_grpc
 from google.protobuf.json_format import MessageToDict
 from google.rpc import error_details_pb2, status_pb2
 
-from tests.interop.resume_support import BOUND, Step, chunk_number, new_id, rpc10, step_of
+from tests.interop.resume_support import (
+    BOUND,
+    Step,
+    chunk_number,
+    new_id,
+    own_gateway,
+    rpc10,
+    step_of,
+)
+from tests.support.helpers import free_port
 from tests.support.interop_support import Deployment
 from tests.support.waiting import wait_until
 
@@ -259,6 +269,19 @@ async def test_a_grpc_last_event_id_the_gateway_did_not_make_is_invalid_argument
     assert listed["tasks"] == [], listed
 
 
+def assert_snapshot_then_live(seen: list[Got], n: int) -> None:
+    """A Task first, then live events: the chunks of its artifacts and the later ones are
+    all ``n``, the later ones in order and once each, and the task completed."""
+    assert seen[0].step.kind == "task", shapes(seen)
+    snapshot = [part.get("text") for artifact in seen[0].step.raw.get("artifacts", [])
+                for part in artifact.get("parts", [])]
+    later = [chunk_number(text) for text in chunks(seen[1:])]
+    assert later == sorted(set(later)), shapes(seen)
+    assert {chunk_number(text) for text in snapshot} | set(later) == set(range(n)), (
+        shapes(seen))
+    assert seen[-1].step.shape == ("status", "completed", None), shapes(seen)
+
+
 async def test_a_grpc_subscribe_without_an_id_is_the_snapshot_then_live(
         channel: grpc.aio.Channel) -> None:
     """Without `last-event-id`, SubscribeToTask re-attaches as before: the task as it is
@@ -268,11 +291,25 @@ async def test_a_grpc_subscribe_without_an_id_is_the_snapshot_then_live(
     call = V10.subscribe(channel, "a10", first[0].step.task_id, None)
     rest = await read(call)
     await ended_with_its_last_id(call, rest)
-    assert rest[0].step.kind == "task" and rest[0].step.gap() is None, shapes(rest)
-    snapshot = [part.get("text") for artifact in rest[0].step.raw.get("artifacts", [])
-                for part in artifact.get("parts", [])]
-    later = [chunk_number(text) for text in chunks(rest[1:])]
-    assert later == sorted(set(later)), shapes(rest)
-    covered = {chunk_number(text) for text in snapshot} | set(later)
-    assert covered == set(range(20)), shapes(rest)
-    assert rest[-1].step.shape == ("status", "completed", None), shapes(rest)
+    assert rest[0].step.gap() is None, shapes(rest)
+    assert_snapshot_then_live(rest, 20)
+
+
+@pytest.mark.parametrize("client", [V10, V03], ids=["grpc10", "grpc03"])
+async def test_a_grpc_id_the_journal_no_longer_holds_gets_the_task_marked_as_a_gap(
+        deployment: Deployment, tmp_path: Path, client: Client) -> None:
+    """A client that comes back too late for the journal (it holds a task's last 3 events
+    here) gets the task as it is now, marked, then its live events; together, every
+    chunk."""
+    grpc_port = free_port()
+    with own_gateway(tmp_path / "gap.yaml", deployment.agents["1.0"].jsonrpc,
+                     {"journal": {"max_events": 3}}, grpc_port):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as near:
+            first = await read(client.send(near, "t", "stream: 40", new_id(), new_id()),
+                               until=artifacts(10))
+            call = client.subscribe(near, "t", first[0].step.task_id, first[0].event_id)
+            rest = await read(call)
+            await ended_with_its_last_id(call, rest)
+    gap = rest[0].step.gap()
+    assert isinstance(gap, dict) and gap.get("reason"), shapes(rest)
+    assert_snapshot_then_live(rest, 40)
