@@ -243,20 +243,28 @@ async def _leave_a_stream(url: str, grpc_port: int, client: str) -> None:
         # leaving the block closes the connection mid-stream
 
 
-async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend) -> None:
+@pytest.mark.parametrize("journaled", [False, True], ids=["plain", "journaled"])
+async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend,
+                                                       journaled: bool) -> None:
+    """Journaled, the end also names the id of the last event in its trailers
+    (`last-event-id`, docs/streams.md): where the client resumes on another gateway."""
     port = free_port()
+    state = {"path": ":memory:", "journal": {"enabled": journaled}}
     config = parse_config({
         "listen": {"http": f"127.0.0.1:{free_port()}", "grpc": f"127.0.0.1:{port}"},
         "tenants": {"fake": v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")},
-        "shutdown_grace": 60})
+        "shutdown_grace": 60, "state": state})
     server = Server(config)
     await server.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = v10_stub(channel).SendStreamingMessage(p10_send("s"), metadata=V10_MD)
-        assert (await call.read()).task.id == "t1"
+        first = await call.read()
+        assert first.task.id == "t1"
         stopping = asyncio.create_task(server.stop())
         assert await call.read() is grpc.aio.EOF  # an end of stream, not a reset
         assert await call.code() == grpc.StatusCode.OK
+        event_id = first.task.metadata["a2a-gateway/event-id"] if journaled else None
+        assert dict(await call.trailing_metadata()).get("last-event-id") == event_id
         # The stream did not wait out the grace: a stop that did would take 60 s, 12
         # times this bound (no elapsed time to compare on a loaded machine).
         await asyncio.wait_for(stopping, 5)
