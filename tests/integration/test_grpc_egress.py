@@ -185,6 +185,26 @@ async def test_stream_idle_timeout(make_gateway: MakeGateway, fake: FakeBackend)
     await asyncio.wait_for(fake.cancelled.wait(), 5)
 
 
+async def test_a_journaled_grpc_stream_that_fails_names_its_last_id_in_the_trailers(
+        make_gateway: MakeGateway, fake: FakeBackend) -> None:
+    """An error after events ends the stream with its status, and (journaled) with the id
+    of the last event the client got in trailing metadata (docs/streams.md): where it
+    resumes."""
+    grpc_port = free_port()
+    tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
+    tenant["backend"]["stream_idle_timeout"] = 0.3
+    await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
+        "path": ":memory:", "journal": {"enabled": True}})
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        call = v10_stub(channel).SendStreamingMessage(p10_send("s"), metadata=V10_MD)
+        first = await call.read()
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await call.read()
+    assert failed.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, failed.value
+    trailers = dict(failed.value.trailing_metadata())
+    assert trailers["last-event-id"] == first.task.metadata["a2a-gateway/event-id"], trailers
+
+
 @pytest.mark.parametrize("client", ["grpc", "jsonrpc"])
 async def test_client_going_away_cancels_the_backend_call(
         make_gateway: MakeGateway, fake: FakeBackend, client: str) -> None:
