@@ -64,9 +64,9 @@ class JournalConfig(_Model):
     """The stream journal (docs/streams.md, "Resuming a stream"): the events of each task's
     streams, kept in the store so that a client that lost its stream can resume it."""
 
-    enabled: bool = Field(False, description="Journal every SSE stream event so a client "
-                          "can resume (ids, Last-Event-ID); off by default until it meets "
-                          "its performance targets (docs/performance.md)")
+    enabled: bool = Field(False, description="Journal every stream event so a client can "
+                          "resume (ids, Last-Event-ID); off by default until it meets its "
+                          "performance targets (docs/performance.md)")
     max_events: int = Field(10_000, gt=0, description="Events kept per task at most; the "
                             "oldest go first")
     max_bytes: int = Field(8 * 1024 * 1024, gt=0, description="Bytes of events kept per "

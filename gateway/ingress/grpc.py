@@ -5,6 +5,12 @@ grpc.py): the package in the method path says the version (reference §6.1). Han
 and give bytes: the gRPC front door decodes them, so a request that does not parse is
 answered in the client's dialect, and the client's dialect renders answers, events and
 statuses (v1.0 ErrorInfo details / the v0.3 "<ErrorName>: " message).
+
+A journaled stream's ids (docs/streams.md, "Resuming a stream") are our extension here,
+gRPC having no per-message metadata: each event carries its own in its metadata
+(:data:`EVENT_ID_KEY`), so that a client whose connection broke knows where it was; the
+stream's end says the last one in trailing metadata (:data:`LAST_EVENT_ID`), the key a
+client resumes with on SubscribeToTask or on its retried SendStreamingMessage.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from gateway.ingress.exit import refused, run_unary
 from gateway.observability import tracing
 from gateway.observability.logs import access
 from gateway.pipeline.core import Gateway
+from gateway.streams.detach import held
 from gateway.streams.driver import drive
 from gateway.streams.registry import Streams
 from translators.dialects import grpc as wire
@@ -38,6 +45,11 @@ from translators.versions import V03, V10
 
 Metadata = dict[str, list[str]]
 Current = Callable[[], Gateway]
+
+# The request and trailing metadata key of a stream's cursor (SSE's `Last-Event-ID`), and
+# the metadata key of each journaled event that carries its own (both docs/streams.md).
+LAST_EVENT_ID = "last-event-id"
+EVENT_ID_KEY = "a2a-gateway/event-id"
 
 
 def _metadata(context: grpc.aio.ServicerContext) -> Metadata:
@@ -65,7 +77,8 @@ def _context(gateway: Gateway, method: wire.WireMethod, md: Metadata,
         split_extensions([*md.get("a2a-extensions", []), *md.get("x-a2a-extensions", [])]),
         deadline=time.monotonic() + remaining if remaining is not None else None,
         credentials=md if authenticates else {},
-        peer_cert=grpc_peer_cert(context.auth_context()) if authenticates else None)
+        peer_cert=grpc_peer_cert(context.auth_context()) if authenticates else None,
+        resume_from=_first(md, LAST_EVENT_ID))
     ctx = CallContext(facts, method.version,
                       extension_header=wire.ROWS[method.version].extension_header)
     tracing.take_metadata(ctx, md)
@@ -87,15 +100,20 @@ def _decode(gateway: Gateway, method: wire.WireMethod, md: Metadata, ctx: CallCo
     return bind(ctx, decoded), codec
 
 
-def _trailers(ctx: CallContext) -> list[tuple[str, str | bytes]]:
-    """Request id, activated extensions and dropped fields, as trailing metadata."""
-    return [(k.lower(), v) for k, v in dialect_headers(ctx).items()
-            if v.isascii() and v.isprintable()]
+def _trailers(ctx: CallContext, last_id: str | None = None) -> list[tuple[str, str | bytes]]:
+    """Request id, activated extensions and dropped fields, as trailing metadata; and a
+    journaled stream's last event id."""
+    trailers: list[tuple[str, str | bytes]] = [
+        (k.lower(), v) for k, v in dialect_headers(ctx).items()
+        if v.isascii() and v.isprintable()]
+    if last_id is not None:
+        trailers.append((LAST_EVENT_ID, last_id))
+    return trailers
 
 
 async def _abort(context: grpc.aio.ServicerContext, ctx: CallContext, err: A2AError,
-                 status: GrpcStatus) -> NoReturn:
-    trailers = _trailers(ctx)
+                 status: GrpcStatus, last_id: str | None = None) -> NoReturn:
+    trailers = _trailers(ctx, last_id)
     retry_after = err.metadata.get("retry_after")
     if retry_after is not None:
         trailers.append(("retry-after", str(retry_after)))
@@ -153,8 +171,8 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
     call, codec = decoded
     # A write is never cut by the shutdown's drain (Streams.uncut): the stream ends after it.
     uncut = streams.uncut if streams is not None else contextlib.nullcontext
-    await drive(call, gateway.stream(call), _GrpcSink(call, codec, context, sent, uncut),
-                streams, wire.GRPC)
+    await held(drive(call, gateway.stream(call), _GrpcSink(call, codec, context, sent, uncut),
+                     streams, wire.GRPC), call, gateway.config.state.journal)
 
 
 class _GrpcSink:
@@ -173,34 +191,55 @@ class _GrpcSink:
         # at the grace's end), and the stream ends after it.
         self.uncut = uncut
         self.opened = False
-        self.frames: list[bytes] = []
+        self.frames: list[tuple[bytes, str | None]] = []  # and the event's id, if journaled
+        self.last_id: str | None = None  # of the last event written
 
     def frame(self, item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
-        self.frames.append(self.codec.event_frame(item, final, self.call.ctx.loss))
+        if event_id is not None:
+            item = _with_id(item, event_id)
+        self.frames.append((self.codec.event_frame(item, final, self.call.ctx.loss), event_id))
 
     async def flush(self, due: bool) -> None:
         frames = self.frames
         while frames:
-            frame = frames.pop(0)
+            frame, event_id = frames.pop(0)
             self.opened = True
             self.sent[0] += len(frame)  # bytes of the events written, for the access line
             with self.uncut():
-                await self.context.write(frame)
+                try:
+                    await self.context.write(frame)
+                except grpc.aio.BaseError as exc:
+                    # The call is over for its client (it cancelled, its connection
+                    # broke): the driver then reads on for the journal, if it holds.
+                    raise ConnectionError(f"the gRPC client is gone: {exc!r}") from None
+            if event_id is not None:
+                self.last_id = event_id
 
     async def fail(self, err: A2AError) -> None:
-        await _abort(self.context, self.call.ctx, err, self.codec.refusal(err))
+        await _abort(self.context, self.call.ctx, err, self.codec.refusal(err), self.last_id)
 
     async def finish(self) -> None:
         # The end: the drain (if any) is over, what is framed goes out whole.
         self.uncut = contextlib.nullcontext
         await self.flush(True)
-        self.context.set_trailing_metadata(tuple(_trailers(self.call.ctx)))
+        self.context.set_trailing_metadata(tuple(_trailers(self.call.ctx, self.last_id)))
 
     def drop(self) -> None:  # writes are not bounded here: gRPC's own flow control is
         pass
 
     def result(self) -> None:
         return None
+
+
+def _with_id(item: pb.StreamResponse, event_id: str) -> pb.StreamResponse:
+    """A copy of ``item`` whose metadata carries its id (every payload of a stream event
+    has metadata; the journal has the event without it)."""
+    marked = pb.StreamResponse()
+    marked.CopyFrom(item)
+    kind = marked.WhichOneof("payload")
+    if kind is not None:
+        getattr(marked, kind).metadata[EVENT_ID_KEY] = event_id
+    return marked
 
 
 def _access_line(ctx: CallContext, context: grpc.aio.ServicerContext, bytes_in: int,

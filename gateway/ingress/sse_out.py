@@ -13,7 +13,8 @@ from gateway.call import Call
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.ingress.connections import answer_started
 from gateway.streams import turns
-from gateway.streams.driver import client_left, drive
+from gateway.streams.detach import held
+from gateway.streams.driver import drive
 from gateway.streams.sse import SSE_HEADERS
 from translators.dialects.contract import SseClientCodec
 from translators.errors import A2AError
@@ -38,35 +39,7 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     sink = SseSink(request, call, codec, answer_error, journal.retry if journal.enabled else 0.0)
     driving = drive(call, gateway.stream(call), sink, request.app[GATEWAY_KEY].streams,
                     call.ctx.facts.binding, gateway.config.limits.write_timeout)
-    if journal.enabled and journal.hold > 0:
-        return _detached(driving, call, journal.hold)
-    return driving
-
-
-async def _detached(driving: Awaitable[web.StreamResponse], call: Call,
-                    hold: float) -> web.StreamResponse:
-    """A journaled stream runs in a task of its own, which the client's leaving (aiohttp
-    cancels the handler) does not cancel: the backend's stream is not cut mid-read, and
-    the driver reads it on into the journal once a write finds the client gone — for
-    `state.journal.hold` seconds after the client left at most (then it is cancelled,
-    as it would have been at once without a hold). The call ends for the client now:
-    counted and logged as it leaves."""
-    task = asyncio.ensure_future(driving)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        if not task.done():
-            client_left(call)
-            task.add_done_callback(_settled)
-            asyncio.get_running_loop().call_later(hold, task.cancel)
-        raise
-
-
-def _settled(task: asyncio.Future[web.StreamResponse]) -> None:
-    """A detached stream's end, read so that nothing reports it as never retrieved (the
-    driver has logged whatever it was)."""
-    if not task.cancelled():
-        task.exception()
+    return held(driving, call, journal)
 
 
 class SseSink:

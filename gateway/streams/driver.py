@@ -51,7 +51,7 @@ class StreamPlan:
     bounds: Bounds
     final_flags: FinalFlags | None
     written_first: WrittenFirst | None
-    journal: StreamJournal | None = None  # SSE streams with the journal on
+    journal: StreamJournal | None = None  # with the journal on
     # The rest of a read whose events were being written when the client went away: the
     # hold journals them first (a journaled stream only).
     unread: Iterator[pb.StreamResponse] | None = None
@@ -133,9 +133,9 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                     left = exc
                     if isinstance(exc, _ClientGone) and _holds(plan, streams):
                         # The call ends for its client now (its line, its counts); the
-                        # reading on is the journal's. (A journaled SSE stream runs in a
+                        # reading on is the journal's. (A journaled stream runs in a
                         # task of its own, which the client's leaving does not cancel:
-                        # gateway/ingress/sse_out.py.)
+                        # gateway/streams/detach.py.)
                         client_left(call)
                         await _hold(call, plan, turn, streams)
                 finally:

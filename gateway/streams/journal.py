@@ -1,9 +1,10 @@
 """A stream's journal (docs/streams.md, "Resuming a stream"): every event the gateway
-forwards on an SSE stream is appended to its task's journal in the state store before
-it is written, and goes out with an SSE `id:` naming the task and its place there. A
-client that reconnects with `Last-Event-ID` gets what the journal holds after that id,
-then the backend's live events (the gateway subscribes again upstream); a client whose
-id the journal no longer holds gets the task's current state, marked as a gap.
+forwards on a stream is appended to its task's journal in the state store before it is
+written, and goes out with an id naming the task and its place there (an SSE `id:`; for
+gRPC clients, gateway/ingress/grpc.py). A client that reconnects with `Last-Event-ID`
+(gRPC: `last-event-id` metadata) gets what the journal holds after that id, then the
+backend's live events (the gateway subscribes again upstream); a client whose id the
+journal no longer holds gets the task's current state, marked as a gap.
 
 The store numbers a task's events, and an event equal to one journaled after the
 writer's position is that one (gateway/state/journal.py): two streams of one task write
@@ -31,7 +32,6 @@ from gateway.state import StoreError
 from gateway.state.journal import JournalEntry, JournalStore, limits_of
 from gateway.streams.events import close_stream
 from gateway.tasks.index import task_of as task_named
-from translators.dialects.grpc import GRPC
 from translators.errors import a2a_error
 from translators.vocabulary import ends_task
 from translators.webhooks import event_task_id
@@ -42,18 +42,18 @@ log = structlog.get_logger("a2a_gateway.streams")
 # not serve (documented in docs/streams.md; a JSON object saying why).
 GAP_KEY = "a2a-gateway/gap"
 
-Framed = list[tuple[pb.StreamResponse, str | None]]  # events and their SSE ids
+Framed = list[tuple[pb.StreamResponse, str | None]]  # events and their ids
 TAIL = 64  # journal entries a resumed stream's first upstream event is looked for among
 
 
 def cursor(task_id: str, seq: int) -> str:
-    """The SSE id of a task's ``seq``-th journaled event: opaque to clients."""
+    """The id of a task's ``seq``-th journaled event: opaque to clients."""
     raw = f"{seq}:{task_id}".encode()
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def read_cursor(text: str | None) -> tuple[str, int] | None:
-    """The task and seq an SSE id names; None for anything this gateway did not make."""
+    """The task and seq an id names; None for anything this gateway did not make."""
     if not text or len(text) > 2048:
         return None
     try:
@@ -68,7 +68,7 @@ def read_cursor(text: str | None) -> tuple[str, int] | None:
 
 
 class StreamJournal:
-    """One SSE stream's side of its task's journal. Events of no task (a plain Message
+    """One stream's side of its task's journal. Events of no task (a plain Message
     answer) are neither journaled nor given an id."""
 
     __slots__ = ("after", "batch", "broken", "config", "gap", "last_state", "limits", "parts", "realign", "resumed",
@@ -331,8 +331,8 @@ async def resumed_reads(journal: StreamJournal, check: Callable[[], Awaitable[No
 
 
 class Journals:
-    """Each SSE stream's journal, from the state store and `state.journal`; none for gRPC
-    clients (no SSE ids to give them yet), without a store, or with the journal off."""
+    """Each stream's journal, from the state store and `state.journal`; none without a
+    store, or with the journal off."""
 
     __slots__ = ("config", "store")
 
@@ -341,10 +341,10 @@ class Journals:
         self.config = config
 
     def open(self, call: Call) -> StreamJournal | None:
-        """The call's journal, resuming from the client's `Last-Event-ID` when it names
-        one (InvalidParamsError for an id this gateway did not make, or one of another
-        task than the subscribe's)."""
-        if self.store is None or call.ctx.facts.binding == GRPC:
+        """The call's journal, resuming from the client's `Last-Event-ID` (gRPC:
+        `last-event-id` metadata) when it names one (InvalidParamsError for an id this
+        gateway did not make, or one of another task than the subscribe's)."""
+        if self.store is None:
             return None
         text = call.ctx.facts.resume_from
         if not text:
@@ -352,7 +352,7 @@ class Journals:
         resume = read_cursor(text)
         if resume is None:
             raise a2a_error("InvalidParamsError", "Last-Event-ID was not made by this "
-                            "gateway (an id of one of its SSE events is expected)")
+                            "gateway (the id of one of its stream events is expected)")
         named = task_named(call)
         if named and named != resume[0]:
             raise a2a_error("InvalidParamsError", f"Last-Event-ID names task "

@@ -185,11 +185,30 @@ async def test_stream_idle_timeout(make_gateway: MakeGateway, fake: FakeBackend)
     await asyncio.wait_for(fake.cancelled.wait(), 5)
 
 
+async def test_a_journaled_grpc_stream_that_fails_names_its_last_id_in_the_trailers(
+        make_gateway: MakeGateway, fake: FakeBackend) -> None:
+    """An error after events ends the stream with its status, and (journaled) with the id
+    of the last event the client got in trailing metadata (docs/streams.md): where it
+    resumes."""
+    grpc_port = free_port()
+    tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
+    tenant["backend"]["stream_idle_timeout"] = 0.3
+    await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
+        "path": ":memory:", "journal": {"enabled": True}})
+    async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as channel:
+        call = v10_stub(channel).SendStreamingMessage(p10_send("s"), metadata=V10_MD)
+        first = await call.read()
+        with pytest.raises(grpc.aio.AioRpcError) as failed:
+            await call.read()
+    assert failed.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED, failed.value
+    trailers = dict(failed.value.trailing_metadata())
+    assert trailers["last-event-id"] == first.task.metadata["a2a-gateway/event-id"], trailers
+
+
 @pytest.mark.parametrize("client", ["grpc", "jsonrpc"])
 async def test_client_going_away_cancels_the_backend_call(
         make_gateway: MakeGateway, fake: FakeBackend, client: str) -> None:
-    """Without a hold (gRPC clients have no journal; an SSE client's stream is held only
-    with `state.journal.hold` > 0)."""
+    """Without a hold (a client's stream is held only with `state.journal.hold` > 0)."""
     grpc_port = free_port()
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
     url = await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
@@ -198,16 +217,18 @@ async def test_client_going_away_cancels_the_backend_call(
     await asyncio.wait_for(fake.cancelled.wait(), 5)
 
 
+@pytest.mark.parametrize("client", ["grpc", "jsonrpc"])
 async def test_a_held_stream_whose_backend_is_silent_ends_when_its_hold_runs_out(
-        make_gateway: MakeGateway, fake: FakeBackend) -> None:
-    """The backend's stream is read on for `state.journal.hold` seconds after its SSE
-    client left (tests/integration/test_stream_hold.py), then cancelled, even when the
-    backend sends nothing more (no write finds the client gone)."""
+        make_gateway: MakeGateway, fake: FakeBackend, client: str) -> None:
+    """The backend's stream is read on for `state.journal.hold` seconds after its client
+    left (tests/integration/test_stream_hold.py), then cancelled, even when the backend
+    sends nothing more (no write finds the client gone)."""
+    grpc_port = free_port()
     tenant = v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")
-    url = await make_gateway({"fake": tenant}, state={
+    url = await make_gateway({"fake": tenant}, grpc_port=grpc_port, state={
         "path": ":memory:", "journal": {"enabled": True, "hold": 3}}) + "/"
     before = _client_cancelled()
-    await _leave_a_stream(url, 0, "jsonrpc")
+    await _leave_a_stream(url, grpc_port, client)
     # The gateway has seen the client leave (the call is counted)...
     await wait_until(lambda: _client_cancelled() > before, "the leaving counted")
     # ...and still holds the backend's stream (without a hold it is cancelled at once:
@@ -242,20 +263,28 @@ async def _leave_a_stream(url: str, grpc_port: int, client: str) -> None:
         # leaving the block closes the connection mid-stream
 
 
-async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend) -> None:
+@pytest.mark.parametrize("journaled", [False, True], ids=["plain", "journaled"])
+async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend,
+                                                       journaled: bool) -> None:
+    """Journaled, the end also names the id of the last event in its trailers
+    (`last-event-id`, docs/streams.md): where the client resumes on another gateway."""
     port = free_port()
+    state = {"path": ":memory:", "journal": {"enabled": journaled}}
     config = parse_config({
         "listen": {"http": f"127.0.0.1:{free_port()}", "grpc": f"127.0.0.1:{port}"},
         "tenants": {"fake": v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")},
-        "shutdown_grace": 60})
+        "shutdown_grace": 60, "state": state})
     server = Server(config)
     await server.start()
     async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
         call = v10_stub(channel).SendStreamingMessage(p10_send("s"), metadata=V10_MD)
-        assert (await call.read()).task.id == "t1"
+        first = await call.read()
+        assert first.task.id == "t1"
         stopping = asyncio.create_task(server.stop())
         assert await call.read() is grpc.aio.EOF  # an end of stream, not a reset
         assert await call.code() == grpc.StatusCode.OK
+        event_id = first.task.metadata["a2a-gateway/event-id"] if journaled else None
+        assert dict(await call.trailing_metadata()).get("last-event-id") == event_id
         # The stream did not wait out the grace: a stop that did would take 60 s, 12
         # times this bound (no elapsed time to compare on a loaded machine).
         await asyncio.wait_for(stopping, 5)

@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.support.helpers import free_port, gateway_cmd, running, write_config
+from tests.support.helpers import free_port, gateway_cmd, running, wait_for_port, write_config
 from tests.support.sse_client import SseEvent, SseStream
 
 BOUND = 30.0  # seconds any one stream here may take to give what a test waits for
@@ -224,11 +224,14 @@ async def assert_invalid_params(dialect: Dialect, stream: SseStream) -> None:
         body = answer.body
     assert body["error"]["code"] == -32602, body
 
-def gateway_config(path: Path, port: int, agent_jsonrpc: int, state: dict[str, Any]) -> Path:
-    """A gateway of the test's own on ``port`` with one tenant `t`, the v1.0 SDK agent
-    over JSON-RPC, and ``state`` (a file beside the config unless it names a backend)."""
+def gateway_config(path: Path, port: int, agent_jsonrpc: int, state: dict[str, Any],
+                   grpc_port: int | None = None) -> Path:
+    """A gateway of the test's own on ``port`` (and gRPC on ``grpc_port``) with one tenant
+    `t`, the v1.0 SDK agent over JSON-RPC, and ``state`` (a file beside the config unless
+    it names a backend)."""
+    grpc = {"grpc": f"127.0.0.1:{grpc_port}"} if grpc_port is not None else {}
     return write_config(path, {
-        "listen": {"http": f"127.0.0.1:{port}"},
+        "listen": {"http": f"127.0.0.1:{port}", **grpc},
         "tenants": {"t": {"backend": {"url": f"http://127.0.0.1:{agent_jsonrpc}/",
                                       "version": "1.0", "binding": "JSONRPC"}}},
         "state": {"path": str(path.with_suffix(".state.db")), **state,
@@ -237,11 +240,13 @@ def gateway_config(path: Path, port: int, agent_jsonrpc: int, state: dict[str, A
 
 @contextmanager
 def own_gateway(path: Path, agent_jsonrpc: int, state: dict[str, Any],
-                ) -> Iterator[str]:
+                grpc_port: int | None = None) -> Iterator[str]:
     """A gateway process for the block (gateway_config); yields tenant `t`'s URL."""
     port = free_port()
-    config = gateway_config(path, port, agent_jsonrpc, state)
+    config = gateway_config(path, port, agent_jsonrpc, state, grpc_port)
     with running(gateway_cmd(config), port, log=path.with_suffix(".log")):
+        if grpc_port is not None:  # opened after the HTTP port
+            wait_for_port(grpc_port)
         yield f"http://127.0.0.1:{port}/t"
 
 

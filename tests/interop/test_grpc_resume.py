@@ -1,0 +1,315 @@
+"""Resumable streams for gRPC clients (issue 30; docs/streams.md, "Resuming a stream"),
+against the official SDK agents: a raw client of either gRPC package (the SDK's own
+stubs; the SDK clients cannot send our `last-event-id` metadata) cancels a `stream: N`
+task's call mid-stream and comes back with the id the last event it got carried in its
+metadata (`a2a-gateway/event-id`), by subscribing or by retrying its send. It must get the
+rest of the task once, in order, as if it had never left; the stream's end names its last
+id in trailing metadata (`last-event-id`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import grpc
+import pytest
+from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
+from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as v03_grpc
+from a2a.types import a2a_pb2 as pb
+from a2a.types import a2a_pb2_grpc as pb_grpc
+from google.protobuf.json_format import MessageToDict
+from google.rpc import error_details_pb2, status_pb2
+
+from tests.interop.resume_support import (
+    BOUND,
+    Step,
+    chunk_number,
+    new_id,
+    own_gateway,
+    rpc10,
+    step_of,
+)
+from tests.support.helpers import free_port
+from tests.support.interop_support import Deployment
+from tests.support.waiting import wait_until
+
+EVENT_ID_KEY = "a2a-gateway/event-id"  # each journaled event's id, in its metadata
+LAST_EVENT_ID = "last-event-id"  # the resume's request key; the end's trailing key
+
+
+@dataclass(frozen=True)
+class Got:
+    """One event as the client read it: its step and the id its metadata carried."""
+
+    step: Step
+    event_id: str | None
+
+
+@dataclass(frozen=True)
+class Client:
+    """One gRPC client dialect: the v1.0 package (`lf.a2a.v1`, tenant in the request) or
+    the v0.3 one (`a2a.v1`, tenant in `x-a2a-tenant` metadata)."""
+
+    version: str
+
+    def metadata(self, tenant: str, last_id: str | None) -> tuple[tuple[str, str], ...]:
+        md = [("a2a-version", "1.0")] if self.version == "1.0" else [("x-a2a-tenant", tenant)]
+        if last_id is not None:
+            md.append((LAST_EVENT_ID, last_id))
+        return tuple(md)
+
+    def send(self, channel: grpc.aio.Channel, tenant: str, text: str, context_id: str,
+             message_id: str, last_id: str | None = None) -> Any:
+        if self.version == "1.0":
+            return pb_grpc.A2AServiceStub(channel).SendStreamingMessage(
+                pb.SendMessageRequest(tenant=tenant, message=pb.Message(
+                    message_id=message_id, context_id=context_id, role=pb.ROLE_USER,
+                    parts=[pb.Part(text=text)])), metadata=self.metadata(tenant, last_id))
+        return v03_grpc.A2AServiceStub(channel).SendStreamingMessage(
+            v03pb.SendMessageRequest(request=v03pb.Message(
+                message_id=message_id, context_id=context_id, role=v03pb.ROLE_USER,
+                content=[v03pb.Part(text=text)])), metadata=self.metadata(tenant, last_id))
+
+    def subscribe(self, channel: grpc.aio.Channel, tenant: str, task_id: str,
+                  last_id: str | None) -> Any:
+        if self.version == "1.0":
+            return pb_grpc.A2AServiceStub(channel).SubscribeToTask(
+                pb.SubscribeToTaskRequest(tenant=tenant, id=task_id),
+                metadata=self.metadata(tenant, last_id))
+        return v03_grpc.A2AServiceStub(channel).TaskSubscription(
+            v03pb.TaskSubscriptionRequest(name=f"tasks/{task_id}"),
+            metadata=self.metadata(tenant, last_id))
+
+
+V10, V03 = Client("1.0"), Client("0.3")
+
+
+def got_of(event: Any) -> Got:
+    """A StreamResponse of either package as a Step, and the id its payload carries."""
+    step = step_of(MessageToDict(event))
+    return Got(step, (step.raw.get("metadata") or {}).get(EVENT_ID_KEY))
+
+
+async def read(call: Any, until: Callable[[list[Got]], bool] | None = None) -> list[Got]:
+    """The call's events until ``until(seen)`` holds (then the call is cancelled, as a
+    client whose connection broke) or the stream ends; BOUND seconds at most."""
+    seen: list[Got] = []
+    try:
+        async with asyncio.timeout(BOUND):
+            async for event in call:
+                seen.append(got_of(event))
+                if until is not None and until(seen):
+                    call.cancel()
+                    break
+    except TimeoutError:
+        raise AssertionError(f"the stream stalled after {shapes(seen)}") from None
+    return seen
+
+
+def artifacts(n: int) -> Callable[[list[Got]], bool]:
+    return lambda seen: sum(g.step.kind == "artifact" for g in seen) >= n
+
+
+def shapes(seen: list[Got]) -> list[tuple[str | None, Any]]:
+    """What a failure message shows of a stream: each event's id and step."""
+    return [(g.event_id, g.step.shape) for g in seen]
+
+
+def steps(seen: list[Got]) -> list[Step]:
+    return [g.step for g in seen]
+
+
+def chunks(seen: list[Got]) -> list[str]:
+    return [g.step.text or "" for g in seen if g.step.kind == "artifact"]
+
+
+async def moved_on(http: aiohttp.ClientSession, base: str, task_id: str, n: int) -> None:
+    """Waits until the agent has sent ``n`` chunks of the task (its GetTask says so): what
+    it sent while no client was there reaches the one that comes back through the journal
+    only (the gateway read the stream on for it), not through a re-attach."""
+    async def parts() -> bool:
+        task = await rpc10(http, base, "GetTask", {"id": task_id})
+        return sum(len(a.get("parts", [])) for a in task.get("artifacts", [])) >= n
+    await wait_until(parts, f"{n} chunks of task {task_id} sent", timeout=BOUND)
+
+
+@pytest.fixture
+async def channel(deployment: Deployment) -> AsyncIterator[grpc.aio.Channel]:
+    async with grpc.aio.insecure_channel(deployment.grpc_target()) as opened:
+        yield opened
+
+
+async def whole_stream(channel: grpc.aio.Channel, client: Client, tenant: str,
+                       n: int) -> list[Got]:
+    call = client.send(channel, tenant, f"stream: {n}", new_id(), new_id())
+    seen = await read(call)
+    assert await call.code() == grpc.StatusCode.OK, shapes(seen)
+    return seen
+
+
+async def ended_with_its_last_id(call: Any, seen: list[Got]) -> None:
+    """The stream ended OK, and its trailers name the id of its last event."""
+    assert await call.code() == grpc.StatusCode.OK, shapes(seen)
+    trailers = dict(await call.trailing_metadata())
+    assert trailers.get(LAST_EVENT_ID) == seen[-1].event_id, (trailers, shapes(seen))
+
+
+def assert_resumed(whole: list[Got], *parts: list[Got], n: int = 20) -> None:
+    """The parts of a cancelled and resumed stream are, together, the uninterrupted one:
+    every event with an id of its own, every chunk once and in order."""
+    union = [g for part in parts for g in part]
+    shown = [shapes(p) for p in parts]
+    assert all(g.event_id for g in whole), shapes(whole)
+    assert all(g.event_id for g in union), shown
+    ids = [g.event_id for g in union]
+    assert len(set(ids)) == len(ids), f"an id came twice: {shown}"
+    assert chunks(union) == [f"chunk {i}" for i in range(n)], shown
+    assert [s.shape for s in steps(union)] == [s.shape for s in steps(whole)], (
+        shapes(whole), shown)
+    assert union[-1].step.shape == ("status", "completed", None), shown
+    assert {s.task_id for s in steps(union)} == {union[0].step.task_id}, shown
+
+
+CASES = [(V10, "a10"), (V10, "g03"), (V03, "g10"), (V03, "a03")]
+
+
+@pytest.mark.parametrize(("client", "tenant"), CASES,
+                         ids=[f"grpc{c.version.replace('.', '')}-{t}" for c, t in CASES])
+async def test_a_cancelled_grpc_stream_resumes_by_subscribing_with_the_last_id(
+        deployment: Deployment, http: aiohttp.ClientSession, channel: grpc.aio.Channel,
+        client: Client, tenant: str) -> None:
+    whole = await whole_stream(channel, client, tenant, 20)
+    first = await read(client.send(channel, tenant, "stream: 20", new_id(), new_id()),
+                       until=artifacts(6))
+    task_id, last_id = first[0].step.task_id, first[-1].event_id
+    await moved_on(http, deployment.url(tenant), task_id, 12)
+    call = client.subscribe(channel, tenant, task_id, last_id)
+    rest = await read(call)
+    await ended_with_its_last_id(call, rest)
+    assert_resumed(whole, first, rest)
+
+
+@pytest.mark.parametrize("client", [V10, V03], ids=["grpc10", "grpc03"])
+async def test_a_retried_grpc_send_with_the_last_id_resumes_without_sending_again(
+        deployment: Deployment, http: aiohttp.ClientSession, channel: grpc.aio.Channel,
+        client: Client) -> None:
+    tenant = "a10"
+    whole = await whole_stream(channel, client, tenant, 20)
+    context_id, message_id = new_id(), new_id()
+    first = await read(client.send(channel, tenant, "stream: 20", context_id, message_id),
+                       until=artifacts(6))
+    task_id = first[0].step.task_id
+    base = deployment.url(tenant)
+    await moved_on(http, base, task_id, 12)
+    # The very same request, and the id.
+    call = client.send(channel, tenant, "stream: 20", context_id, message_id,
+                       first[-1].event_id)
+    rest = await read(call)
+    await ended_with_its_last_id(call, rest)
+    assert_resumed(whole, first, rest)
+    # The agent got the message once: one task in the context, one user turn in it.
+    listed = await rpc10(http, base, "ListTasks", {"contextId": context_id})
+    assert [t["id"] for t in listed["tasks"]] == [task_id], listed
+    task = await rpc10(http, base, "GetTask", {"id": task_id, "historyLength": 100})
+    asked = [m["parts"][0]["text"] for m in task.get("history", [])
+             if m["role"] == "ROLE_USER"]
+    assert asked == ["stream: 20"], task
+
+
+def assert_invalid_argument(client: Client, err: grpc.aio.AioRpcError) -> None:
+    """InvalidParams as the client's package says it: INVALID_ARGUMENT with, for v1.0,
+    an ErrorInfo of reason INVALID_PARAMS, for v0.3 the `InvalidParamsError: ` message."""
+    assert err.code() == grpc.StatusCode.INVALID_ARGUMENT, err
+    assert "Last-Event-ID" in err.details(), err
+    if client.version == "0.3":
+        assert err.details().startswith("InvalidParamsError: "), err
+        return
+    raw = dict(err.trailing_metadata())["grpc-status-details-bin"]
+    info = error_details_pb2.ErrorInfo()
+    assert status_pb2.Status.FromString(raw).details[0].Unpack(info), err
+    assert info.reason == "INVALID_PARAMS", info
+
+
+@pytest.fixture
+async def live_task(deployment: Deployment, http: aiohttp.ClientSession,
+                    ) -> AsyncIterator[str]:
+    """A task of the v1.0 agent (tenant a10) that stays `working` until cancelled."""
+    base = deployment.url("a10")
+    sent = await rpc10(http, base, "SendMessage", {
+        "message": {"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": "slow"}]},
+        "configuration": {"returnImmediately": True}})
+    task_id: str = sent["task"]["id"]
+    yield task_id
+    await rpc10(http, base, "CancelTask", {"id": task_id})
+
+
+@pytest.mark.parametrize("client", [V10, V03], ids=["grpc10", "grpc03"])
+async def test_a_grpc_last_event_id_the_gateway_did_not_make_is_invalid_argument(
+        deployment: Deployment, http: aiohttp.ClientSession, channel: grpc.aio.Channel,
+        client: Client, live_task: str) -> None:
+    other = await whole_stream(channel, V10, "a10", 2)
+    other_id = other[-1].event_id  # a real id, of another task
+    assert other_id and other[0].step.task_id != live_task
+    for bad in ("not-an-id-of-ours", other_id):
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            await read(client.subscribe(channel, "a10", live_task, bad))
+        assert_invalid_argument(client, refused.value)
+    # A retried send with a foreign id is refused before anything is sent.
+    context_id = new_id()
+    with pytest.raises(grpc.aio.AioRpcError) as refused:
+        await read(client.send(channel, "a10", "stream: 2", context_id, new_id(),
+                               "not-an-id-of-ours"))
+    assert_invalid_argument(client, refused.value)
+    listed = await rpc10(http, deployment.url("a10"), "ListTasks", {"contextId": context_id})
+    assert listed["tasks"] == [], listed
+
+
+def assert_snapshot_then_live(seen: list[Got], n: int) -> None:
+    """A Task first, then live events: the chunks of its artifacts and the later ones are
+    all ``n``, the later ones in order and once each, and the task completed."""
+    assert seen[0].step.kind == "task", shapes(seen)
+    snapshot = [part.get("text") for artifact in seen[0].step.raw.get("artifacts", [])
+                for part in artifact.get("parts", [])]
+    later = [chunk_number(text) for text in chunks(seen[1:])]
+    assert later == sorted(set(later)), shapes(seen)
+    assert {chunk_number(text) for text in snapshot} | set(later) == set(range(n)), (
+        shapes(seen))
+    assert seen[-1].step.shape == ("status", "completed", None), shapes(seen)
+
+
+async def test_a_grpc_subscribe_without_an_id_is_the_snapshot_then_live(
+        channel: grpc.aio.Channel) -> None:
+    """Without `last-event-id`, SubscribeToTask re-attaches as before: the task as it is
+    now, then its live events (with ids: a client can resume from them)."""
+    first = await read(V10.send(channel, "a10", "stream: 20", new_id(), new_id()),
+                       until=artifacts(3))
+    call = V10.subscribe(channel, "a10", first[0].step.task_id, None)
+    rest = await read(call)
+    await ended_with_its_last_id(call, rest)
+    assert rest[0].step.gap() is None, shapes(rest)
+    assert_snapshot_then_live(rest, 20)
+
+
+@pytest.mark.parametrize("client", [V10, V03], ids=["grpc10", "grpc03"])
+async def test_a_grpc_id_the_journal_no_longer_holds_gets_the_task_marked_as_a_gap(
+        deployment: Deployment, tmp_path: Path, client: Client) -> None:
+    """A client that comes back too late for the journal (it holds a task's last 3 events
+    here) gets the task as it is now, marked, then its live events; together, every
+    chunk."""
+    grpc_port = free_port()
+    with own_gateway(tmp_path / "gap.yaml", deployment.agents["1.0"].jsonrpc,
+                     {"journal": {"max_events": 3}}, grpc_port):
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{grpc_port}") as near:
+            first = await read(client.send(near, "t", "stream: 40", new_id(), new_id()),
+                               until=artifacts(10))
+            call = client.subscribe(near, "t", first[0].step.task_id, first[0].event_id)
+            rest = await read(call)
+            await ended_with_its_last_id(call, rest)
+    gap = rest[0].step.gap()
+    assert isinstance(gap, dict) and gap.get("reason"), shapes(rest)
+    assert_snapshot_then_live(rest, 40)
