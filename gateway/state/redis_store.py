@@ -81,10 +81,13 @@ class RedisStore:
         # are all awaitables.
         wait = self._conn.failover_wait if failover else 0.0
         try:
-            return await through_failover(step, wait, self._errors.note)
+            out = await through_failover(step, wait, self._errors.note)
         except RedisError as exc:
             self._errors.note(exc)
             raise StoreError(f"Redis store {self._url}: {exc}") from exc
+        if self._errors.failing_since is not None:
+            self._errors.recovered()
+        return out
 
     async def _write(self, *command: Any) -> Any:
         """One write command; with ``replica_acks``, followed by WAIT on the same
@@ -258,17 +261,28 @@ class NotReplicated(RedisError):
 
 
 class _ErrorLog:
-    """Every failed Redis step logs its cause (callers may answer with a short message of
-    their own), at most once a second; the lines left out are counted in the next."""
+    """Every failed Redis step (or attempt, through a failover) logs its cause (callers
+    may answer with a short message of their own), at most once a second; the lines left
+    out are counted in the next. The first step that succeeds after failures says so
+    once, with how long the store failed (a failover's length, seen from here)."""
 
     def __init__(self, url: str, every: float = 1.0) -> None:
         self._url = url
         self._every = every
         self._last = -math.inf
         self._left_out = 0
+        self.failing_since: float | None = None
+
+    def recovered(self) -> None:
+        if self.failing_since is not None:
+            log.info("state store available again", store=self._url,
+                     failed_for=round(time.monotonic() - self.failing_since, 3))
+            self.failing_since = None
 
     def note(self, exc: Exception) -> None:
         now = time.monotonic()
+        if self.failing_since is None:
+            self.failing_since = now
         if now - self._last < self._every:
             self._left_out += 1
             return
