@@ -66,7 +66,8 @@ async def store_readiness(store: Store, timeout: float) -> str:
     try:
         await asyncio.wait_for(store.ping(), timeout)
     except (StoreError, TimeoutError) as exc:
-        log.warning("state store not ready", backend=store.backend, error=str(exc))
+        log.warning("state store not ready", backend=store.backend,
+                    error=str(exc) or type(exc).__name__)
         return "unavailable"
     return "ok"
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError
@@ -86,10 +86,14 @@ def connect_sentinel(config: SentinelConfig, where: str, *, password: str | None
         if config.ssl_ca_certs is not None:
             tls["ssl_ca_certs"] = config.ssl_ca_certs
     options = {**_client_options(timeout, password), "db": config.db, **tls}
+    # The sentinels' clients too retry a connection error once, at once: redis-py's
+    # default (three times, with back-off of up to seconds) would hold every new
+    # connection while the sentinels are down, past /readyz's timeout.
     if config.username is not None:
         options["username"] = config.username
     to_sentinels: dict[str, Any] = {"socket_timeout": timeout,
-                                    "socket_connect_timeout": timeout, **tls}
+                                    "socket_connect_timeout": timeout,
+                                    "retry": options["retry"], **tls}
     if config.sentinel_username is not None:
         to_sentinels["username"] = config.sentinel_username
     if sentinel_password is not None:
@@ -98,6 +102,15 @@ def connect_sentinel(config: SentinelConfig, where: str, *, password: str | None
         config.addresses(), sentinel_kwargs=to_sentinels, **options)
     return Connected(sentinel.master_for(config.service), where, sentinel,
                      config.failover_wait, config.replica_acks, config.ack_timeout)
+
+
+def describe_error(exc: Exception) -> str:
+    """``exc`` in a line: redis-py's MasterNotFoundError appends the repr of every
+    sentinel's client (hundreds of characters each); the sentinels are named elsewhere."""
+    text = str(exc)
+    if isinstance(exc, MasterNotFoundError) and " : " in text:
+        return text.split(" : ", 1)[0] + " (no sentinel answered)"
+    return text
 
 
 async def through_failover(step: Callable[[], Awaitable[T]], wait: float,

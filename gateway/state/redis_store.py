@@ -27,7 +27,12 @@ from gateway.state.base import (
 )
 from gateway.state.journal import JournalEntry, JournalLimits, JournalRead
 from gateway.state.journal_common import event_digest, held_first
-from gateway.state.redis_client import Connected, connect_url, through_failover
+from gateway.state.redis_client import (
+    Connected,
+    connect_url,
+    describe_error,
+    through_failover,
+)
 from gateway.state.redis_journal import APPEND, READ, eval_bytes, journal_keys
 from gateway.state.redis_lua import (
     CLAIM,
@@ -84,7 +89,7 @@ class RedisStore:
             out = await through_failover(step, wait, self._errors.note)
         except RedisError as exc:
             self._errors.note(exc)
-            raise StoreError(f"Redis store {self._url}: {exc}") from exc
+            raise StoreError(f"Redis store {self._url}: {describe_error(exc)}") from exc
         if self._errors.failing_since is not None:
             self._errors.recovered()
         return out
@@ -287,7 +292,7 @@ class _ErrorLog:
             self._left_out += 1
             return
         log.warning("state store error", store=self._url, error=type(exc).__name__,
-                    cause=str(exc), left_out=self._left_out)
+                    cause=describe_error(exc), left_out=self._left_out)
         self._last, self._left_out = now, 0
 
 
