@@ -121,7 +121,9 @@ class SentinelConfig(_Model):
                                "failed (the caller is refused as unavailable)")
     failover_wait: float = Field(10.0, ge=0, description="Seconds a store call keeps "
                                  "retrying, with back-off, while no primary answers (a "
-                                 "failover in progress); past it the call fails")
+                                 "failover in progress; also a store down altogether); "
+                                 "past it the call fails. Cover the sentinels' "
+                                 "`down-after-milliseconds` plus a few seconds")
 
     @model_validator(mode="after")
     def _check(self) -> SentinelConfig:
