@@ -102,17 +102,20 @@ async def test_a_primary_failover_loses_no_acknowledged_write(
             await asyncio.gather(*writers)
     await store.close()
     assert new != old and len(load.tasks) >= killed_at + AFTER
+    # One failover: a second, on the heels of the first, is what WAIT cannot cover (see
+    # DOWN_AFTER_MS); should the sentinel do one, this says so rather than "lost".
+    assert sentinels.sentinel_log().count("+switch-master") == 1, sentinels.sentinel_log()
     # Every acknowledged record and journal event, read through a new client (so from
     # the new primary, as the sentinel names it).
     reader = open_store(state)
-    lost = [r.task_id for r in load.tasks
-            if await reader.get_task("t", r.task_id) != r]
+    lost: list[Any] = [(r, got) for r in load.tasks
+                       if (got := await reader.get_task("t", r.task_id)) != r]
     for journal, held in load.events.items():
         read = await reader.journal_read("t", journal, 0, 1_000_000)
         kept = {entry.seq: entry.data for entry in read.entries}
         lost += [f"{journal}#{seq}" for seq, data in held if kept.get(seq) != data]
     await reader.close()
-    assert lost == []
+    assert lost == [], (sentinels.primary_port(), sentinels.sizes(), lost[:3])
     lines = [line for line in logs if line["event"] in (
         "state store error", "state store available again")]
     print(f"\nfailover {old} -> {new}: {len(load.tasks)} records acknowledged, "
@@ -134,14 +137,16 @@ async def test_a_write_fewer_replicas_acknowledged_is_refused(
     not acknowledged (WAIT says two of three), so the caller is refused."""
     state = sentinel_state(sentinels, replica_acks=3)
     store = open_store(state)
-    with pytest.raises(StoreError, match="2 of 3 replicas acknowledged"):
+    # Two replicas at most can say yes (fewer if one is slow to on a busy machine).
+    with pytest.raises(StoreError, match=r"[0-2] of 3 replicas acknowledged the write"):
         await store.seen_once("k", 60)
-    with pytest.raises(StoreError, match="2 of 3 replicas"):
+    with pytest.raises(StoreError, match=r"[0-2] of 3 replicas acknowledged the write"):
         await store.record_task(TaskRecord("t", "x", "c", "TASK_STATE_WORKING", 1.0, 1.0))
     await store.close()
     assert state.sentinel is not None
-    both = open_store(state.model_copy(update={
-        "sentinel": state.sentinel.model_copy(update={"replica_acks": 2})}))
+    both = open_store(state.model_copy(update={"timeout": 5.0, "sentinel": state.sentinel
+                                               .model_copy(update={"replica_acks": 2,
+                                                                   "ack_timeout": 4.0})}))
     assert not await both.seen_once("k", 60)  # the refused write was made all the same
     await both.record_task(TaskRecord("t", "y", "c", "TASK_STATE_WORKING", 1.0, 1.0))
     got = await both.get_task("t", "y")

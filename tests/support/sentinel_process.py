@@ -20,8 +20,11 @@ from tests.support.waiting import wait_until_sync
 
 SERVICE = "gw-primary"
 # The sentinel calls the primary down after this long without an answer; a failover
-# then takes about a second more (an election of one, a replica promoted).
-DOWN_AFTER_MS = 500
+# then takes about a second more (an election of one, a replica promoted). Not less: at
+# 500 ms a busy machine made the sentinel judge the replica it had just promoted down
+# too, before it answered a first PING, and fail over a second time, to the other
+# replica while that one was still resynchronising from the first (its data lost).
+DOWN_AFTER_MS = 2000
 # A replica's first sync at once (by default a diskless sync waits 5 s for others).
 FAST_SYNC = ("--repl-diskless-sync-delay", "0")
 
@@ -81,6 +84,15 @@ class SentinelSetup:
         """The port the sentinel names as the primary's."""
         addr = self._ask_sentinel("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE)
         return int(str(addr[1]))
+
+    def sizes(self) -> dict[int, object]:
+        """Each live server's key count and role: what a failing test shows."""
+        out: dict[int, object] = {}
+        for port in self.servers:
+            if answers_ping(port):
+                with redis.Redis(port=port, socket_timeout=1) as r:
+                    out[port] = (r.dbsize(), r.info("replication")["role"])
+        return out
 
     def kill_primary(self) -> int:
         port = self.primary
