@@ -87,6 +87,7 @@ async def test_a_gateway_carries_on_through_a_failover_and_an_outage(tmp_path: P
                 "status": "ready", "tenants": {"t": {"ready": True, "card": "ok"}},
                 "state": "ok"})
 
+            sentinels_log = sentinels.sentinel_log()
             # The whole store goes away: the sentinel and every Redis server.
             sentinels.stop_sentinel()
             for server in sentinels.servers.values():
@@ -95,6 +96,7 @@ async def test_a_gateway_carries_on_through_a_failover_and_an_outage(tmp_path: P
             got = await call(http, url, "GetTask", {"id": acknowledged[0]})
             creating = await call(http, url, "SendMessage", message("input: hi", "c"))
     assert new != old and missing == set()
+    assert sentinels_log.count("+switch-master") == 1, sentinels_log  # one failover
     assert len(refused) <= CALLERS and all(
         e["data"][0]["reason"] == "STORE_UNAVAILABLE" for e in refused), refused
     assert (status, report["status"], report["state"]) == (200, "degraded", "unavailable")
