@@ -82,8 +82,6 @@ class RedisStore:
     async def _do(self, step: Callable[[], Awaitable[Any]], *, failover: bool = True) -> Any:
         """``step()``, through a failover in progress (Sentinel: within
         ``failover_wait``); a Redis error becomes a StoreError."""
-        # redis-py types its commands as ``Awaitable[T] | T``; on the asyncio client they
-        # are all awaitables.
         wait = self._conn.failover_wait if failover else 0.0
         try:
             out = await through_failover(step, wait, self._errors.note)
