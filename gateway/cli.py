@@ -15,7 +15,7 @@ from typing import Any
 
 from gateway.config.env import CONFIG_PATH_ENV
 from gateway.config.models import ConfigError, json_schema, load_config
-from gateway.config.state import redact_url
+from gateway.config.state import describe_store
 from gateway.preflight import ConfigProblems, preflight, problems_of
 from gateway.workers.count import worker_count
 
@@ -102,8 +102,7 @@ def _check_config(args: argparse.Namespace) -> int:
         b = tenant.backend
         print(f"  {name}: {b.url} (A2A {b.version}, {b.binding})")
     state = config.state
-    where = state.path if state.backend == "sqlite" else redact_url(state.url or "")
-    print(f"  state: {state.backend} at {where}")
+    print(f"  state: {state.backend} at {describe_store(state)}")
     count, why = worker_count(config)
     print(f"  workers: {count} ({why})")
     if args.connect:

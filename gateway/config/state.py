@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
@@ -93,6 +93,61 @@ class JournalConfig(_Model):
                                         "attempts to re-attach at most")
 
 
+def _host_port(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected host:port, got {value!r}")
+    return value
+
+
+class SentinelConfig(_Model):
+    """Redis behind Sentinel (docs/state.md, "Redis Sentinel and failover"): the gateway
+    asks the sentinels for the service's primary and follows it through a failover."""
+
+    hosts: list[Annotated[str, AfterValidator(_host_port)]] = Field(min_length=1, description="The sentinels, host:port each "
+                             "(three or more in production: a failover needs a quorum)")
+    service: str = Field(min_length=1, description="The name the sentinels monitor the "
+                         "primary under (`sentinel monitor <service> ...`)")
+    db: int = Field(0, ge=0, description="Database number on the primary")
+    username: str | None = Field(None, description="ACL user on the Redis servers "
+                                 "(its password: `state.password_env`)")
+    sentinel_username: str | None = Field(None, description="ACL user on the sentinels, "
+                                          "when they require one")
+    sentinel_password_env: str | None = Field(None, description="Environment variable "
+                                              "holding the sentinels' own password "
+                                              "(`requirepass` in sentinel.conf)")
+    tls: bool = Field(False, description="TLS to the sentinels and the Redis servers")
+    ssl_ca_certs: str | None = Field(None, description="With tls: the CA file that "
+                                     "signed their certificates (default: the system's)")
+    # WAIT after an acknowledged write: Redis replicates asynchronously, so a write the
+    # primary acknowledged and had not yet sent on is lost when a replica is promoted.
+    replica_acks: int = Field(1, ge=0, description="Replicas that must have a write "
+                              "before the gateway acknowledges what it stored (Redis "
+                              "WAIT); 0: the primary's word is enough, and a failover "
+                              "may lose the last writes")
+    ack_timeout: float = Field(1.0, gt=0, description="Seconds a write waits for "
+                               "`replica_acks` replicas; past it the write counts as "
+                               "failed (the caller is refused as unavailable)")
+    failover_wait: float = Field(10.0, ge=0, description="Seconds a store call keeps "
+                                 "retrying, with back-off, while no primary answers (a "
+                                 "failover in progress; also a store down altogether); "
+                                 "past it the call fails. Cover the sentinels' "
+                                 "`down-after-milliseconds` plus a few seconds")
+
+    @model_validator(mode="after")
+    def _check(self) -> SentinelConfig:
+        if self.ssl_ca_certs is not None and not self.tls:
+            raise ValueError("state.sentinel.ssl_ca_certs needs state.sentinel.tls: true")
+        return self
+
+    def addresses(self) -> list[tuple[str, int]]:
+        out = []
+        for host in self.hosts:
+            name, _, port = host.rpartition(":")
+            out.append((name.strip("[]"), int(port)))
+        return out
+
+
 class StateConfig(_Model):
     """What the gateway remembers across calls and replicas (docs/state.md): the task
     index, relay replay protection, rate-limit counters."""
@@ -105,6 +160,8 @@ class StateConfig(_Model):
     url: str | None = Field(None, description="Redis URL: redis://[user:password@]host:port"
                             "/db, rediss:// for TLS (?ssl_ca_certs=/path/ca.pem), or "
                             "unix:///path/redis.sock")
+    sentinel: SentinelConfig | None = Field(None, description="Redis behind Sentinel, "
+                                            "instead of `url`: failover followed")
     password_env: str | None = Field(None, description="Environment variable holding the "
                                      "Redis password (instead of putting it in the URL)")
     key_prefix: str = Field("a2a-gateway:", description="Prefix of every Redis key (several "
@@ -117,9 +174,21 @@ class StateConfig(_Model):
     @model_validator(mode="after")
     def _check(self) -> StateConfig:
         if self.backend == "redis":
+            if self.url and self.sentinel is not None:
+                raise ValueError("state.url and state.sentinel: name one (a URL for one "
+                                 "Redis, sentinel for a primary Sentinel fails over)")
+            if self.sentinel is not None:
+                if self.sentinel.replica_acks and self.sentinel.ack_timeout >= self.timeout:
+                    raise ValueError("state.sentinel.ack_timeout must be shorter than "
+                                     "state.timeout (a write and its WAIT are one command "
+                                     "round trip)")
+                return self
             if not self.url:
-                raise ValueError("state.backend redis needs state.url (redis://host:6379/0)")
+                raise ValueError("state.backend redis needs state.url (redis://host:6379/0) "
+                                 "or state.sentinel (hosts, service)")
             check_redis_url(self.url)
+        elif self.sentinel is not None:
+            raise ValueError("state.sentinel needs state.backend: redis")
         elif not self.path:
             raise ValueError("state.path may not be empty (`:memory:` keeps nothing)")
         return self
@@ -145,6 +214,16 @@ def check_redis_url(url: str) -> None:
     db = parts.path.strip("/")
     if db and not db.isdigit():
         raise ValueError(f"state.url path must be a database number, got {parts.path!r}")
+
+
+def describe_store(state: StateConfig) -> str:
+    """Where the store is, for logs and check-config: never a password."""
+    if state.backend == "sqlite":
+        return state.path
+    if state.sentinel is not None:
+        return (f"sentinel service {state.sentinel.service} via "
+                f"{','.join(state.sentinel.hosts)}")
+    return redact_url(state.url or "")
 
 
 def redact_url(url: str) -> str:

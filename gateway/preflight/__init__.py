@@ -18,7 +18,7 @@ from gateway.config.models import GatewayConfig
 from gateway.preflight.files import check_auth, check_state_path
 from gateway.preflight.keys import check_keys
 from gateway.preflight.problems import ConfigProblems, Problems
-from gateway.preflight.tls import check_redis_tls_files
+from gateway.preflight.tls import check_ca_bundle, check_redis_tls_files
 from gateway.preflight.urls import check_urls
 
 __all__ = ["ConfigProblems", "preflight", "problems_of"]
@@ -37,6 +37,10 @@ def problems_of(config: GatewayConfig, environ: Mapping[str, str] | None = None,
     check_state_path(problems, config.state)
     if config.state.backend == "redis" and config.state.url:
         check_redis_tls_files(problems, "state.url", config.state.url)
+    sentinel = config.state.sentinel
+    if config.state.backend == "redis" and sentinel is not None and sentinel.ssl_ca_certs:
+        ca = sentinel.ssl_ca_certs
+        problems.check("state.sentinel.ssl_ca_certs", lambda: check_ca_bundle(ca))
     check_urls(problems, config)
     return problems.lines
 

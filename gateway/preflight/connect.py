@@ -20,7 +20,7 @@ from gateway.auth.jwks import JwksError, fetch_jwks
 from gateway.cards.backend import MAX_CARD_BYTES
 from gateway.config.auth import AuthConfig, effective
 from gateway.config.models import BackendConfig, GatewayConfig
-from gateway.config.state import StateConfig, redact_url
+from gateway.config.state import StateConfig, describe_store
 from gateway.config.tls import ClientTlsConfig
 from gateway.preflight.problems import EXPECTED, describe
 from gateway.state import open_store
@@ -138,8 +138,8 @@ async def connect_problems(config: GatewayConfig, timeout: float = CONNECT_TIMEO
     """One line per target of ``config`` that cannot be reached within ``timeout``."""
     targets: list[_Target] = []
     if config.state.backend == "redis":
-        targets.append(_Target("state.url", redact_url(config.state.url or ""),
-                               _redis(config.state)))
+        path = "state.url" if config.state.sentinel is None else "state.sentinel"
+        targets.append(_Target(path, describe_store(config.state), _redis(config.state)))
     tracing = config.tracing
     if tracing.exporter in _OTLP_DEFAULTS:
         endpoint = tracing.endpoint or _OTLP_DEFAULTS[tracing.exporter]

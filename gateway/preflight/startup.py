@@ -70,7 +70,8 @@ def start_failure(config: GatewayConfig, exc: Exception) -> Exception:
     if lines:
         return ConfigProblems(lines)
     if isinstance(exc, StoreError):
-        where = "state.path" if config.state.backend == "sqlite" else "state.url"
+        where = "state.path" if config.state.backend == "sqlite" else \
+            "state.sentinel" if config.state.sentinel is not None else "state.url"
         return ConfigError(f"{where}: {describe(exc)}")
     if isinstance(exc, _OUTSIDE):
         return ConfigError(f"cannot start: {describe(exc)}")

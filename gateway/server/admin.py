@@ -50,7 +50,7 @@ async def readyz(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     report = await readiness(gateway.tenants, gateway.config.readiness_timeout,
                              gateway.store)
-    return web.json_response(report, status=200 if report["status"] == "ready" else 503)
+    return web.json_response(report, status=503 if report["status"] == "not ready" else 200)
 
 
 async def metrics(request: web.Request) -> web.Response:

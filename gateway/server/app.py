@@ -15,7 +15,7 @@ import structlog
 from aiohttp import web
 
 from gateway.config.models import GatewayConfig
-from gateway.config.state import redact_url
+from gateway.config.state import describe_store
 from gateway.egress.http import client_session
 from gateway.ingress import cards, jsonrpc, rest
 from gateway.ingress import relay as relay_endpoint
@@ -124,8 +124,7 @@ class Server:
         self._session = client_session()
         self.store = open_store(config.state)
         log.info("state store opened", backend=self.store.backend,
-                 where=config.state.path if config.state.backend == "sqlite"
-                 else redact_url(config.state.url or ""))
+                 where=describe_store(config.state))
         # Every replica and worker prunes on its own timer: pruning is idempotent
         # (state/retention.py).
         self._tasks.add(asyncio.create_task(

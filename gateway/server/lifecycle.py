@@ -66,7 +66,8 @@ async def store_readiness(store: Store, timeout: float) -> str:
     try:
         await asyncio.wait_for(store.ping(), timeout)
     except (StoreError, TimeoutError) as exc:
-        log.warning("state store not ready", backend=store.backend, error=str(exc))
+        log.warning("state store not ready", backend=store.backend,
+                    error=str(exc) or type(exc).__name__)
         return "unavailable"
     return "ok"
 
@@ -78,10 +79,16 @@ async def readiness(tenants: dict[str, TenantRoute], timeout: float,
     detail = dict(zip(names, results, strict=True))
     ready = all(r["ready"] for r in results)
     report: dict[str, Any] = {"tenants": detail}
+    status = "ready" if ready else "not ready"
     if store is not None:
         report["state"] = await store_readiness(store, timeout)
-        ready = ready and report["state"] == "ok"
-    return {"status": "ready" if ready else "not ready", **report}
+        # A store that cannot serve degrades this process, it does not stop it: calls
+        # that need no state go on (docs/state.md, "A store outage"), and the store is
+        # every replica's, so taking this one out of the load balancer would help no
+        # call and stop those (degraded: HTTP 200).
+        if ready and report["state"] != "ok":
+            status = "degraded"
+    return {"status": status, **report}
 
 
 class ConfigWatcher:

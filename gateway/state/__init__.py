@@ -26,13 +26,23 @@ def open_store(config: StateConfig, environ: Mapping[str, str] | None = None) ->
     """The configured store. Redis connects lazily (``ping`` checks it); SQLite opens its
     file now (StoreError when it cannot)."""
     if config.backend == "redis":
+        from gateway.config.state import describe_store
+        from gateway.state.redis_client import connect_sentinel
         from gateway.state.redis_store import RedisStore
 
-        assert config.url is not None
         env = os.environ if environ is None else environ
         password = env.get(config.password_env) if config.password_env else None
-        return RedisStore(config.url, config.key_prefix, config.retention,
-                          password=password, timeout=config.timeout)
+        sentinel = config.sentinel
+        if sentinel is None:
+            assert config.url is not None
+            return RedisStore(config.url, config.key_prefix, config.retention,
+                              password=password, timeout=config.timeout)
+        sentinel_password = env.get(sentinel.sentinel_password_env) \
+            if sentinel.sentinel_password_env else None
+        connected = connect_sentinel(sentinel, describe_store(config), password=password,
+                                     sentinel_password=sentinel_password,
+                                     timeout=config.timeout)
+        return RedisStore(connected, config.key_prefix, config.retention)
     from gateway.state.sqlite_store import SqliteStore
 
     return SqliteStore(config.path, config.retention)

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Sequence
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import Any
 
-import redis.asyncio as aioredis
 import structlog
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialWithJitterBackoff
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError, RedisError
 
 from gateway.config.state import RetentionConfig, redact_url
 from gateway.state.base import (
@@ -29,6 +27,12 @@ from gateway.state.base import (
 )
 from gateway.state.journal import JournalEntry, JournalLimits, JournalRead
 from gateway.state.journal_common import event_digest, held_first
+from gateway.state.redis_client import (
+    Connected,
+    connect_url,
+    describe_error,
+    through_failover,
+)
 from gateway.state.redis_journal import APPEND, READ, eval_bytes, journal_keys
 from gateway.state.redis_lua import (
     CLAIM,
@@ -42,9 +46,6 @@ from gateway.state.redis_lua import (
 from translators.json_text import dump_bytes
 
 _BATCH = 500
-# Retries of a step that met a closed connection (each on a fresh one): one replaces a
-# dead pooled connection; more would only lengthen the wait while Redis is down.
-RETRIES = 1
 
 log = structlog.get_logger("a2a_gateway.state")
 
@@ -56,25 +57,17 @@ def _ms(seconds: float) -> int:
 class RedisStore:
     backend = "redis"
 
-    def __init__(self, url: str, key_prefix: str = "a2a-gateway:",
+    def __init__(self, url: str | Connected, key_prefix: str = "a2a-gateway:",
                  retention: RetentionConfig | None = None, *, password: str | None = None,
                  timeout: float = 2.0) -> None:
+        """``url``: a Redis URL, or a client made by gateway/state/redis_client.py (a
+        Sentinel's primary)."""
         self.prefix = key_prefix
         self.retention = retention or RetentionConfig()
-        extra: dict[str, Any] = {} if password is None else {"password": password}
-        # A pooled connection to a Redis that restarted is dead, and only its next use
-        # finds out ("Connection closed by server"): a connection error is retried once
-        # on a fresh connection, so the first call after a restart succeeds. Only
-        # connection errors: a timeout retried would double the bounded wait, and could
-        # run a script that already ran (a token taken twice). The health check
-        # (a PING before a command on a connection idle 30 s) retries the same way.
-        retry = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.1), RETRIES,
-                      supported_errors=(RedisConnectionError,))
-        self._redis = aioredis.Redis.from_url(
-            url, decode_responses=True, socket_timeout=timeout,
-            socket_connect_timeout=timeout, health_check_interval=30, retry=retry,
-            retry_on_error=[RedisConnectionError], **extra)
-        self._url = redact_url(url)
+        self._conn = url if isinstance(url, Connected) else \
+            connect_url(url, redact_url(url), password=password, timeout=timeout)
+        self._redis = self._conn.client
+        self._url = self._conn.where
         self._errors = _ErrorLog(self._url)
         self._upsert = self._redis.register_script(UPSERT)
         self._upsert_many = self._redis.register_script(UPSERT_MANY)
@@ -86,14 +79,44 @@ class RedisStore:
         self._journal_append = self._redis.register_script(APPEND)
         self._journal_read = self._redis.register_script(READ)
 
-    async def _do(self, step: Any) -> Any:
-        # redis-py types its commands as ``Awaitable[T] | T``; on the asyncio client they
-        # are all awaitables.
+    async def _do(self, step: Callable[[], Awaitable[Any]], *, failover: bool = True) -> Any:
+        """``step()``, through a failover in progress (Sentinel: within
+        ``failover_wait``); a Redis error becomes a StoreError."""
+        wait = self._conn.failover_wait if failover else 0.0
         try:
-            return await cast(Awaitable[Any], step)
+            out = await through_failover(step, wait, self._errors.note)
         except RedisError as exc:
             self._errors.note(exc)
-            raise StoreError(f"Redis store {self._url}: {exc}") from exc
+            raise StoreError(f"Redis store {self._url}: {describe_error(exc)}") from exc
+        if self._errors.failing_since is not None:
+            self._errors.recovered()
+        return out
+
+    async def _write(self, *command: Any) -> Any:
+        """One write command; with ``replica_acks``, followed by WAIT on the same
+        connection (one round trip), and failed unless that many replicas have it: Redis
+        replicates asynchronously, so a write only the primary holds is lost when a
+        replica is promoted."""
+        acks = self._conn.replica_acks
+        if not acks:
+            return await self._redis.execute_command(*command)  # type: ignore[no-untyped-call]
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.execute_command(*command)
+        pipe.execute_command("WAIT", acks, _ms(self._conn.ack_timeout))
+        out, acked = await pipe.execute()
+        if int(acked) < acks:
+            raise NotReplicated(f"{acked} of {acks} replicas acknowledged the write within "
+                                f"{self._conn.ack_timeout} s")
+        return out
+
+    async def _script(self, script: AsyncScript, keys: Sequence[str],
+                      args: Sequence[Any]) -> Any:
+        command = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        try:
+            return await self._write(*command)
+        except NoScriptError:  # a restarted or promoted server: load it, as __call__ does
+            script.sha = await self._redis.script_load(script.script)
+            return await self._write("EVALSHA", script.sha, *command[2:])
 
     # The task index.
 
@@ -105,17 +128,18 @@ class RedisStore:
                 repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]
 
     async def record_task(self, record: TaskRecord) -> None:
-        await self._do(self._upsert(args=[self.prefix, *self._fields(record)]))
+        args = [self.prefix, *self._fields(record)]
+        await self._do(lambda: self._script(self._upsert, [], args))
 
     async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
         # One script call, one argument for the batch: little to encode and one reply to
         # read, whatever its size (each task is written atomically, the batch in order).
         if records:
             batch = dump_bytes([self._fields(r) for r in records])
-            await self._do(self._upsert_many(args=[self.prefix, batch]))
+            await self._do(lambda: self._script(self._upsert_many, [], [self.prefix, batch]))
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
-        fields = await self._do(self._redis.hmget(
+        fields = await self._do(lambda: self._redis.hmget(
             f"{self.prefix}task:{tenant}:{task_id}", ["t", "i", "c", "s", "ca", "ua", "o", "b"]))
         return None if fields[0] is None else _record(fields)
 
@@ -133,13 +157,13 @@ class RedisStore:
         if query.context_id is not None:
             # A context's tasks are few: scan them, checking owner and state.
             owner = "" if query.owner is None else "@" + query.owner
-            out = await self._do(self._list_scan(args=[
-                *head[:2], f"{idx}:c:{query.context_id}", owner, *head[2:], *states]))
+            args = [*head[:2], f"{idx}:c:{query.context_id}", owner, *head[2:], *states]
+            out = await self._do(lambda: self._list_scan(args=args))
         else:
             # The tasks of each state (of an owner) are an index of their own.
             mine = "" if query.owner is None else f":o:{query.owner}"
             keys = [f"{idx}:s:{s}{mine}" for s in states] if states else [f"{idx}{mine}"]
-            out = await self._do(self._list_union(args=[*head, *keys]))
+            out = await self._do(lambda: self._list_union(args=[*head, *keys]))
         total, more, flat = int(out[0]), int(out[1]), out[2:]
         records = [_record(flat[i:i + 8]) for i in range(0, len(flat), 8)]
         token = encode_token((records[-1].updated_at, records[-1].task_id)) if more else ""
@@ -151,45 +175,54 @@ class RedisStore:
         everything = self.prefix + "all"
         dropped = 0
         while older_than is not None:
-            old = await self._do(self._redis.zrangebyscore(
-                everything, "-inf", f"({older_than!r}", start=0, num=_BATCH))
+            old = await self._do(partial(self._redis.zrangebyscore, everything, "-inf",
+                                         f"({older_than!r}", start=0, num=_BATCH))
             if not old:
                 break
-            dropped += int(await self._do(self._delete(args=[self.prefix, *old])))
+            dropped += await self._drop(old)
         max_tasks = self.retention.max_tasks
         while max_tasks > 0:
-            excess = int(await self._do(self._redis.zcard(everything))) - max_tasks
+            excess = int(await self._do(lambda: self._redis.zcard(everything))) - max_tasks
             if excess <= 0:
                 break
-            old = await self._do(self._redis.zrange(everything, 0, min(excess, _BATCH) - 1))
-            dropped += int(await self._do(self._delete(args=[self.prefix, *old])))
+            old = await self._do(partial(self._redis.zrange, everything, 0,
+                                         min(excess, _BATCH) - 1))
+            dropped += await self._drop(old)
         return dropped  # relay, bucket and journal keys expire by themselves
+
+    async def _drop(self, members: list[str]) -> int:
+        # Pruning again what a lost write left is harmless: no WAIT for it.
+        return int(await self._do(lambda: self._delete(args=[self.prefix, *members])))
 
     # The relay's replay and spent-seal facts.
 
     async def seen_once(self, key: str, ttl: float) -> bool:
-        done = await self._do(self._redis.set(f"{self.prefix}seen:{key}", "1", nx=True,
-                                              px=_ms(ttl)))
+        done = await self._do(lambda: self._write(
+            "SET", f"{self.prefix}seen:{key}", "1", "NX", "PX", _ms(ttl)))
         return bool(done)
 
     async def claim(self, key: str, value: str, ttl: float) -> str:
-        return str(await self._do(self._claim(keys=[f"{self.prefix}claim:{key}"],
-                                              args=[value, _ms(ttl)])))
+        return str(await self._do(lambda: self._script(
+            self._claim, [f"{self.prefix}claim:{key}"], [value, _ms(ttl)])))
 
     async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
-        await self._do(self._redis.set(f"{self.prefix}spent:{key}", repr(time.time() + after),
-                                       nx=True, px=_ms(after + ttl)))
+        at = repr(time.time() + after)
+        await self._do(lambda: self._write(
+            "SET", f"{self.prefix}spent:{key}", at, "NX", "PX", _ms(after + ttl)))
 
     async def is_spent(self, key: str) -> bool:
-        at = await self._do(self._redis.get(f"{self.prefix}spent:{key}"))
+        at = await self._do(lambda: self._redis.get(f"{self.prefix}spent:{key}"))
         return at is not None and time.time() >= float(at)
 
     # Rate limits.
 
     async def take_tokens(self, key: str, rate: float, burst: float,
                           cost: float = 1.0) -> tuple[bool, float]:
-        allowed, retry = await self._do(self._take(keys=[f"{self.prefix}bucket:{key}"],
-                                                   args=[repr(rate), repr(burst), repr(cost)]))
+        # No WAIT and no waiting through a failover: a bucket lost or refused costs a
+        # burst at most (auth.rate_limits.on_store_outage says what calls get meanwhile).
+        allowed, retry = await self._do(lambda: self._take(
+            keys=[f"{self.prefix}bucket:{key}"], args=[repr(rate), repr(burst), repr(cost)]),
+            failover=False)
         wait = float(retry)
         return bool(int(allowed)), float("inf") if wait < 0 else wait
 
@@ -202,15 +235,15 @@ class RedisStore:
                            _ms(limits.idle_ttl), int(terminal), "" if after is None else after]
         for data in events:
             args += [event_digest(data), data]
-        seqs = await self._do(self._journal_append(
-            keys=journal_keys(self.prefix, tenant, task_id), args=args))
+        keys = journal_keys(self.prefix, tenant, task_id)
+        seqs = await self._do(lambda: self._script(self._journal_append, keys, args))
         return [int(seq) for seq in seqs]
 
     async def journal_read(self, tenant: str, task_id: str, after: int,
                            limit: int) -> JournalRead:
         entries, _, head = journal_keys(self.prefix, tenant, task_id)
-        out = await self._do(eval_bytes(self._redis, self._journal_read, [entries, head],
-                                        [after, max(0, limit)]))
+        out = await self._do(lambda: eval_bytes(
+            self._redis, self._journal_read, [entries, head], [after, max(0, limit)]))
         first, last, data = int(out[0]), int(out[1]), out[3:]
         start = max(after + 1, first)
         return JournalRead([JournalEntry(start + i, d) for i, d in enumerate(data)],
@@ -218,29 +251,46 @@ class RedisStore:
                            bool(out[2]))
 
     async def ping(self) -> None:
-        await self._do(self._redis.ping())
+        # One try: /readyz says at once that no primary answers (a failover, an outage).
+        await self._do(lambda: self._redis.ping(), failover=False)
 
     async def close(self) -> None:
-        await self._redis.aclose()
+        await self._conn.close()
+
+
+class NotReplicated(RedisError):
+    """A write the primary made but fewer than ``replica_acks`` replicas acknowledged in
+    time: not acknowledged to the caller (a failover could lose it)."""
 
 
 class _ErrorLog:
-    """Every failed Redis step logs its cause (callers may answer with a short message of
-    their own), at most once a second; the lines left out are counted in the next."""
+    """Every failed Redis step (or attempt, through a failover) logs its cause (callers
+    may answer with a short message of their own), at most once a second; the lines left
+    out are counted in the next. The first step that succeeds after failures says so
+    once, with how long the store failed (a failover's length, seen from here)."""
 
     def __init__(self, url: str, every: float = 1.0) -> None:
         self._url = url
         self._every = every
         self._last = -math.inf
         self._left_out = 0
+        self.failing_since: float | None = None
 
-    def note(self, exc: RedisError) -> None:
+    def recovered(self) -> None:
+        if self.failing_since is not None:
+            log.info("state store available again", store=self._url,
+                     failed_for=round(time.monotonic() - self.failing_since, 3))
+            self.failing_since = None
+
+    def note(self, exc: Exception) -> None:
         now = time.monotonic()
+        if self.failing_since is None:
+            self.failing_since = now
         if now - self._last < self._every:
             self._left_out += 1
             return
         log.warning("state store error", store=self._url, error=type(exc).__name__,
-                    cause=str(exc), left_out=self._left_out)
+                    cause=describe_error(exc), left_out=self._left_out)
         self._last, self._left_out = now, 0
 
 

@@ -41,6 +41,22 @@ def test_redis_urls_accepted(url: str) -> None:
     ({"backend": "redis", "url": "redis://redis:http"}, "bad port"),
     ({"backend": "redis", "url": "redis://redis:6379/zero"}, "database number"),
     ({"backend": "redis", "url": "unix://"}, "no socket path"),
+    ({"backend": "redis", "url": "redis://r", "sentinel": {"hosts": ["s:26379"],
+                                                           "service": "m"}}, "name one"),
+    ({"sentinel": {"hosts": ["s:26379"], "service": "m"}}, "needs state.backend: redis"),
+    ({"backend": "redis", "sentinel": {"hosts": ["s:26379", "s"], "service": "m"}},
+     "state.sentinel.hosts.1: Value error, expected host:port, got 's'"),
+    ({"backend": "redis", "sentinel": {"hosts": [], "service": "m"}},
+     "state.sentinel.hosts: List should have at least 1 item"),
+    ({"backend": "redis", "sentinel": {"hosts": ["s:1"]}}, "state.sentinel.service: Field "
+     "required"),
+    ({"backend": "redis", "sentinel": {"hosts": ["s:1"], "service": "m",
+                                       "ssl_ca_certs": "/ca.pem"}}, "needs state.sentinel.tls"),
+    ({"backend": "redis", "timeout": 1, "sentinel": {"hosts": ["s:1"], "service": "m",
+                                                     "ack_timeout": 1}},
+     "ack_timeout must be shorter than state.timeout"),
+    ({"backend": "redis", "sentinel": {"hosts": ["s:1"], "service": "m",
+                                       "replica_acks": -1}}, "state.sentinel.replica_acks"),
     ({"backend": "postgres"}, "state.backend"),
     ({"path": ""}, "state.path"),
     ({"retention": {"max_age": -1}}, "state.retention.max_age"),
@@ -50,6 +66,21 @@ def test_bad_state_config(state: dict, needle: str) -> None:
     with pytest.raises(ConfigError) as info:
         parse_config({"tenants": TENANTS, "state": state}, "my.yaml")
     assert needle in str(info.value)
+    assert len(str(info.value).splitlines()) == 1  # one line, naming its YAML path
+    assert str(info.value).startswith("my.yaml: state")
+
+
+async def test_sentinel_config_opens_a_sentinel_store() -> None:
+    state = parse_config({"tenants": TENANTS, "state": {"backend": "redis", "sentinel": {
+        "hosts": ["127.0.0.1:1", "[::1]:2"], "service": "m", "sentinel_password_env": "SP",
+        "username": "gw"}, "password_env": "PW"}}).state
+    assert state.sentinel is not None and state.sentinel.replica_acks == 1
+    assert state.sentinel.addresses() == [("127.0.0.1", 1), ("::1", 2)]
+    store = open_store(state, {"PW": "p", "SP": "sp"})
+    assert isinstance(store, RedisStore)
+    with pytest.raises(StoreError, match="No master found for 'm'"):
+        await store.ping()  # nothing listens there: one try, a short line
+    await store.close()
 
 
 async def test_open_store(tmp_path: Path) -> None:
@@ -111,3 +142,10 @@ def test_check_config_names_the_store_without_the_password(tmp_path: Path) -> No
     res = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", str(config)],
                          capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 2 and "state" in res.stderr
+    config.write_text("tenants:\n  t:\n    backend: {url: http://a/, version: '0.3'}\n"
+                      "state: {backend: redis, sentinel: {hosts: ['s1:26379', 's2:26379'], "
+                      "service: gw}}\n")
+    res = subprocess.run([sys.executable, "-m", "gateway.cli", "check-config", str(config)],
+                         capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert "state: redis at sentinel service gw via s1:26379,s2:26379" in res.stdout

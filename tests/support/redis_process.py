@@ -37,8 +37,10 @@ class RedisProcess:
     sync per write, so what it acknowledged survives SIGKILL, as with a persistent
     production Redis (else nothing is kept on disk)."""
 
-    def __init__(self, port: int, durable: bool = False) -> None:
+    def __init__(self, port: int, durable: bool = False, *args: str) -> None:
+        """``args``: more redis-server options (``--replicaof 127.0.0.1 <port>``)."""
         self.port = port
+        self._args = list(args)
         self.url = f"redis://127.0.0.1:{port}/0"
         self._dir = tempfile.mkdtemp(prefix="a2a-redis-")
         self._persist = ["--appendonly", "yes", "--appendfsync", "always"] if durable \
@@ -48,7 +50,7 @@ class RedisProcess:
     def start(self, timeout: float = 10.0) -> RedisProcess:
         self._proc = subprocess.Popen(
             [redis_binary(), "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-             *self._persist, "--dir", self._dir, "--protected-mode", "yes"],
+             *self._persist, "--dir", self._dir, "--protected-mode", "yes", *self._args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         proc = self._proc
 
