@@ -36,30 +36,49 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     gateway = gateway_of(request)
     journal = gateway.config.state.journal
     sink = SseSink(request, call, codec, answer_error, journal.retry if journal.enabled else 0.0)
+    holds = journal.enabled and journal.hold > 0
     driving = drive(call, gateway.stream(call), sink, request.app[GATEWAY_KEY].streams,
-                    call.ctx.facts.binding, gateway.config.limits.write_timeout)
-    if journal.enabled and journal.hold > 0:
-        return _detached(driving, call, journal.hold)
+                    call.ctx.facts.binding, gateway.config.limits.write_timeout,
+                    sink.leave if holds else None)
+    if holds:
+        return _detached(driving, call, journal.hold, sink)
     return driving
 
 
-async def _detached(driving: Awaitable[web.StreamResponse], call: Call,
-                    hold: float) -> web.StreamResponse:
+async def _detached(driving: Awaitable[web.StreamResponse], call: Call, hold: float,
+                    sink: SseSink) -> web.StreamResponse:
     """A journaled stream runs in a task of its own, which the client's leaving (aiohttp
     cancels the handler) does not cancel: the backend's stream is not cut mid-read, and
     the driver reads it on into the journal once a write finds the client gone — for
     `state.journal.hold` seconds after the client left at most (then it is cancelled,
     as it would have been at once without a hold). The call ends for the client now:
-    counted and logged as it leaves."""
+    counted and logged as it leaves.
+
+    At the drain, the stream may end for its client before it ends (:meth:`SseSink.leave`):
+    the client gets its end here, and the driver reads on into the journal."""
     task = asyncio.ensure_future(driving)
+    released = sink.released = asyncio.get_running_loop().create_future()
     try:
-        return await asyncio.shield(task)
+        await asyncio.wait((task, released), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         if not task.done():
             client_left(call)
-            task.add_done_callback(_settled)
-            asyncio.get_running_loop().call_later(hold, task.cancel)
+            _read_on(task, hold)
         raise
+    if task.done():
+        return task.result()
+    # Its connection closes with it: the client's next call opens another, which a
+    # gateway that is not shutting down takes.
+    sink.response.force_close()
+    client_left(call, drained=True)
+    _read_on(task, hold)
+    await sink.response.write_eof()
+    return sink.response
+
+
+def _read_on(task: asyncio.Future[web.StreamResponse], hold: float) -> None:
+    task.add_done_callback(_settled)
+    asyncio.get_running_loop().call_later(hold, task.cancel)
 
 
 def _settled(task: asyncio.Future[web.StreamResponse]) -> None:
@@ -101,11 +120,30 @@ class SseSink:
         self.frame = frame  # a closure, not a method: one attribute lookup less per event
         self._loop = asyncio.get_running_loop()
         self.written = 0.0  # the loop's time of the last write
+        # The drain's end for the client (leave): from then on nothing is written here;
+        # ``released`` is set once no write is under way, and the handler ends the
+        # response (_detached).
+        self.left = False
+        self.writing = False
+        self.released: asyncio.Future[None] | None = None
 
+    def leave(self) -> bool:
+        """End the stream for its client at the drain, at an event boundary: what is
+        being written goes out whole, nothing after it. False when it cannot (nothing
+        written yet: the drain answers it as it does any stream)."""
+        if not self.opened or self.left or self.released is None:
+            return False
+        self.left = True
+        if not self.writing:
+            self.released.set_result(None)
+        return True
 
     async def flush(self, due: bool) -> None:
         frames = self.frames
         if not frames:
+            return
+        if self.left:  # the journal has them; the client resumes from its last id
+            frames.clear()
             return
         now = self._loop.time()
         first = not self.opened
@@ -120,7 +158,13 @@ class SseSink:
         # Emptied before the wait: a cancelled write is not sent twice.
         data = b"".join(frames)
         frames.clear()
-        await self.response.write(data)
+        self.writing = True
+        try:
+            await self.response.write(data)
+        finally:
+            self.writing = False
+            if self.left and self.released is not None and not self.released.done():
+                self.released.set_result(None)
         if first:
             answer_started(self.request)  # the first event is out
 
@@ -129,6 +173,8 @@ class SseSink:
         self.opened = True
 
     async def fail(self, err: A2AError) -> None:
+        if self.left:
+            return
         if not self.opened:
             answered = self.answer_error(err)
             if answered is not None:
@@ -139,6 +185,8 @@ class SseSink:
         await self.response.write_eof()
 
     async def finish(self) -> None:
+        if self.left:
+            return
         if self.frames:  # a shutdown's: the events already framed go out
             await self.flush(True)
         if not self.opened:
