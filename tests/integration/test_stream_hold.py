@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,6 +20,7 @@ from prometheus_client import REGISTRY
 from gateway.config.models import parse_config
 from gateway.server.app import Server
 from gateway.state.journal import JournalEntry
+from gateway.state.sqlite_store import SqliteStore
 from tests.support.helpers import free_port, serving
 from tests.support.waiting import wait_until
 
@@ -83,13 +85,15 @@ class _Agent:
 
 
 @contextlib.asynccontextmanager
-async def _gateway(agent: _Agent, grace: float = 10.0) -> AsyncIterator[tuple[str, Server]]:
-    """The gateway in front of ``agent``, stopped at the end unless the test stopped it."""
+async def _gateway(agent: _Agent, grace: float = 10.0,
+                   state: str = ":memory:") -> AsyncIterator[tuple[str, Server]]:
+    """The gateway in front of ``agent`` (its SQLite store at ``state``), stopped at the
+    end unless the test stopped it."""
     async with serving(agent.app()) as base:
         port = free_port()
         server = Server(parse_config({
             "listen": {"http": f"127.0.0.1:{port}"}, "shutdown_grace": grace,
-            "state": {"path": ":memory:", "journal": {"enabled": True}},
+            "state": {"path": state, "journal": {"enabled": True}},
             "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
                                           "precheck": False}}}}))
         await server.start()
@@ -192,29 +196,28 @@ async def _stopped_after_three_chunks(http: aiohttp.ClientSession, url: str,
 
 
 async def test_at_shutdown_a_stream_ends_for_its_client_and_is_read_on_into_the_journal(
-        ) -> None:
+        tmp_path: Path) -> None:
     """The drain while the task goes on: the client gets a clean end after the events it
     had, each with its id; the backend's stream is read on into the journal until the
     task ends, and stop() waits for it (docs/streams.md, "At shutdown"): a client that
     resumes from its last id on another replica misses nothing."""
     agent = _Agent()
-    async with _gateway(agent, grace=30) as (url, server), aiohttp.ClientSession() as http:
-        store = server.store
-        assert store is not None
+    state = str(tmp_path / "state.db")
+    async with _gateway(agent, 30, state) as (url, server), aiohttp.ClientSession() as http:
         got, stopping = await _stopped_after_three_chunks(http, url, server)
         assert [_chunk(r) for _, r in got] == ["TASK_STATE_WORKING", "chunk 0", "chunk 1",
                                                "chunk 2"]
         assert all(event_id for event_id, _ in got)
         assert not stopping.done()  # the held stream keeps stop() waiting
         agent.go.set()
-
-        async def journaled_all() -> list[JournalEntry] | None:
-            read = await store.journal_read("q", "t1", 0, 100)
-            return read.entries if read.terminal else None
-
-        entries = await wait_until(journaled_all, "the held stream journaled the task's end")
         await asyncio.wait_for(stopping, 10)  # the task has ended: well before the grace
-    assert _journaled(entries) == ["TASK_STATE_WORKING", "chunk 0", "chunk 1", "chunk 2",
+    store = SqliteStore(state)
+    try:
+        journal = await store.journal_read("q", "t1", 0, 100)
+    finally:
+        await store.close()
+    assert journal.terminal
+    assert _journaled(journal.entries) == ["TASK_STATE_WORKING", "chunk 0", "chunk 1", "chunk 2",
                                    "chunk 3", "chunk 4", "chunk 5", "TASK_STATE_COMPLETED"]
     assert agent.messages == 1 and not agent.cut.is_set()
 
