@@ -12,6 +12,7 @@ from aiohttp import web
 from gateway.call import Call
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.ingress.connections import answer_started
+from gateway.observability.metrics import HELD_STREAMS
 from gateway.streams import turns
 from gateway.streams.driver import client_left, drive
 from gateway.streams.sse import SSE_HEADERS
@@ -71,6 +72,7 @@ async def _detached(driving: Awaitable[web.StreamResponse], call: Call, hold: fl
     # gateway that is not shutting down takes.
     sink.response.force_close()
     client_left(call, drained=True)
+    HELD_STREAMS.inc()
     _read_on(task, hold)
     await sink.response.write_eof()
     return sink.response

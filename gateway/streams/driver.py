@@ -114,12 +114,10 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     """Serve the call's stream to ``sink`` and end it: normally, with an error in the
     client's dialect, or (the client gone, a write too slow) without an end. A client
     that goes away closes the backend's stream; a shutdown (``streams.draining``) ends
-    the stream properly, the events already framed included. Logged once.
-
-    ``leave``: the sink's own end for its client at the drain, after which it takes no
-    more writes (gateway/ingress/sse_out.py): a journaled stream whose task goes on is
-    then read on into the journal instead of being cancelled, until the task ends or the
-    drain's deadline, so that its client resumes elsewhere without a gap."""
+    the stream properly, the events already framed included; with ``leave`` (the sink
+    ends for its client and takes no more writes), a journaled one whose task goes on
+    is read on into the journal until the task ends or the drain's deadline instead
+    (gateway/ingress/sse_out.py). Logged once."""
     error: BaseException | None = None  # what the call's log line says
     failure: A2AError | None = None  # what the client is told
     ends = True
@@ -134,11 +132,9 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
             async with opening as plan:
                 pumping = True
                 if leave is not None and streams is not None:
-                    def at_drain() -> bool:
+                    def at_drain() -> bool:  # the drain's question: read on, or cancel?
                         nonlocal held
                         held = pumping and _holdable(plan) and leave()
-                        if held:
-                            HELD_STREAMS.inc()
                         return held
 
                     streams.on_drain(at_drain)
@@ -148,7 +144,8 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                     # The client's doing (gone, or too slow), or the shutdown's: not the
                     # backend call's, whose span and slots end as after its last event.
                     left = exc
-                    if isinstance(exc, _ClientGone) and _holds(plan, streams):
+                    if isinstance(exc, _ClientGone) and _holdable(plan) and not (
+                            streams is not None and streams.draining):
                         # The call ends for its client now (its line, its counts); the
                         # reading on is the journal's. (A journaled SSE stream runs in a
                         # task of its own, which the client's leaving does not cancel:
@@ -180,7 +177,7 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     except Exception as exc:  # A2AError, or a bug of ours: answer in the client's dialect
         error = exc
         failure = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
-        if held:  # its client has had its end: nobody to tell (the sink takes nothing)
+        if held:  # its client has had its end: nobody to tell
             log.info("held stream ended", reason=type(exc).__name__)
     finally:
         finish(call.ctx, call.op.name, error)
@@ -198,19 +195,12 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
 
 
 def client_left(call: Call, drained: bool = False) -> None:
-    """A stream's client went away (or, ``drained``, was given its end at the drain)
-    while the stream is read on for the journal: the call ends for the client now
-    (counted, its line's outcome CLIENT_CANCELLED, or OK when drained) and gives the
-    caller's stream slot back. Both can happen again later: they do nothing then."""
+    """A stream's client went away (``drained``: had its end at the drain) while the
+    stream is read on for the journal: the call ends for the client now (counted,
+    CLIENT_CANCELLED or OK) and gives the caller's stream slot back (once)."""
     finish(call.ctx, call.op.name, None if drained else asyncio.CancelledError())
     if call.ctx.on_leaving is not None:
         call.ctx.on_leaving()
-
-
-def _holds(plan: StreamPlan, streams: Streams | None) -> bool:
-    """Whether a stream whose client went away is read on: :func:`_holdable`, the
-    gateway not shutting down."""
-    return _holdable(plan) and not (streams is not None and streams.draining)
 
 
 def _holdable(plan: StreamPlan) -> bool:
