@@ -66,7 +66,7 @@ async def _detached(driving: Awaitable[web.StreamResponse], call: Call, hold: fl
             client_left(call)
             _read_on(task, hold)
         raise
-    if task.done():
+    if not released.done():  # the stream ended, no drain came first
         return task.result()
     # Its connection closes with it: the client's next call opens another, which a
     # gateway that is not shutting down takes.
