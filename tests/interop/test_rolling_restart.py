@@ -161,7 +161,8 @@ async def test_a_rolling_restart_of_two_replicas_loses_no_event(
     with redis_server() as redis_url, ExitStack() as stack:
         state = {"backend": "redis", "url": redis_url, "key_prefix": f"rr-{new_id()}:"}
         configs = [gateway_config(tmp_path / f"{name}.yaml", port, agent, state,
-                                  shutdown_grace=GRACE) for name, port in zip("ab", ports, strict=True)]
+                                  shutdown_grace=GRACE)
+                   for name, port in zip("ab", ports, strict=True)]
         a = stack.enter_context(running(gateway_cmd(configs[0]), ports[0],
                                         log=tmp_path / "a-1.log"))
         b = stack.enter_context(running(gateway_cmd(configs[1]), ports[1],
