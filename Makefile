@@ -9,7 +9,7 @@ WORKERS ?= 1
 LOG_FORMAT ?= console
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint unit bench clean matrix redis test-aiohttp-range docs docs-refs image-test
+.PHONY: run test setup venvs lint unit bench clean matrix redis nginx test-aiohttp-range docs docs-refs image-test
 
 # Two markers in one .venv: `.runtime` (the gateway's own dependencies, all `make run`
 # needs) and `.installed` (those plus the dev toolchain, for `make test`). The dev install
@@ -74,7 +74,7 @@ lint: setup
 	$(BIN)/ruff check gateway translators tests bench docsgen
 	$(BIN)/mypy --strict translators gateway
 
-test: setup venvs lint redis docs
+test: setup venvs lint redis nginx docs
 	$(BIN)/pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory image-test
 
@@ -100,6 +100,18 @@ redis:
 	  apt-get update -qq && apt-get install -y -qq redis-server >/dev/null; \
 	else echo "redis-server is missing and this is not root: see docs/testing.md " \
 	  "(A2A_TEST_REDIS_SERVER)" >&2; exit 1; fi
+
+# The rolling-restart test puts a real nginx in front of two gateway replicas
+# (tests/interop/test_rolling_restart.py): Debian's nginx-light, installed as redis-server
+# is; without root, set A2A_TEST_NGINX to an nginx binary.
+nginx:
+	@if [ -n "$$A2A_TEST_NGINX" ]; then test -x "$$A2A_TEST_NGINX" || \
+	  { echo "A2A_TEST_NGINX=$$A2A_TEST_NGINX is not executable" >&2; exit 1; }; \
+	elif command -v nginx >/dev/null 2>&1 || test -x /usr/sbin/nginx; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; \
+	else echo "nginx is missing and this is not root: see docs/testing.md " \
+	  "(A2A_TEST_NGINX)" >&2; exit 1; fi
 
 # The aiohttp-facing tests against the oldest and the newest aiohttp that pyproject.toml
 # admits (docs/architecture.md, "aiohttp versions"), each in a venv of its own (under

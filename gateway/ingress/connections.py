@@ -84,15 +84,19 @@ class ConnectionGuard:
     def __len__(self) -> int:
         return sum(len(d) for d in self._by_state.values())
 
-    async def drain(self, grace: float) -> None:
+    def close_idle(self) -> None:
         """At shutdown, once the listener stopped accepting: close the connections that
-        wait for a request or idle, and give the busy ones up to ``grace`` seconds to
-        answer; each closes once answered (:attr:`GuardedProtocol.closing`). What is
-        still busy then is closed, which cancels its call."""
+        wait for a request or idle (no new call comes on them while the streams drain)."""
         self.closing = True
         for state in (_WAITING, _IDLE):
             for conn in list(self._by_state[state]):
                 conn.close("shutdown")
+
+    async def drain(self, grace: float) -> None:
+        """:meth:`close_idle`, and give the busy ones up to ``grace`` seconds to answer;
+        each closes once answered (:attr:`GuardedProtocol.closing`). What is still busy
+        then is closed, which cancels its call."""
+        self.close_idle()
         deadline = asyncio.get_running_loop().time() + grace
         while self._by_state[_BUSY] and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.02)

@@ -37,9 +37,11 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     gateway = gateway_of(request)
     journal = gateway.config.state.journal
     sink = SseSink(request, call, codec, answer_error, journal.retry if journal.enabled else 0.0)
+    holds = journal.enabled and journal.hold > 0
     driving = drive(call, gateway.stream(call), sink, request.app[GATEWAY_KEY].streams,
-                    call.ctx.facts.binding, gateway.config.limits.write_timeout)
-    return held(driving, call, journal)
+                    call.ctx.facts.binding, gateway.config.limits.write_timeout,
+                    sink.leave if holds else None)
+    return held(driving, call, journal, sink)
 
 
 class SseSink:
@@ -74,11 +76,44 @@ class SseSink:
         self.frame = frame  # a closure, not a method: one attribute lookup less per event
         self._loop = asyncio.get_running_loop()
         self.written = 0.0  # the loop's time of the last write
+        # The drain's end for the client (leave): from then on nothing is written here;
+        # ``released`` is set once no write is under way, and the handler ends the
+        # response (_detached).
+        self.left = False
+        self.writing = False
+        self.released: asyncio.Future[None] | None = None
 
+    def release(self) -> asyncio.Future[None]:
+        """The future :meth:`leave` sets once the drain's end for the client may be
+        written (gateway/streams/detach.py waits for it beside the driver)."""
+        self.released = self._loop.create_future()
+        return self.released
+
+    async def end_for_client(self) -> web.StreamResponse:
+        """The drain's end for the client, the driver reading on without it. Its
+        connection closes with it: the client's next call opens another, which a gateway
+        that is not shutting down takes."""
+        self.response.force_close()
+        await self.response.write_eof()
+        return self.response
+
+    def leave(self) -> bool:
+        """End the stream for its client at the drain, at an event boundary: what is
+        being written goes out whole, nothing after it. False when it cannot (nothing
+        written yet: the drain answers it as it does any stream)."""
+        if not self.opened or self.left or self.released is None:
+            return False
+        self.left = True
+        if not self.writing:
+            self.released.set_result(None)
+        return True
 
     async def flush(self, due: bool) -> None:
         frames = self.frames
         if not frames:
+            return
+        if self.left:  # the journal has them; the client resumes from its last id
+            frames.clear()
             return
         now = self._loop.time()
         first = not self.opened
@@ -93,7 +128,13 @@ class SseSink:
         # Emptied before the wait: a cancelled write is not sent twice.
         data = b"".join(frames)
         frames.clear()
-        await self.response.write(data)
+        self.writing = True
+        try:
+            await self.response.write(data)
+        finally:
+            self.writing = False
+            if self.left and self.released is not None and not self.released.done():
+                self.released.set_result(None)
         if first:
             answer_started(self.request)  # the first event is out
 
@@ -102,6 +143,8 @@ class SseSink:
         self.opened = True
 
     async def fail(self, err: A2AError) -> None:
+        if self.left:
+            return
         if not self.opened:
             answered = self.answer_error(err)
             if answered is not None:
@@ -112,6 +155,8 @@ class SseSink:
         await self.response.write_eof()
 
     async def finish(self) -> None:
+        if self.left:
+            return
         if self.frames:  # a shutdown's: the events already framed go out
             await self.flush(True)
         if not self.opened:

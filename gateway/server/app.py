@@ -225,8 +225,9 @@ class Server:
         return watcher
 
     async def stop(self) -> None:
-        """Stop accepting, end open streams cleanly, give unary calls the grace period:
-        one period for all of it, counted from here (README "Shutdown")."""
+        """Stop accepting, end open streams cleanly (reading on the journaled ones whose
+        task goes on), give unary calls the grace period: one period for all of it,
+        counted from here (README "Shutdown")."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.config.shutdown_grace
 
@@ -240,7 +241,11 @@ class Server:
         for runner in self._runners[:1]:
             for site in list(runner.sites):
                 await site.stop()
+        if self.connections is not None:
+            self.connections.close_idle()
         if self._holder is not None:
+            # Journaled streams whose task goes on end for their clients now and are read
+            # on into the journal until the deadline (docs/streams.md, "At shutdown").
             await self._holder.streams.drain(left())
         if self.connections is not None:
             await self.connections.drain(left())

@@ -7,38 +7,71 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from gateway.call import Call
 from gateway.config.state import JournalConfig
+from gateway.observability.metrics import HELD_STREAMS
 from gateway.streams.driver import client_left
 
 T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
 
 
-def held(driving: Awaitable[T], call: Call, journal: JournalConfig) -> Awaitable[T]:
+class EndsEarly(Protocol[T_co]):
+    """A sink the shutdown's drain can end for its client while the driver reads on into
+    the journal (SSE: gateway/ingress/sse_out.py; the driver asks it to `leave`)."""
+
+    def release(self) -> asyncio.Future[None]:
+        """Set once the client's end may be written (no write under way)."""
+        ...
+
+    async def end_for_client(self) -> T_co:
+        ...
+
+
+def held(driving: Awaitable[T], call: Call, journal: JournalConfig,
+         early: EndsEarly[T] | None = None) -> Awaitable[T]:
     """``driving`` (the call's stream driver) as the ingress awaits it: detached when the
     journal is on with a hold, as is otherwise."""
     if journal.enabled and journal.hold > 0:
-        return _detached(driving, call, journal.hold)
+        return _detached(driving, call, journal.hold, early)
     return driving
 
 
-async def _detached(driving: Awaitable[T], call: Call, hold: float) -> T:
+async def _detached(driving: Awaitable[T], call: Call, hold: float,
+                    early: EndsEarly[T] | None) -> T:
     """The driver in a task of its own, which the client's leaving (the transport cancels
     the handler) does not cancel: the driver reads the backend on into the journal once
     a write finds the client gone — for `state.journal.hold` seconds after the client
     left at most (then it is cancelled, as it would have been at once without a hold).
-    The call ends for the client now: counted and logged as it leaves."""
+    The call ends for the client now: counted and logged as it leaves.
+
+    At the drain, an ``early`` sink may end for its client before the stream ends: the
+    client gets its end here (counted OK), and the driver reads on into the journal."""
     task = asyncio.ensure_future(driving)
+    released = early.release() if early is not None else None
     try:
-        return await asyncio.shield(task)
+        if released is None:
+            return await asyncio.shield(task)
+        await asyncio.wait((task, released), return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
         if not task.done():
             client_left(call)
-            task.add_done_callback(_settled)
-            asyncio.get_running_loop().call_later(hold, task.cancel)
+            _read_on(task, hold)
         raise
+    if not released.done():  # the stream ended, no drain came first
+        return task.result()
+    assert early is not None
+    client_left(call, drained=True)
+    HELD_STREAMS.inc()
+    _read_on(task, hold)
+    return await early.end_for_client()
+
+
+def _read_on(task: asyncio.Future[T], hold: float) -> None:
+    task.add_done_callback(_settled)
+    asyncio.get_running_loop().call_later(hold, task.cancel)
 
 
 def _settled(task: asyncio.Future[T]) -> None:

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -109,14 +109,19 @@ _EARLY_DRAIN = "the gateway is shutting down before the stream's first event; re
 
 async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], sink: Sink[T],
                 streams: Streams | None, binding: str,
-                write_timeout: float | None = None) -> T:
+                write_timeout: float | None = None,
+                leave: Callable[[], bool] | None = None) -> T:
     """Serve the call's stream to ``sink`` and end it: normally, with an error in the
     client's dialect, or (the client gone, a write too slow) without an end. A client
     that goes away closes the backend's stream; a shutdown (``streams.draining``) ends
-    the stream properly, the events already framed included. Logged once."""
+    the stream properly, the events already framed included; with ``leave`` (the sink
+    ends for its client and takes no more writes), a journaled one whose task goes on
+    is read on into the journal until the task ends or the drain's deadline instead
+    (gateway/ingress/sse_out.py). Logged once."""
     error: BaseException | None = None  # what the call's log line says
     failure: A2AError | None = None  # what the client is told
     ends = True
+    held = False  # read on past the drain's start, its client ended
     tracked = streams.track(binding) if streams is not None else contextlib.nullcontext()
     try:
         # Tracked from the start: at shutdown a stream still waiting for its first event
@@ -125,13 +130,22 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
             turn = Turn(streams.openings if streams is not None else None)
             left: BaseException | None = None
             async with opening as plan:
+                pumping = True
+                if leave is not None and streams is not None:
+                    def at_drain() -> bool:  # the drain's question: read on, or cancel?
+                        nonlocal held
+                        held = pumping and _holdable(plan) and leave()
+                        return held
+
+                    streams.on_drain(at_drain)
                 try:
                     await _pump(call, plan, sink, turn, write_timeout)
                 except (asyncio.CancelledError, _TooSlow, _ClientGone) as exc:
                     # The client's doing (gone, or too slow), or the shutdown's: not the
                     # backend call's, whose span and slots end as after its last event.
                     left = exc
-                    if isinstance(exc, _ClientGone) and _holds(plan, streams):
+                    if isinstance(exc, _ClientGone) and _holdable(plan) and not (
+                            streams is not None and streams.draining):
                         # The call ends for its client now (its line, its counts); the
                         # reading on is the journal's. (A journaled stream runs in a
                         # task of its own, which the client's leaving does not cancel:
@@ -139,6 +153,7 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
                         client_left(call)
                         await _hold(call, plan, turn, streams)
                 finally:
+                    pumping = False  # what ends now ends as without a drain
                     await close_stream(plan.reads)
             if left is not None:
                 try:
@@ -162,6 +177,8 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     except Exception as exc:  # A2AError, or a bug of ours: answer in the client's dialect
         error = exc
         failure = exc if isinstance(exc, A2AError) else a2a_error("InternalError")
+        if held:  # its client has had its end: nobody to tell
+            log.info("held stream ended", reason=type(exc).__name__)
     finally:
         finish(call.ctx, call.op.name, error)
         # A cancellation's traceback holds this frame: kept here it would make a cycle
@@ -177,22 +194,21 @@ async def drive(call: Call, opening: AbstractAsyncContextManager[StreamPlan], si
     return sink.result()
 
 
-def client_left(call: Call) -> None:
-    """A stream's client went away while the stream is read on for the journal: the call
-    ends for the client now (counted, its line's outcome CLIENT_CANCELLED) and gives
-    the caller's stream slot back. Both can happen again later: they do nothing then."""
-    finish(call.ctx, call.op.name, asyncio.CancelledError())
+def client_left(call: Call, drained: bool = False) -> None:
+    """A stream's client went away (``drained``: had its end at the drain) while the
+    stream is read on for the journal: the call ends for the client now (counted,
+    CLIENT_CANCELLED or OK) and gives the caller's stream slot back (once)."""
+    finish(call.ctx, call.op.name, None if drained else asyncio.CancelledError())
     if call.ctx.on_leaving is not None:
         call.ctx.on_leaving()
 
 
-def _holds(plan: StreamPlan, streams: Streams | None) -> bool:
-    """Whether a stream whose client went away is read on: its task journaled and not
-    ended, a hold configured, the gateway not shutting down."""
+def _holdable(plan: StreamPlan) -> bool:
+    """Whether a stream can be read on without its client: its task journaled and not
+    ended, a hold configured."""
     journal = plan.journal
     return (journal is not None and journal.config.hold > 0 and bool(journal.task_id)
-            and not journal.terminal and not journal.broken
-            and not (streams is not None and streams.draining))
+            and not journal.terminal and not journal.broken)
 
 
 async def _hold(call: Call, plan: StreamPlan, turn: Turn, streams: Streams | None) -> None:

@@ -17,6 +17,7 @@ reading for `state.journal.hold` seconds).
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -44,6 +45,11 @@ GAP_KEY = "a2a-gateway/gap"
 
 Framed = list[tuple[pb.StreamResponse, str | None]]  # events and their ids
 TAIL = 64  # journal entries a resumed stream's first upstream event is looked for among
+# How long a resumed stream waits for the journal's next entry while the journal holds
+# less than the backend's Task, before it sends the Task as a gap (StreamJournal.
+# _caught_up), polling the store.
+CATCH_UP = 1.0
+CATCH_UP_POLL = 0.02
 
 
 def cursor(task_id: str, seq: int) -> str:
@@ -111,7 +117,7 @@ class StreamJournal:
         if self.realign and items and items[0].HasField("task"):
             # The Task a subscribe begins with: first what the journal got meanwhile,
             # then the Task only if it still holds something the client lacks.
-            framed = await self._between(None)
+            framed = await self._caught_up(items[0])
             snap = self.snapshot(items[0])
             items = [*([snap] if snap is not None else []), *items[1:]]
         datas: list[bytes] = []
@@ -198,6 +204,27 @@ class StreamJournal:
                 framed.append((item, self._sent(item, entry.seq)))
         if upto is not None:
             self.sent = max(self.sent, upto)
+        return framed
+
+    async def _caught_up(self, item: pb.StreamResponse) -> Framed:
+        """What the journal got after the client's last event, once it holds what the
+        backend's Task does, or once CATCH_UP seconds have passed without a new entry.
+        The backend's Task may be ahead of the journal by the events on their way to a
+        stream another gateway still reads into it (a drained replica's, or one whose
+        client left; a busy one is seconds behind its backend): while they come, they
+        come as events, instead of a gap's snapshot."""
+        framed = await self._between(None)
+        if self.gap:
+            return framed
+        loop = asyncio.get_running_loop()
+        until = loop.time() + CATCH_UP
+        while (self.snapshot(item) is not None and not self.broken
+               and loop.time() < until):
+            await asyncio.sleep(CATCH_UP_POLL)
+            more = await self._between(None)
+            if more:
+                until = loop.time() + CATCH_UP
+                framed += more
         return framed
 
     def _broke(self, exc: StoreError) -> None:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from gateway.observability.metrics import OPEN_STREAMS
 from gateway.streams.turns import Openings
+
+_CUT = 1.0  # seconds the drain waits for the held streams it cancelled at its deadline
 
 
 class Streams:
@@ -16,12 +18,17 @@ class Streams:
     cancelled with `draining` set, and the SSE writer then closes the response properly
     instead of dropping the connection. A stream inside a step that must not be cut
     (`uncut`: a gRPC write) is not cancelled; it stops the same way once the step is done.
+    A journaled stream that can be read on for its client's resume (`on_drain`) is not
+    cancelled either: it ends for its client by itself and is read on into the journal
+    until the drain's deadline (docs/streams.md, "At shutdown").
     Their serving loops let the calls starting on the same worker (`openings`) go first
     (gateway/streams/turns.py)."""
 
     def __init__(self) -> None:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._uncut: set[asyncio.Task[Any]] = set()
+        self._leaves: dict[asyncio.Task[Any], Callable[[], bool]] = {}
+        self._held: set[asyncio.Task[Any]] = set()  # read on past the drain's start
         self.draining = False
         self.openings = Openings()
 
@@ -39,6 +46,7 @@ class Streams:
             yield
         finally:
             self._tasks.discard(task)
+            self._leaves.pop(task, None)
             OPEN_STREAMS.labels(binding).dec()
 
     @contextlib.contextmanager
@@ -58,13 +66,36 @@ class Streams:
         if self.draining:
             raise asyncio.CancelledError
 
+    def on_drain(self, leave: Callable[[], bool]) -> None:
+        """The current stream's own end at the drain: ``leave()`` ends it for its client
+        and says whether the stream goes on (read on into its journal); when it says no,
+        the drain cancels the stream as any other."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._leaves[task] = leave
+
     def __len__(self) -> int:
         return len(self._tasks)
 
     async def drain(self, timeout: float) -> None:
+        """End every stream and wait ``timeout`` seconds at most for them; the streams
+        read on past their client's end are cancelled then."""
         self.draining = True
         for task in self._tasks - self._uncut:  # those in a step end at its end (uncut)
-            task.cancel()
-        deadline = asyncio.get_running_loop().time() + timeout
-        while self._tasks and asyncio.get_running_loop().time() < deadline:
+            leave = self._leaves.pop(task, None)
+            if leave is not None and leave():
+                self._held.add(task)
+            else:
+                task.cancel()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._tasks and loop.time() < deadline:
             await asyncio.sleep(0.02)
+        held = [task for task in self._held if not task.done()]
+        self._held.clear()
+        for task in held:
+            task.cancel()
+        if held:
+            # A cancelled reader ends at its next step (its backend stream closed, its
+            # slots given back): no network wait, bounded all the same.
+            await asyncio.wait(held, timeout=_CUT)

@@ -9,13 +9,18 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
+from a2a.types import a2a_pb2 as pb
 from aiohttp import web
+from prometheus_client import REGISTRY
 
 from gateway.config.models import parse_config
 from gateway.server.app import Server
+from gateway.state.journal import JournalEntry
+from gateway.state.sqlite_store import SqliteStore
 from tests.support.helpers import free_port, serving
 from tests.support.waiting import wait_until
 
@@ -35,11 +40,13 @@ def _status(state: str) -> dict[str, Any]:
 
 class _Agent:
     """Streams a working status and chunks 0-2, waits for :attr:`go`, then chunks 3-5 and
-    completed; a subscribe gets the completed Task. Counts the messages it got."""
+    completed; a subscribe gets the completed Task. Counts the messages it got; ``cut``:
+    a write after :attr:`go` found the gateway gone."""
 
     def __init__(self) -> None:
         self.go = asyncio.Event()
         self.sent_all = asyncio.Event()
+        self.cut = asyncio.Event()
         self.messages = 0
 
     def app(self) -> web.Application:
@@ -62,9 +69,13 @@ class _Agent:
             for i in range(3):
                 await send(_event(i))
             await self.go.wait()
-            for i in range(3, 6):
-                await send(_event(i))
-            await send(_status("TASK_STATE_COMPLETED"))
+            try:
+                for i in range(3, 6):
+                    await send(_event(i))
+                await send(_status("TASK_STATE_COMPLETED"))
+            except ConnectionError:
+                self.cut.set()
+                raise
             self.sent_all.set()
         else:  # SubscribeToTask
             await send({"task": {"id": "t1", "contextId": "c1",
@@ -74,19 +85,23 @@ class _Agent:
 
 
 @contextlib.asynccontextmanager
-async def _gateway(agent: _Agent) -> AsyncIterator[tuple[str, Server]]:
+async def _gateway(agent: _Agent, grace: float = 10.0,
+                   state: str = ":memory:") -> AsyncIterator[tuple[str, Server]]:
+    """The gateway in front of ``agent`` (its SQLite store at ``state``), stopped at the
+    end unless the test stopped it."""
     async with serving(agent.app()) as base:
         port = free_port()
         server = Server(parse_config({
-            "listen": {"http": f"127.0.0.1:{port}"},
-            "state": {"path": ":memory:", "journal": {"enabled": True}},
+            "listen": {"http": f"127.0.0.1:{port}"}, "shutdown_grace": grace,
+            "state": {"path": state, "journal": {"enabled": True}},
             "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
                                           "precheck": False}}}}))
         await server.start()
         try:
             yield f"http://127.0.0.1:{port}/", server
         finally:
-            await server.stop()
+            if server.store is not None:
+                await server.stop()
 
 
 def _events(text: str) -> list[tuple[str | None, dict[str, Any]]]:
@@ -152,3 +167,76 @@ async def test_an_id_the_gateway_did_not_make_is_invalid_params() -> None:
             body = await resp.json()
     assert body["error"]["code"] == -32602
     assert "Last-Event-ID" in body["error"]["message"]
+
+
+
+def _journaled(entries: list[JournalEntry]) -> list[str]:
+    """The journal's events as _chunk names them."""
+    out = []
+    for entry in entries:
+        event = pb.StreamResponse.FromString(entry.data)
+        if event.HasField("artifact_update"):
+            out.append(event.artifact_update.artifact.parts[0].text)
+        else:
+            out.append(pb.TaskState.Name(event.status_update.status.state))
+    return out
+
+
+async def _stopped_after_three_chunks(http: aiohttp.ClientSession, url: str,
+                                      server: Server) -> tuple[list[Any], asyncio.Future[None]]:
+    """A stream read up to chunk 2, then the gateway's drain (Server.stop, as at SIGTERM)
+    begins; the stream read to its end. Its events, and the stop under way."""
+    async with http.post(url, json=SEND, headers=V10) as resp:
+        head = b""
+        while head.count(b"\n\n") < 4:  # the status and three chunks
+            head += await resp.content.readany()
+        stopping = asyncio.ensure_future(server.stop())
+        rest = await asyncio.wait_for(resp.content.read(), 10)  # an end, not a reset
+    return _events((head + rest).decode()), stopping
+
+
+async def test_at_shutdown_a_stream_ends_for_its_client_and_is_read_on_into_the_journal(
+        tmp_path: Path) -> None:
+    """The drain while the task goes on: the client gets a clean end after the events it
+    had, each with its id; the backend's stream is read on into the journal until the
+    task ends, and stop() waits for it (docs/streams.md, "At shutdown"): a client that
+    resumes from its last id on another replica misses nothing."""
+    agent = _Agent()
+    state = str(tmp_path / "state.db")
+    async with _gateway(agent, 30, state) as (url, server), aiohttp.ClientSession() as http:
+        got, stopping = await _stopped_after_three_chunks(http, url, server)
+        assert [_chunk(r) for _, r in got] == ["TASK_STATE_WORKING", "chunk 0", "chunk 1",
+                                               "chunk 2"]
+        assert all(event_id for event_id, _ in got)
+        assert not stopping.done()  # the held stream keeps stop() waiting
+        agent.go.set()
+        await asyncio.wait_for(stopping, 10)  # the task has ended: well before the grace
+    store = SqliteStore(state)
+    try:
+        journal = await store.journal_read("q", "t1", 0, 100)
+    finally:
+        await store.close()
+    assert journal.terminal
+    assert _journaled(journal.entries) == ["TASK_STATE_WORKING", "chunk 0", "chunk 1", "chunk 2",
+                                   "chunk 3", "chunk 4", "chunk 5", "TASK_STATE_COMPLETED"]
+    assert agent.messages == 1 and not agent.cut.is_set()
+
+
+def _holds() -> float:
+    return REGISTRY.get_sample_value("a2a_gateway_stream_holds_total") or 0.0
+
+
+async def test_at_shutdown_the_deadline_ends_a_held_stream() -> None:
+    """A task that goes on past the drain's deadline: the stream is held (counted), and
+    stop() returns at the deadline, its backend stream closed (one deadline for the whole
+    shutdown)."""
+    agent = _Agent()
+    holds = _holds()
+    async with _gateway(agent, grace=0.5) as (url, server), aiohttp.ClientSession() as http:
+        got, stopping = await _stopped_after_three_chunks(http, url, server)
+        assert len(got) == 4 and all(event_id for event_id, _ in got)
+        await asyncio.wait_for(stopping, 10)
+        assert _holds() == holds + 1
+        agent.go.set()
+        await asyncio.wait_for(agent.cut.wait(), 10)
+    assert not agent.sent_all.is_set()

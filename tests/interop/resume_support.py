@@ -225,12 +225,13 @@ async def assert_invalid_params(dialect: Dialect, stream: SseStream) -> None:
     assert body["error"]["code"] == -32602, body
 
 def gateway_config(path: Path, port: int, agent_jsonrpc: int, state: dict[str, Any],
-                   grpc_port: int | None = None) -> Path:
+                   grpc_port: int | None = None, **top: Any) -> Path:
     """A gateway of the test's own on ``port`` (and gRPC on ``grpc_port``) with one tenant
     `t`, the v1.0 SDK agent over JSON-RPC, and ``state`` (a file beside the config unless
-    it names a backend)."""
+    it names a backend); ``top``: more top-level keys."""
     grpc = {"grpc": f"127.0.0.1:{grpc_port}"} if grpc_port is not None else {}
     return write_config(path, {
+        **top,
         "listen": {"http": f"127.0.0.1:{port}", **grpc},
         "tenants": {"t": {"backend": {"url": f"http://127.0.0.1:{agent_jsonrpc}/",
                                       "version": "1.0", "binding": "JSONRPC"}}},

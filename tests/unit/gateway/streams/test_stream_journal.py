@@ -3,8 +3,10 @@ ids, what a client gets once and in order, resume, gaps, and the snapshot rule."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
@@ -18,6 +20,7 @@ from gateway.streams.journal import (
     read_cursor,
     resumed_reads,
 )
+from tests.support.waiting import wait_until
 
 W, DONE = pb.TaskState.TASK_STATE_WORKING, pb.TaskState.TASK_STATE_COMPLETED
 
@@ -175,3 +178,72 @@ async def test_tenants_do_not_share_a_journal(store: SqliteStore) -> None:
     other = StreamJournal(store, "b", JournalConfig(), resume)
     replayed = [item async for batch in other.replay() for item in batch]
     assert replayed == [] and other.gap is False
+
+
+def appended(i: int) -> pb.StreamResponse:
+    """Chunk ``i`` appended to artifact `a` (chunk 0 starts it)."""
+    event = chunk(i)
+    event.artifact_update.append = i > 0
+    return event
+
+
+async def _resumed_after_chunk_0(store: SqliteStore, live: StreamJournal,
+                                 ) -> tuple[StreamJournal, asyncio.Task[list[Any]]]:
+    """A client that got chunk 0 resumes while the backend's Task already holds chunks
+    0-1 (chunk 1 on its way to ``live``, a stream another gateway still reads): the
+    resumed stream's events, being served."""
+    sent = await live.record([status(W), appended(0)])
+    back = StreamJournal(store, "ten", JournalConfig(), read_cursor(sent[-1][1]))
+    snapshot = pb.StreamResponse(task=pb.Task(
+        id="t1", context_id="c", status=pb.TaskStatus(state=W), artifacts=[pb.Artifact(
+            artifact_id="a", parts=[pb.Part(text="chunk 0"), pb.Part(text="chunk 1")])]))
+
+    async def upstream() -> AsyncIterator[list[pb.StreamResponse]]:
+        yield [snapshot]
+
+    async def served() -> list[Any]:
+        got = []
+        async for batch in resumed_reads(back, lambda: None, lambda gap: upstream()):
+            got.extend(await back.record(list(batch)))
+        return got
+
+    return back, asyncio.ensure_future(served())
+
+
+async def test_a_task_ahead_of_the_journal_waits_for_the_stream_that_journals_it(
+        store: SqliteStore) -> None:
+    """A drained replica reads on what its client missed: the resumed stream on another
+    one gets it as events, not as a gap's snapshot (StreamJournal._caught_up)."""
+    live = StreamJournal(store, "ten", JournalConfig())
+    back, serving = await _resumed_after_chunk_0(store, live)
+    reads = _Reads(back)
+    # Chunk 1 reaches the journal once the resumed stream has the Task and waits.
+    await wait_until(lambda: reads.realigning >= 2, "the resumed stream waiting")
+    await live.record([appended(1)])
+    got = await asyncio.wait_for(serving, 10)
+    assert texts(got) == ["chunk 1"] and not back.gap
+
+
+class _Reads:
+    """``journal``'s store, counting its reads once it has the backend's Task."""
+
+    def __init__(self, journal: StreamJournal) -> None:
+        self.store, self.journal, self.realigning = journal.store, journal, 0
+        journal.store = self  # type: ignore[assignment]
+
+    async def journal_read(self, *args: Any) -> Any:
+        self.realigning += self.journal.realign
+        return await self.store.journal_read(*args)
+
+    async def journal_append(self, *args: Any) -> Any:
+        return await self.store.journal_append(*args)
+
+
+async def test_a_task_ahead_of_a_journal_nobody_writes_is_sent_as_a_gap(
+        store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("gateway.streams.journal.CATCH_UP", 0.05)
+    live = StreamJournal(store, "ten", JournalConfig())
+    _, serving = await _resumed_after_chunk_0(store, live)
+    got = await asyncio.wait_for(serving, 10)
+    assert texts(got) == ["task"]
+    assert "did not see" in got[0][0].task.metadata[GAP_KEY]["reason"]
