@@ -80,6 +80,17 @@ RESUMED_EVENTS = Counter("a2a_gateway_stream_replayed_events_total",
                          "Journaled events served again to resuming clients")
 HELD_STREAMS = Counter("a2a_gateway_stream_holds_total", "Backend streams read on after "
                        "their client went away, so that the journal keeps their events")
+GAPS = Counter("a2a_gateway_stream_gaps_total", "Resumed streams that got the task's "
+               "snapshot marked as a gap instead of events they missed: the journal no "
+               "longer held them (journal), or no gateway read them (unseen)", ["reason"])
+# Sampled by the state store's pruning pass (state.retention.interval; SQLite only): every
+# worker reads the same file, so the latest sample is the value.
+JOURNAL_EVENTS = Gauge("a2a_gateway_stream_journal_events", "Entries held by the stream "
+                       "journal, all tasks (sampled at each pruning)",
+                       multiprocess_mode="mostrecent")
+JOURNAL_BYTES = Gauge("a2a_gateway_stream_journal_bytes", "Bytes of entries held by the "
+                      "stream journal, all tasks (sampled at each pruning)",
+                      multiprocess_mode="mostrecent")
 JOURNAL_FAILURES = Counter("a2a_gateway_stream_journal_failures_total", "Streams that went "
                            "on without ids because the state store failed a journal write")
 

@@ -38,7 +38,7 @@ from gateway.state.base import (
     decode_token,
     encode_token,
 )
-from gateway.state.journal import JournalLimits, JournalRead
+from gateway.state.journal import JournalLimits, JournalRead, JournalSize
 from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
 
 log = structlog.get_logger("a2a_gateway.state")
@@ -399,6 +399,12 @@ class SqliteStore:
             assert self._db is not None
             return sqlite_journal.read(self._db, tenant, task_id, after, limit, self._clock())
         return await self._run(read)
+
+    async def journal_size(self) -> JournalSize | None:
+        def size() -> JournalSize:
+            assert self._db is not None
+            return sqlite_journal.size(self._db, self._clock())
+        return await self._run(size)
 
     async def ping(self) -> None:
         def ping() -> None:
