@@ -187,6 +187,9 @@ class _GrpcSink:
             with self.uncut():
                 await self.context.write(frame)
 
+    def keeps(self) -> bool:
+        return False  # each event is written as it comes
+
     async def fail(self, err: A2AError) -> None:
         await _abort(self.context, self.call.ctx, err, self.codec.refusal(err))
 
