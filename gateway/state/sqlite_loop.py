@@ -18,8 +18,7 @@ first tried on a second connection that only the loop thread uses:
   found the lock taken (a stream's first journal append among them) would queue behind
   the checkpoint's copying and fsync (tens of ms with busy journaled streams);
 - only batches of at most :data:`LOOP_ROWS` rows: the background writer's batches (up to
-  `state.tasks.batch`) stay on the store's thread. The stream journal's appends come here
-  at any size: each is what one turn of a stream read (sqlite_store.journal_append).
+  `state.tasks.batch`) and a stream journal's larger appends stay on the store's thread.
 
 Not for ``:memory:`` (a second connection would open another, empty database).
 """

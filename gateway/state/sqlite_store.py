@@ -1,7 +1,7 @@
 """The SQLite store: one file in WAL mode, used through one connection on one thread of
-its own (the event loop never waits for a lock or an fsync; small task-index writes and
-the stream journal's appends are tried on the loop's own connection first when the lock
-is free: sqlite_loop.py). Several processes on one host (gateway
+its own (the event loop never waits for a lock or an fsync; small writes (a task's
+record, a stream journal's append of a few events) are tried on the loop's own connection
+first when the lock is free: sqlite_loop.py). Several processes on one host (gateway
 workers) may open the same file: writes that must be atomic run in BEGIN IMMEDIATE
 transactions, so they see each other's tasks, replay marks and rate-limit buckets.
 
@@ -229,13 +229,11 @@ class SqliteStore:
             return
         await self._write(write, len(records))
 
-    async def _write(self, write: Callable[[sqlite3.Connection], T], rows: int,
-                     *, turn: bool = False) -> T:
+    async def _write(self, write: Callable[[sqlite3.Connection], T], rows: int) -> T:
         """``write`` in a write transaction: on the loop's own connection when it is
-        small (``turn``: whatever its size, the caller bounds it) and the lock is free
-        (sqlite_loop.py), else on the store's thread."""
+        small and the lock is free (sqlite_loop.py), else on the store's thread."""
         loop_writer = self.loop_writer
-        if loop_writer is not None and self._db is not None and (turn or rows <= LOOP_ROWS):
+        if loop_writer is not None and self._db is not None and rows <= LOOP_ROWS:
             out: list[T] = []
             try:
                 written = loop_writer.try_write(lambda db: out.append(write(db)))
@@ -375,16 +373,15 @@ class SqliteStore:
 
     async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
                              terminal: bool, limits: JournalLimits, after: int | None) -> list[int]:
-        # On the loop's connection at any size: a stream appends what one turn of it
-        # read (gateway/streams/turns.py), which bounds the loop's time. Handed to the
-        # store's thread, an append of a few dozen events held the write lock while the
-        # thread waited for the GIL, and the other streams' appends (their first events
-        # among them) found it taken and queued behind it there: 26 ms at the median,
-        # measured with 16 busy journaled streams on one core.
+        # An append of more than LOOP_ROWS events goes to the store's thread, where it
+        # holds the write lock while the thread waits for the GIL: measured with 16 busy
+        # journaled streams on one core, 6% of the loop's appends then found the lock
+        # taken and queued behind such appends there (26 ms at the median; a stream's
+        # first event among them). Written on the loop at any size instead, the gateway
+        # idled (its CPU 41-67% of a core against 85-98%, first events later): not done.
         events = tuple(events)  # the caller's sequence is not read on another thread
         return await self._write(lambda db: sqlite_journal.append(
-            db, tenant, task_id, events, terminal, limits, after, self._clock()), len(events),
-            turn=True)
+            db, tenant, task_id, events, terminal, limits, after, self._clock()), len(events))
 
     async def journal_read(self, tenant: str, task_id: str, after: int,
                            limit: int) -> JournalRead:

@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gateway.config.state import JournalConfig
 from gateway.state import TaskRecord, sqlite_loop
-from gateway.state.journal import limits_of
 from gateway.state.sqlite_store import SqliteStore
 from tests.support.waiting import wait_until
 
@@ -104,20 +102,3 @@ async def test_a_large_batch_and_an_in_memory_store_stay_on_the_thread(tmp_path:
         await store.close()
         await memory.close()
 
-
-async def test_a_journal_append_of_any_size_is_written_on_the_loop(tmp_path: Path) -> None:
-    # A stream appends what one turn of it read; on the store's thread a large one would
-    # hold the lock while the thread waits for the GIL, and the loop's other appends
-    # would queue behind it there.
-    store = SqliteStore(str(tmp_path / "state.db"))
-    try:
-        events = [b"event %d" % i for i in range(sqlite_loop.LOOP_ROWS * 2)]
-        seqs = await store.journal_append("t", "task", events, False,
-                                          limits_of(JournalConfig()), None)
-        assert seqs == list(range(1, len(events) + 1))
-        assert store.loop_writer is not None
-        assert (store.loop_writer.written, store.loop_writer.deferred) == (1, 0)
-        read = await store.journal_read("t", "task", 0, len(events))
-        assert [entry.data for entry in read.entries] == events
-    finally:
-        await store.close()
