@@ -231,7 +231,8 @@ class SqliteStore:
 
     async def _write(self, write: Callable[[sqlite3.Connection], T], rows: int) -> T:
         """``write`` in a write transaction: on the loop's own connection when it is
-        small and the lock is free (sqlite_loop.py), else on the store's thread."""
+        small (``rows`` 0: whatever its size, the caller bounds it) and the lock is free
+        (sqlite_loop.py), else on the store's thread."""
         loop_writer = self.loop_writer
         if loop_writer is not None and self._db is not None and rows <= LOOP_ROWS:
             out: list[T] = []
@@ -373,15 +374,16 @@ class SqliteStore:
 
     async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
                              terminal: bool, limits: JournalLimits, after: int | None) -> list[int]:
-        # An append of more than LOOP_ROWS events goes to the store's thread, where it
-        # holds the write lock while the thread waits for the GIL: measured with 16 busy
-        # journaled streams on one core, 6% of the loop's appends then found the lock
-        # taken and queued behind such appends there (26 ms at the median; a stream's
-        # first event among them). Written on the loop at any size instead, the gateway
-        # idled (its CPU 41-67% of a core against 85-98%, first events later): not done.
+        # On the loop's connection at any size (rows 0): a stream appends what one turn
+        # of it read (gateway/streams/turns.py), which bounds the loop's time. On the
+        # store's thread, measured with 16 busy journaled streams on one core, an append
+        # of more than LOOP_ROWS events (most of a turn's) shared the core with the loop
+        # and held the write lock meanwhile: the other appends found it taken and queued
+        # behind it there (6% of them, 26 ms at the median), and a new stream's first
+        # event came ~5 ms after the backend's instead of ~2.5 (with CHECKPOINT_GAP).
         events = tuple(events)  # the caller's sequence is not read on another thread
         return await self._write(lambda db: sqlite_journal.append(
-            db, tenant, task_id, events, terminal, limits, after, self._clock()), len(events))
+            db, tenant, task_id, events, terminal, limits, after, self._clock()), 0)
 
     async def journal_read(self, tenant: str, task_id: str, after: int,
                            limit: int) -> JournalRead:

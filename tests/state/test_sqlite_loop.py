@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from gateway.config.state import JournalConfig
 from gateway.state import TaskRecord, sqlite_loop
+from gateway.state.journal import limits_of
 from gateway.state.sqlite_store import SqliteStore
 from tests.support.waiting import wait_until
 
@@ -102,3 +104,32 @@ async def test_a_large_batch_and_an_in_memory_store_stay_on_the_thread(tmp_path:
         await store.close()
         await memory.close()
 
+
+
+async def test_checkpoints_are_a_gap_apart_however_many_commits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_loop, "CHECKPOINT_EVERY", 2)
+    monkeypatch.setattr(sqlite_loop, "CHECKPOINT_GAP", 3600.0)
+    store = SqliteStore(str(tmp_path / "state.db"))
+    try:
+        for i in range(10):
+            await store.record_tasks([_record(f"t{i}")])
+        assert store.loop_writer is not None
+        assert (store.loop_writer.written, store.loop_writer.checkpoints) == (10, 1)
+    finally:
+        await store.close()
+
+
+async def test_a_journal_append_of_any_size_is_written_on_the_loop(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "state.db"))
+    try:
+        events = [b"event %d" % i for i in range(sqlite_loop.LOOP_ROWS * 2)]
+        seqs = await store.journal_append("t", "task", events, False,
+                                          limits_of(JournalConfig()), None)
+        assert seqs == list(range(1, len(events) + 1))
+        assert store.loop_writer is not None
+        assert (store.loop_writer.written, store.loop_writer.deferred) == (1, 0)
+        read = await store.journal_read("t", "task", 0, len(events))
+        assert [entry.data for entry in read.entries] == events
+    finally:
+        await store.close()
