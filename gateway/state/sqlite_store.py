@@ -1,7 +1,7 @@
 """The SQLite store: one file in WAL mode, used through one connection on one thread of
-its own (the event loop never waits for a lock or an fsync; small writes (a task's
-record, a stream journal's append of a few events) are tried on the loop's own connection
-first when the lock is free: sqlite_loop.py). Several processes on one host (gateway
+its own (the event loop never waits for a lock or an fsync; small writes, a task's
+record, and the stream journal's appends are tried on the loop's own connection first
+when the lock is free: sqlite_loop.py). Several processes on one host (gateway
 workers) may open the same file: writes that must be atomic run in BEGIN IMMEDIATE
 transactions, so they see each other's tasks, replay marks and rate-limit buckets.
 
@@ -379,8 +379,8 @@ class SqliteStore:
         # store's thread, measured with 16 busy journaled streams on one core, an append
         # of more than LOOP_ROWS events (most of a turn's) shared the core with the loop
         # and held the write lock meanwhile: the other appends found it taken and queued
-        # behind it there (6% of them, 26 ms at the median), and a new stream's first
-        # event came ~5 ms after the backend's instead of ~2.5 (with CHECKPOINT_GAP).
+        # behind it there (6% of them, 26 ms at the median); a new stream's first event
+        # came 6.7-9 ms after a direct client's, 2.3-3 ms here (with CHECKPOINT_GAP).
         events = tuple(events)  # the caller's sequence is not read on another thread
         return await self._write(lambda db: sqlite_journal.append(
             db, tenant, task_id, events, terminal, limits, after, self._clock()), 0)
