@@ -215,6 +215,9 @@ class _GrpcSink:
             if event_id is not None:
                 self.last_id = event_id
 
+    def keeps(self) -> bool:
+        return False  # each event is written as it comes
+
     async def fail(self, err: A2AError) -> None:
         await _abort(self.context, self.call.ctx, err, self.codec.refusal(err), self.last_id)
 

@@ -119,7 +119,7 @@ class SseSink:
         first = not self.opened
         if first:
             await self._open()
-        elif not due and now - self.written < turns.TURN:
+        elif not due and self.keeps():
             # The short turns while a call starts keep their frames for the next write
             # unless a turn has passed since the last one; nothing waits for a read with
             # frames kept (``due`` at the end of each read).
@@ -137,6 +137,9 @@ class SseSink:
                 self.released.set_result(None)
         if first:
             answer_started(self.request)  # the first event is out
+
+    def keeps(self) -> bool:
+        return self.opened and self._loop.time() - self.written < turns.TURN
 
     async def _open(self) -> None:
         await self.response.prepare(self.request)

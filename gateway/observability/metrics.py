@@ -84,6 +84,17 @@ REATTACHES = Counter("a2a_gateway_stream_reattaches_total", "Backend streams tha
                      "mid-task, by what the gateway's re-subscribe came to: reattached, "
                      "refused (the task as it is instead), gave_up (the client's stream "
                      "ended cleanly, resumable)", ["outcome"])
+GAPS = Counter("a2a_gateway_stream_gaps_total", "Resumed streams that got the task's "
+               "snapshot marked as a gap instead of events they missed: the journal no "
+               "longer held them (journal), or no gateway read them (unseen)", ["reason"])
+# Sampled by the state store's pruning pass (state.retention.interval; SQLite only): every
+# worker reads the same file, so the latest sample is the value.
+JOURNAL_EVENTS = Gauge("a2a_gateway_stream_journal_events", "Entries held by the stream "
+                       "journal, all tasks (sampled at each pruning)",
+                       multiprocess_mode="mostrecent")
+JOURNAL_BYTES = Gauge("a2a_gateway_stream_journal_bytes", "Bytes of entries held by the "
+                      "stream journal, all tasks (sampled at each pruning)",
+                      multiprocess_mode="mostrecent")
 JOURNAL_FAILURES = Counter("a2a_gateway_stream_journal_failures_total", "Streams that went "
                            "on without ids because the state store failed a journal write")
 

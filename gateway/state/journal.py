@@ -64,6 +64,14 @@ class JournalRead:
         return after < self.first - 1 or after > self.last
 
 
+@dataclass(frozen=True, slots=True)
+class JournalSize:
+    """What the journals of all tasks hold (unexpired ones): entries and their bytes."""
+
+    events: int
+    bytes: int
+
+
 @runtime_checkable
 class JournalStore(Protocol):
     async def journal_append(self, tenant: str, task_id: str, events: Sequence[bytes],
@@ -83,3 +91,7 @@ class JournalStore(Protocol):
                            limit: int) -> JournalRead:
         """The entries with seq > ``after``, oldest first, at most ``limit``; an expired
         or absent journal reads as empty (first = last = 0)."""
+
+    async def journal_size(self) -> JournalSize | None:
+        """What the journals hold now, for the metrics (sampled at each pruning); None
+        where finding out is not cheap (Redis: its journals are keys that expire)."""

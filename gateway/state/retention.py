@@ -1,5 +1,6 @@
 """Pruning the task index on a timer (state.retention.interval). Every replica may run it:
-pruning is idempotent, and a replica that prunes what another just did finds nothing."""
+pruning is idempotent, and a replica that prunes what another just did finds nothing.
+Each pruning samples the stream journal's size for the metrics too."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import asyncio
 
 import structlog
 
+from gateway.observability.metrics import JOURNAL_BYTES, JOURNAL_EVENTS
 from gateway.state.base import Store, StoreError
+from gateway.state.journal import JournalStore
 
 log = structlog.get_logger("a2a_gateway.state")
 
@@ -23,3 +26,18 @@ async def prune_forever(store: Store, interval: float) -> None:
             continue
         if dropped:
             log.info("state store pruned", backend=store.backend, tasks=dropped)
+        await sample_journal(store)
+
+
+async def sample_journal(store: Store) -> None:
+    """The stream journal's size into its gauges, where the store can tell it cheaply."""
+    if not isinstance(store, JournalStore):
+        return
+    try:
+        size = await store.journal_size()
+    except StoreError as exc:
+        log.warning("stream journal size unknown", backend=store.backend, error=str(exc))
+        return
+    if size is not None:
+        JOURNAL_EVENTS.set(size.events)
+        JOURNAL_BYTES.set(size.bytes)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 
-from gateway.state.journal import JournalEntry, JournalLimits, JournalRead
+from gateway.state.journal import JournalEntry, JournalLimits, JournalRead, JournalSize
 from gateway.state.journal_common import event_digest, held_first
 
 SCHEMA = """
@@ -135,3 +135,13 @@ def prune(db: sqlite3.Connection, now: float) -> None:
                          (now,)).fetchall()
     db.executemany(f"DELETE FROM journal WHERE {_TASK}", expired)
     db.execute("DELETE FROM journal_heads WHERE expires_at <= ?", (now,))
+
+
+def size(db: sqlite3.Connection, now: float) -> JournalSize:
+    """What the unexpired journals hold: from their heads, and the oldest seq of each
+    (one index lookup a journal, not a scan of the entries)."""
+    row = db.execute(
+        "SELECT COALESCE(SUM(h.next_seq - (SELECT MIN(seq) FROM journal j WHERE j.tenant = "
+        "h.tenant AND j.task_id = h.task_id)), 0), COALESCE(SUM(h.bytes), 0) "
+        "FROM journal_heads h WHERE h.expires_at > ?", (now,)).fetchone()
+    return JournalSize(int(row[0]), int(row[1]))

@@ -77,6 +77,12 @@ class Sink(Protocol[R]):
         """Write what is framed; not ``due`` (in the middle of a read): when it is time."""
         ...
 
+    def keeps(self) -> bool:
+        """Whether :meth:`flush` not ``due`` would keep what is framed for a later write
+        now: a journaled stream's events then wait unjournaled too (one append a write,
+        not one a turn)."""
+        ...
+
     async def fail(self, err: A2AError) -> None:
         """End with ``err``: an error answer before the first event, else its last event."""
         ...
@@ -253,6 +259,9 @@ class _NoClient:
     async def flush(self, due: bool) -> None:
         pass
 
+    def keeps(self) -> bool:
+        return False  # the journal is all a held stream writes: each turn's events
+
     async def fail(self, err: A2AError) -> None:
         pass
 
@@ -319,17 +328,28 @@ async def _pump(call: Call, plan: StreamPlan, sink: Sink[object], turn: Turn,
                     if head:
                         head = False
                     elif turn.over():
-                        # The others' turn; what is framed may wait for the next write.
+                        # The others' turn; what is framed may wait for the next write,
+                        # and the events to journal with it. While a call starts, the
+                        # turns are one event long and each of its steps waits for one:
+                        # an append (a store transaction) and a write in each made every
+                        # step several times longer (a new stream's first event +4-6 ms
+                        # under 16 busy streams). So none then: the events wait for the
+                        # end of the read, or of the call's start (PRIORITY at most).
                         if journal is not None:
                             plan.unread = itertools.chain((item,), items)
-                            if pending:
+                            if pending and not (turn.short() or sink.keeps()):
                                 await journaled()
                         phase = _WRITING
                         if write_timeout is not None:
                             deadline.arm(write_timeout)
                         await sink.flush(False)
                         deadline.disarm()
-                        await turn.pass_on()
+                        try:
+                            await turn.pass_on()
+                        except asyncio.CancelledError:
+                            if pending:  # a shutdown's: what was read is journaled still
+                                await journaled()
+                            raise
                         phase = _FILTERING
                         plan.unread = None
                     if gate is not None and not gate.done:

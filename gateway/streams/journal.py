@@ -28,7 +28,7 @@ from a2a.types import a2a_pb2 as pb
 from gateway.call import Call
 from gateway.config.state import JournalConfig
 from gateway.egress.base import EventBatches
-from gateway.observability.metrics import JOURNAL_FAILURES, RESUMED_EVENTS, RESUMES
+from gateway.observability.metrics import GAPS, JOURNAL_FAILURES, RESUMED_EVENTS, RESUMES
 from gateway.state import StoreError
 from gateway.state.journal import JournalEntry, JournalStore, limits_of
 from gateway.streams.events import close_stream
@@ -326,6 +326,7 @@ class StreamJournal:
             return None
         marked = pb.StreamResponse()
         marked.CopyFrom(item)
+        GAPS.labels("journal" if self.gap else "unseen").inc()
         reason = ("the journal no longer holds the events after the client's id" if self.gap
                   else "events the gateway did not see (no stream held them)")
         marked.task.metadata[GAP_KEY] = {"reason": reason}

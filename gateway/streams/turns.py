@@ -138,6 +138,11 @@ class Turn:
         self._began = clock()
         self._openings = openings
 
+    def short(self) -> bool:
+        """Whether the turns are short now: a call is starting on this worker."""
+        openings = self._openings
+        return openings is not None and openings.pending > 0
+
     def over(self) -> bool:
         openings = self._openings
         length = SHORT_TURN if openings is not None and openings.pending else TURN

@@ -14,16 +14,19 @@ import pytest
 import redis.asyncio as aioredis
 
 from gateway.config.models import ConfigError, parse_config
+from gateway.observability.metrics import JOURNAL_BYTES, JOURNAL_EVENTS
 from gateway.state import Store
 from gateway.state.journal import (
     JournalEntry,
     JournalLimits,
     JournalRead,
+    JournalSize,
     JournalStore,
     limits_of,
 )
 from gateway.state.redis_journal import journal_keys
 from gateway.state.redis_store import RedisStore
+from gateway.state.retention import sample_journal
 from gateway.state.sqlite_store import SqliteStore
 from tests.support.waiting import wait_until
 
@@ -245,6 +248,27 @@ async def test_sqlite_expiry_by_the_stores_clock(tmp_path: Path) -> None:
             db.close()
         now[0] = T0 + 100
         assert (await store.journal_read("t1", "other", 0, 10)).last == 0
+    finally:
+        await store.close()
+
+
+async def test_sqlite_size_is_what_the_unexpired_journals_hold_and_the_pruning_samples_it(
+        tmp_path: Path) -> None:
+    now = [T0]
+    store = SqliteStore(str(tmp_path / "state.db"), clock=lambda: now[0])
+    try:
+        assert await store.journal_size() == JournalSize(0, 0)
+        await store.journal_append("t1", "a", [ev(1), ev(2), ev(3)], False,
+                                   limits(max_events=2), None)  # ev(1) trimmed
+        await store.journal_append("t1", "b", [ev(1)], True, limits(ttl=10), None)
+        held = len(ev(2)) + len(ev(3)) + len(ev(1))
+        assert await store.journal_size() == JournalSize(3, held)
+        await sample_journal(store)
+        assert (JOURNAL_EVENTS._value.get(), JOURNAL_BYTES._value.get()) == (3, held)  # type: ignore[attr-defined]
+        now[0] = T0 + 10  # b expired: not held any more, pruned or not
+        assert await store.journal_size() == JournalSize(2, held - len(ev(1)))
+        await store.prune()
+        assert await store.journal_size() == JournalSize(2, held - len(ev(1)))
     finally:
         await store.close()
 

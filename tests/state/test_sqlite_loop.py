@@ -1,7 +1,7 @@
 """The SQLite store's small writes on the loop's own connection (gateway/state/sqlite_loop.py):
 written at once when the lock is free, sent to the store's thread when it is not (the loop
-never waits for the lock), checkpointed on the thread since the loop's connection never
-checkpoints itself."""
+never waits for the lock), checkpointed on a thread of their own since the loop's connection
+never checkpoints itself."""
 
 from __future__ import annotations
 
@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from gateway.config.state import JournalConfig
 from gateway.state import TaskRecord, sqlite_loop
+from gateway.state.journal import limits_of
 from gateway.state.sqlite_store import SqliteStore
+from tests.support.waiting import wait_until
 
 
 def _record(task_id: str, updated: float = 2.0) -> TaskRecord:
@@ -68,7 +71,7 @@ async def test_a_write_while_another_holds_the_lock_goes_to_the_thread_and_the_l
         await store.close()
 
 
-async def test_the_loops_commits_are_checkpointed_on_the_thread(
+async def test_the_loops_commits_are_checkpointed_off_the_loop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_loop, "CHECKPOINT_EVERY", 3)
     path = tmp_path / "state.db"
@@ -79,11 +82,11 @@ async def test_the_loops_commits_are_checkpointed_on_the_thread(
     try:
         for task_id in ("a", "b"):
             await store.record_tasks([_record(task_id)])
-        await store.ping()  # the store's thread is idle: nothing was queued on it
+        await store.ping()
         assert _rows(path, immutable=True) == []  # in the WAL only: no checkpoint yet
         await store.record_tasks([_record("c")])
-        await store.ping()  # runs after the checkpoint queued on the same thread
-        assert _rows(path, immutable=True) == ["a", "b", "c"]
+        await wait_until(lambda: _rows(path, immutable=True) == ["a", "b", "c"],
+                         "the third commit's checkpoint copied the rows into the file")
     finally:
         await store.close()
 
@@ -100,3 +103,33 @@ async def test_a_large_batch_and_an_in_memory_store_stay_on_the_thread(tmp_path:
     finally:
         await store.close()
         await memory.close()
+
+
+
+async def test_checkpoints_are_a_gap_apart_however_many_commits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_loop, "CHECKPOINT_EVERY", 2)
+    monkeypatch.setattr(sqlite_loop, "CHECKPOINT_GAP", 3600.0)
+    store = SqliteStore(str(tmp_path / "state.db"))
+    try:
+        for i in range(10):
+            await store.record_tasks([_record(f"t{i}")])
+        assert store.loop_writer is not None
+        assert (store.loop_writer.written, store.loop_writer.checkpoints) == (10, 1)
+    finally:
+        await store.close()
+
+
+async def test_a_journal_append_of_any_size_is_written_on_the_loop(tmp_path: Path) -> None:
+    store = SqliteStore(str(tmp_path / "state.db"))
+    try:
+        events = [b"event %d" % i for i in range(sqlite_loop.LOOP_ROWS * 2)]
+        seqs = await store.journal_append("t", "task", events, False,
+                                          limits_of(JournalConfig()), None)
+        assert seqs == list(range(1, len(events) + 1))
+        assert store.loop_writer is not None
+        assert (store.loop_writer.written, store.loop_writer.deferred) == (1, 0)
+        read = await store.journal_read("t", "task", 0, len(events))
+        assert [entry.data for entry in read.entries] == events
+    finally:
+        await store.close()

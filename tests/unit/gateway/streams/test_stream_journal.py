@@ -12,6 +12,7 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 
 from gateway.config.state import JournalConfig
+from gateway.observability.metrics import GAPS
 from gateway.state.sqlite_store import SqliteStore
 from gateway.streams.journal import (
     GAP_KEY,
@@ -46,6 +47,10 @@ def texts(framed: list[tuple[pb.StreamResponse, str | None]]) -> list[str]:
         else:
             out.append(item.WhichOneof("payload") or "")
     return out
+
+
+def gap_count(reason: str) -> float:
+    return GAPS.labels(reason)._value.get()  # type: ignore[attr-defined, no-any-return]
 
 
 @pytest.fixture
@@ -143,6 +148,7 @@ async def test_an_id_the_journal_no_longer_holds_gets_the_task_marked_as_a_gap(
     async def upstream() -> AsyncIterator[list[pb.StreamResponse]]:
         yield [snapshot]
 
+    gaps = gap_count("journal")
     got = []
     async for batch in resumed_reads(back, lambda: None, lambda gap: upstream()):
         got.extend(await back.record(list(batch)))
@@ -150,6 +156,30 @@ async def test_an_id_the_journal_no_longer_holds_gets_the_task_marked_as_a_gap(
     task = got[0][0].task
     assert task.id == "t1" and "no longer holds" in task.metadata[GAP_KEY]["reason"]
     assert read_cursor(got[0][1]) == ("t1", 5)  # after everything the journal had
+    assert gap_count("journal") == gaps + 1
+
+
+async def test_a_snapshot_that_moved_while_nobody_read_is_a_gap_counted_as_unseen(
+        store: SqliteStore) -> None:
+    live = StreamJournal(store, "ten", JournalConfig())
+    sent = await live.record([status(W), chunk(0)])
+    resume = read_cursor(sent[1][1])
+    assert resume is not None
+    back = StreamJournal(store, "ten", JournalConfig(), resume)
+    # The backend went on to completion while no gateway read its stream.
+    moved = pb.StreamResponse(task=pb.Task(id="t1", context_id="c",
+                                           status=pb.TaskStatus(state=DONE)))
+
+    async def upstream() -> AsyncIterator[list[pb.StreamResponse]]:
+        yield [moved]
+
+    unseen, lost = gap_count("unseen"), gap_count("journal")
+    got = []
+    async for batch in resumed_reads(back, lambda: None, lambda gap: upstream()):
+        got.extend(await back.record(list(batch)))
+    assert not back.gap and len(got) == 1
+    assert "did not see" in got[0][0].task.metadata[GAP_KEY]["reason"]
+    assert (gap_count("unseen"), gap_count("journal")) == (unseen + 1, lost)
 
 
 async def test_a_finished_task_is_replayed_without_subscribing_again(store: SqliteStore) -> None:
