@@ -218,7 +218,7 @@ class StreamJournal:
             return framed
         loop = asyncio.get_running_loop()
         until = loop.time() + CATCH_UP
-        while (self.snapshot(item) is not None and not self.broken
+        while (not self._has_all(item.task) and not self.broken
                and loop.time() < until):
             await asyncio.sleep(CATCH_UP_POLL)
             more = await self._between(None)
@@ -319,10 +319,7 @@ class StreamJournal:
         nothing when it holds nothing the client lacks (the state it last got, no part
         of an artifact it has not had: the journal has told it all), else the Task
         marked as a gap (the client missed what changed it)."""
-        task = item.task
-        if not self.gap and task.status.state == self.last_state and all(
-                len(artifact.parts) <= self.parts.get(artifact.artifact_id, -1)
-                for artifact in task.artifacts):
+        if not self.gap and self._has_all(item.task):
             return None
         marked = pb.StreamResponse()
         marked.CopyFrom(item)
@@ -331,6 +328,15 @@ class StreamJournal:
                   else "events the gateway did not see (no stream held them)")
         marked.task.metadata[GAP_KEY] = {"reason": reason}
         return marked
+
+    def _has_all(self, task: pb.Task) -> bool:
+        """Whether the client has had all of ``task``: its state, its artifacts."""
+        return task.status.state == self.last_state and self.has_artifacts(task)
+
+    def has_artifacts(self, task: pb.Task) -> bool:
+        """Whether the client has had every part of ``task``'s artifacts."""
+        return all(len(artifact.parts) <= self.parts.get(artifact.artifact_id, -1)
+                   for artifact in task.artifacts)
 
 
 async def resumed_reads(journal: StreamJournal, check: Callable[[], Awaitable[None] | None],

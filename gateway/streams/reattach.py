@@ -70,9 +70,7 @@ def settled(journal: StreamJournal, task: pb.Task) -> pb.StreamResponse | None:
     """What a client gets of its task when the backend refuses to be subscribed to again
     (the task ended meanwhile): its status, when that is all it lacks; else the Task,
     which the journal marks as a gap (it holds artifacts the client did not get)."""
-    held = all(len(artifact.parts) <= journal.parts.get(artifact.artifact_id, -1)
-               for artifact in task.artifacts)
-    if not held:
+    if not journal.has_artifacts(task):
         return pb.StreamResponse(task=task)
     if task.status.state == journal.last_state:
         return None
