@@ -117,8 +117,11 @@ def split_extensions(values: Iterable[str]) -> tuple[str, ...]:
 
 
 def _extensions(request: ClientRequest) -> tuple[str, ...]:
-    return split_extensions([*request.headers.getall("A2A-Extensions", []),
-                             *request.headers.getall("X-A2A-Extensions", [])])
+    headers = request.headers
+    if "A2A-Extensions" not in headers and "X-A2A-Extensions" not in headers:
+        return ()  # most requests name none: two look-ups, no lists
+    return split_extensions([*headers.getall("A2A-Extensions", []),
+                             *headers.getall("X-A2A-Extensions", [])])
 
 
 def valid_request_id(value: str | None) -> bool:
