@@ -28,7 +28,7 @@ DECODING = 0
 FIRST_ATTEMPT = 1
 
 
-@dataclass
+@dataclass(slots=True)  # one or more per call
 class LossReport:
     """Field paths dropped while translating one call, in the order they were met.
 

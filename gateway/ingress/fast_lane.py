@@ -52,17 +52,18 @@ class LaneRequest:
     """A request the lane parsed, as the ingress reads it (gateway/http/request.py's
     ClientRequest: the strict type check holds this class to it)."""
 
-    __slots__ = ("app", "ctx", "headers", "path", "transport")
+    __slots__ = ("app", "ctx", "headers", "path", "remote", "transport")
 
     method = "POST"
     query = _NO_QUERY
 
     def __init__(self, app: web.Application, headers: CIMultiDictProxy[str],
-                 transport: asyncio.Transport, path: str) -> None:
+                 transport: asyncio.Transport, path: str, remote: str | None) -> None:
         self.app = app
         self.headers = headers
         self.transport = transport
         self.path = path
+        self.remote = remote  # the client's address (its connection's: remote_of)
         self.ctx: CallContext | None = None  # the call it made, for its access line
 
     def __setitem__(self, key: object, value: CallContext) -> None:
@@ -77,12 +78,11 @@ class LaneRequest:
         host = self.headers.get("Host")
         return host if host is not None else socket.getfqdn()  # as aiohttp's request
 
-    @property
-    def remote(self) -> str | None:
-        peer = self.transport.get_extra_info("peername")
-        return str(peer[0]) if isinstance(peer, tuple | list) and peer else None
 
-
+def remote_of(transport: asyncio.BaseTransport) -> str | None:
+    """The client's address, as aiohttp's request.remote reads it from the connection."""
+    peer = transport.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple | list) and peer else None
 
 
 def reply_bytes(reply: Reply, close: bool) -> bytes:
@@ -136,6 +136,7 @@ class FastLane(asyncio.Protocol):
         self._read_paused = False
         self._eof = False
         self._tls = False
+        self._remote: str | None = None  # read once: every request of the connection has it
         self._checked = 0  # bytes at the buffer's start seen to be plain requests
         # The idle deadline: one timer, re-armed when it fires early (see connections.py).
         self._idle_since = 0.0
@@ -146,6 +147,7 @@ class FastLane(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = cast(asyncio.Transport, transport)
         self._tls = transport.get_extra_info("sslcontext") is not None
+        self._remote = remote_of(transport)
 
     def data_received(self, data: bytes) -> None:
         if self._aiohttp is not None:
@@ -234,7 +236,8 @@ class FastLane(asyncio.Protocol):
             return
         self._checked = checked - request.end
         del buffer[:request.end]
-        lane_request = LaneRequest(self._app, request.headers, self._transport, request.path)
+        lane_request = LaneRequest(self._app, request.headers, self._transport, request.path,
+                                   self._remote)
         self._task = self._loop.create_task(self._serve(lane_request, request.head,
                                                         request.body))
 

@@ -52,20 +52,15 @@ class Slots:
     def hold(self, wait: float) -> AbstractAsyncContextManager[None]:
         return _Hold(self, wait)
 
-    async def _acquire(self, wait: float) -> None:
-        if self._free.locked():
-            if wait <= 0:
-                raise self._refusal(wait)
-            try:
-                async with asyncio.timeout(wait):
-                    await self._free.acquire()
-            except TimeoutError:
-                raise self._refusal(wait) from None
-        else:
-            await self._free.acquire()
-        # With the pass's other counts (gateway/observability/metrics.py, _Batch): a
-        # gauge's inc locks and checks as a counter's does, twice per call.
-        move_gauge(self._in_use, 1)
+    async def _wait_for_slot(self, wait: float) -> None:
+        """A slot when none is free now: within ``wait`` seconds, or refused."""
+        if wait <= 0:
+            raise self._refusal(wait)
+        try:
+            async with asyncio.timeout(wait):
+                await self._free.acquire()
+        except TimeoutError:
+            raise self._refusal(wait) from None
 
     def _release(self) -> None:
         self._free.release()
@@ -74,7 +69,8 @@ class Slots:
 
 class _Hold:
     """One slot of :class:`Slots` while the block runs (a class, not a generator-based
-    context manager: every call enters one)."""
+    context manager: every call enters one). It keeps no state of its own: one object
+    may be entered by any number of calls at once."""
 
     __slots__ = ("_slots", "_wait")
 
@@ -83,7 +79,15 @@ class _Hold:
         self._wait = wait
 
     async def __aenter__(self) -> None:
-        await self._slots._acquire(self._wait)
+        # Inline, not a coroutine of the Slots' own: every call enters one.
+        slots = self._slots
+        if slots._free.locked():
+            await slots._wait_for_slot(self._wait)
+        else:
+            await slots._free.acquire()
+        # With the pass's other counts (gateway/observability/metrics.py, _Batch): a
+        # gauge's inc locks and checks as a counter's does, twice per call.
+        move_gauge(slots._in_use, 1)
 
     async def __aexit__(self, *exc: object) -> None:
         self._slots._release()
@@ -108,9 +112,12 @@ class CallLimits:
         self._backend_streams = {a: Slots("backend.max_streams", a,
                                           min(b.max_streams for b in bs))
                                  for a, bs in by_address.items()}
+        # A hold keeps nothing of the call that enters it: one per address serves every
+        # unary call (not one made per call).
+        self._call_holds = {a: slots.hold(self.wait) for a, slots in self._calls.items()}
 
     def call(self, route: TenantRoute) -> AbstractAsyncContextManager[None]:
-        return self._calls[_address(route.config)].hold(self.wait)
+        return self._call_holds[_address(route.config)]
 
     @asynccontextmanager
     async def stream(self, route: TenantRoute) -> AsyncIterator[None]:

@@ -13,7 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from gateway.ingress.common import UNDECODED
 from tests.support.helpers import MakeGateway, v03
+from translators.loss import FIRST_ATTEMPT, LossReport
 
 V10_HEADERS = {"A2A-Version": "1.0"}
 
@@ -235,8 +237,11 @@ async def test_bad_input_gets_jsonrpc_error(http: aiohttp.ClientSession, gw: str
                                             code: int) -> None:
     async with http.post(gw, data=body, headers={"Content-Type": "application/json"}) as resp:
         assert resp.status == 200
+        assert "A2A-Gateway-Dropped" not in resp.headers
         reply = await resp.json()
     assert reply["error"]["code"] == code
+    # The one report every request not decoded yet shares was only read.
+    assert LossReport(attempt=FIRST_ATTEMPT) == UNDECODED
 
 
 async def test_unknown_version_and_strict_mode(http: aiohttp.ClientSession, gw: str,

@@ -29,7 +29,7 @@ from gateway.call import CallContext
 from gateway.config.logs import AccessLogConfig
 from gateway.http.aiohttp_internals import body_bytes_read
 from gateway.observability import tracing
-from gateway.observability.logs.lines import render_unstamped
+from gateway.observability.logs.lines import render_info
 from gateway.observability.logs.writer import LineWriter
 from translators.errors import A2AError
 
@@ -143,7 +143,7 @@ def write(ctx: CallContext | None, client: str | None, status: int | None,
         fields["event"] = "call"
         if settings.worker is not None:
             fields["worker"] = settings.worker
-        settings.writer.msg(render_unstamped(settings.writer, "info", fields))
+        settings.writer.msg(render_info(fields))
     else:
         log.info("call", **fields)
 

@@ -110,6 +110,24 @@ def test_a_request_is_read_whole_or_left_to_aiohttp(data: bytes, verdict: object
     assert (type(got) if isinstance(got, LaneCall) else got) == verdict
 
 
+def _call_with(body: bytes) -> bytearray:
+    return bytearray(b"POST / HTTP/1.1\r\nHost: gw\r\nContent-Length: %d\r\n\r\n%s"
+                     % (len(body), body))
+
+
+@pytest.mark.parametrize("method", ["SendStreamingMessage", "message/stream",
+                                    "SubscribeToTask", "tasks/resubscribe"])
+def test_a_body_naming_a_streaming_method_is_left_to_aiohttp(method: str) -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"%s","params":{}}' % method.encode()
+    assert read_request(_call_with(body), 0, 1000) == "stream"
+
+
+@pytest.mark.parametrize("text", [b"a stream", b"Streams", b"unsubscribed", b"stream/message"])
+def test_a_body_that_only_looks_like_a_stream_is_served(text: bytes) -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"t":"%s"}}' % text
+    assert isinstance(read_request(_call_with(body), 0, 1000), LaneCall)
+
+
 @pytest.mark.parametrize("after, checked", [
     (b"", 0),
     (CALL + CALL, 2 * len(CALL)),

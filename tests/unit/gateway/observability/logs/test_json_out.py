@@ -5,10 +5,13 @@ the json module, so no value a peer sent is lost or crashes a call."""
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
+from unittest import mock
 
 import orjson
+import pytest
 
-from gateway.observability.logs.lines import render_line
+from gateway.observability.logs.lines import render_line, utc_timestamp
 from translators.json_text import dump_bytes, dumps
 
 
@@ -40,3 +43,12 @@ def test_log_lines_keep_their_keys_and_write_any_value() -> None:
     assert line["level"] == "info" and line["timestamp"].endswith("Z")
     line = json.loads(render_line(None, "warn", {"event": "x", "s": "\ud800"}))
     assert line["level"] == "warning" and line["s"] == "\ud800"
+
+
+@pytest.mark.parametrize("micros", [0, 1, 999, 1000, 10_000, 123_456, 999_999])
+def test_the_timestamp_is_the_instant_in_iso_form(micros: int) -> None:
+    nanos = (1_700_000_000 * 1_000_000 + micros) * 1000 + 789  # sub-microsecond: cut
+    with mock.patch("time.time_ns", return_value=nanos):
+        text = utc_timestamp()
+    instant = datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=nanos // 1000)
+    assert text == instant.isoformat().replace("+00:00", "Z")
