@@ -6,7 +6,7 @@ metadata carried, and what a resumed stream must be."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +91,21 @@ async def read(call: Any, until: Callable[[list[Got]], bool] | None = None) -> l
         raise AssertionError(f"the stream stalled after {shapes(seen)}") from None
     return seen
 
+
+
+async def read_acting(call: Any, after: int, act: Callable[[], Awaitable[Any]]) -> list[Got]:
+    """The call's events to its end (BOUND seconds at most), doing ``act`` once its
+    ``after``-th chunk is in: what happens to the gateway or its backend mid-stream."""
+    seen: list[Got] = []
+    try:
+        async with asyncio.timeout(BOUND):
+            while (event := await call.read()) is not grpc.aio.EOF:
+                seen.append(got_of(event))
+                if len(chunks(seen)) == after and seen[-1].step.kind == "artifact":
+                    await act()
+    except TimeoutError:
+        raise AssertionError(f"the stream stalled after {shapes(seen)}") from None
+    return seen
 
 def artifacts(n: int) -> Callable[[list[Got]], bool]:
     return lambda seen: sum(g.step.kind == "artifact" for g in seen) >= n

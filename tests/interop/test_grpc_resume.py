@@ -9,7 +9,6 @@ id in trailing metadata (`last-event-id`).
 
 from __future__ import annotations
 
-import asyncio
 import signal
 from collections.abc import AsyncIterator
 from contextlib import ExitStack
@@ -29,8 +28,8 @@ from tests.interop.grpc_resume_support import (
     assert_resumed,
     chunks,
     ended_with_its_last_id,
-    got_of,
     read,
+    read_acting,
     shapes,
     whole_stream,
 )
@@ -243,12 +242,11 @@ async def test_a_grpc_stream_resumes_on_the_same_gateway_restarted(
         async with grpc.aio.insecure_channel(target) as channel:
             whole = await whole_stream(channel, V10, "t", n)
             call = V10.send(channel, "t", f"stream: {n}", new_id(), new_id())
-            first: list[Got] = []
-            async with asyncio.timeout(BOUND):
-                while (event := await call.read()) is not grpc.aio.EOF:
-                    first.append(got_of(event))
-                    if len(chunks(first)) == 6:  # then it ends at an event boundary
-                        gateway.send_signal(signal.SIGTERM)
+
+            async def stop() -> None:  # the stream then ends at an event boundary
+                gateway.send_signal(signal.SIGTERM)
+
+            first = await read_acting(call, 6, stop)
             await ended_with_its_last_id(call, first)
         assert gateway.wait(BOUND) == 0
     assert len(chunks(first)) < n, shapes(first)  # it ended before the task did
