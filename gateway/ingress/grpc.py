@@ -171,13 +171,19 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
     call, codec = decoded
     # A write is never cut by the shutdown's drain (Streams.uncut): the stream ends after it.
     uncut = streams.uncut if streams is not None else contextlib.nullcontext
-    await held(drive(call, gateway.stream(call), _GrpcSink(call, codec, context, sent, uncut),
-                     streams, wire.GRPC), call, gateway.config.state.journal)
+    sink = _GrpcSink(call, codec, context, sent, uncut)
+    journal = gateway.config.state.journal
+    holds = journal.enabled and journal.hold > 0
+    # At the drain a journaled stream whose task goes on ends for its client (status OK,
+    # its last id in the trailers) and is read on into the journal, as SSE's does.
+    await held(drive(call, gateway.stream(call), sink, streams, wire.GRPC,
+                     leave=sink.leave if holds else None), call, journal, sink)
 
 
 class _GrpcSink:
     """Each event one gRPC message, written as it comes; the end a status (an error's in
-    the client's dialect) with the call's trailers."""
+    the client's dialect) with the call's trailers. At the drain it may end for its client
+    first (:meth:`leave`; detach.EndsEarly), the driver reading on into the journal."""
 
     each_event = True
     # A shutdown before the first event ends the stream with its status, as after.
@@ -188,40 +194,80 @@ class _GrpcSink:
         self.call, self.codec, self.context, self.sent = call, codec, context, sent
         # Each write is a step the shutdown's drain lets finish (a write cut half-done
         # leaves gRPC's core unable to send the status: the client then gets UNAVAILABLE
-        # at the grace's end), and the stream ends after it.
+        # at the grace's end), and the stream ends (or leaves) after it.
         self.uncut = uncut
         self.opened = False
         self.frames: list[tuple[bytes, str | None]] = []  # and the event's id, if journaled
         self.last_id: str | None = None  # of the last event written
+        # The drain's end for the client (leave): from then on nothing is written here;
+        # ``released`` is set once no write is under way, and the handler returns the
+        # status with the trailers (detach._detached).
+        self.left = False
+        self.writing = False
+        self.released: asyncio.Future[None] | None = None
 
     def frame(self, item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
         if event_id is not None:
             item = _with_id(item, event_id)
         self.frames.append((self.codec.event_frame(item, final, self.call.ctx.loss), event_id))
 
+    def release(self) -> asyncio.Future[None]:
+        """The future :meth:`leave` sets once the client's end may be given (no write
+        under way: gateway/streams/detach.py waits for it beside the driver)."""
+        self.released = asyncio.get_running_loop().create_future()
+        return self.released
+
+    def leave(self) -> bool:
+        """End the stream for its client at the drain, after the write under way (the
+        drain asks only between writes: Streams.uncut). False when it cannot (nothing
+        written yet: the drain ends it as any stream, with its status)."""
+        if not self.opened or self.left or self.released is None:
+            return False
+        self.left = True
+        if not self.writing:
+            self.released.set_result(None)
+        return True
+
+    async def end_for_client(self) -> None:
+        """The drain's end for the client: status OK with the trailers, the last id
+        written among them (what the client resumes from)."""
+        self.context.set_trailing_metadata(tuple(_trailers(self.call.ctx, self.last_id)))
+
     async def flush(self, due: bool) -> None:
         frames = self.frames
         while frames:
+            if self.left:  # the journal has them; the client resumes from its last id
+                frames.clear()
+                return
             frame, event_id = frames.pop(0)
             self.opened = True
             self.sent[0] += len(frame)  # bytes of the events written, for the access line
             with self.uncut():
+                self.writing = True
                 try:
                     await self.context.write(frame)
                 except grpc.aio.BaseError as exc:
                     # The call is over for its client (it cancelled, its connection
                     # broke): the driver then reads on for the journal, if it holds.
                     raise ConnectionError(f"the gRPC client is gone: {exc!r}") from None
-            if event_id is not None:
-                self.last_id = event_id
+                finally:
+                    self.writing = False
+                if event_id is not None:
+                    self.last_id = event_id
+                if self.left and self.released is not None and not self.released.done():
+                    self.released.set_result(None)
 
     def keeps(self) -> bool:
         return False  # each event is written as it comes
 
     async def fail(self, err: A2AError) -> None:
+        if self.left:  # its client has had its end
+            return
         await _abort(self.context, self.call.ctx, err, self.codec.refusal(err), self.last_id)
 
     async def finish(self) -> None:
+        if self.left:
+            return
         # The end: the drain (if any) is over, what is framed goes out whole.
         self.uncut = contextlib.nullcontext
         await self.flush(True)

@@ -52,10 +52,12 @@ class Streams:
     @contextlib.contextmanager
     def uncut(self) -> Iterator[None]:
         """A step the drain lets finish, then ends the stream where the step ends (raises
-        CancelledError, as the drain's cancellation would have). A gRPC write cancelled
-        half-done leaves its send pending in gRPC's core, which then refuses the status
-        that ends the stream (GRPC_CALL_ERROR_TOO_MANY_OPERATIONS): the call stays open
-        until the server's grace runs out and its client gets UNAVAILABLE."""
+        CancelledError, as the drain's cancellation would have), or, a stream that can be
+        read on (`on_drain`), ends it for its client there and lets it go on. A gRPC
+        write cancelled half-done leaves its send pending in gRPC's core, which then
+        refuses the status that ends the stream (GRPC_CALL_ERROR_TOO_MANY_OPERATIONS):
+        the call stays open until the server's grace runs out and its client gets
+        UNAVAILABLE."""
         task = asyncio.current_task()
         assert task is not None
         self._uncut.add(task)
@@ -63,8 +65,11 @@ class Streams:
             yield
         finally:
             self._uncut.discard(task)
-        if self.draining:
-            raise asyncio.CancelledError
+        if self.draining and task not in self._held:
+            leave = self._leaves.pop(task, None)
+            if leave is None or not leave():
+                raise asyncio.CancelledError
+            self._held.add(task)
 
     def on_drain(self, leave: Callable[[], bool]) -> None:
         """The current stream's own end at the drain: ``leave()`` ends it for its client

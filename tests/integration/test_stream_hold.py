@@ -13,14 +13,17 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import grpc
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 from prometheus_client import REGISTRY
 
 from gateway.config.models import parse_config
+from gateway.ingress.grpc import EVENT_ID_KEY, LAST_EVENT_ID
 from gateway.server.app import Server
 from gateway.state.journal import JournalEntry
 from gateway.state.sqlite_store import SqliteStore
+from tests.integration.grpc_support import V10_MD, p10_send, v10_stub
 from tests.support.helpers import free_port, serving
 from tests.support.waiting import wait_until
 
@@ -85,14 +88,17 @@ class _Agent:
 
 
 @contextlib.asynccontextmanager
-async def _gateway(agent: _Agent, grace: float = 10.0,
-                   state: str = ":memory:") -> AsyncIterator[tuple[str, Server]]:
-    """The gateway in front of ``agent`` (its SQLite store at ``state``), stopped at the
-    end unless the test stopped it."""
+async def _gateway(agent: _Agent, grace: float = 10.0, state: str = ":memory:",
+                   grpc_port: int | None = None) -> AsyncIterator[tuple[str, Server]]:
+    """The gateway in front of ``agent`` (its SQLite store at ``state``; gRPC too on
+    ``grpc_port``), stopped at the end unless the test stopped it."""
     async with serving(agent.app()) as base:
         port = free_port()
+        listen = {"http": f"127.0.0.1:{port}"}
+        if grpc_port is not None:
+            listen["grpc"] = f"127.0.0.1:{grpc_port}"
         server = Server(parse_config({
-            "listen": {"http": f"127.0.0.1:{port}"}, "shutdown_grace": grace,
+            "listen": listen, "shutdown_grace": grace,
             "state": {"path": state, "journal": {"enabled": True}},
             "tenants": {"q": {"backend": {"url": base + "/", "version": "1.0",
                                           "precheck": False}}}}))
@@ -211,6 +217,12 @@ async def test_at_shutdown_a_stream_ends_for_its_client_and_is_read_on_into_the_
         assert not stopping.done()  # the held stream keeps stop() waiting
         agent.go.set()
         await asyncio.wait_for(stopping, 10)  # the task has ended: well before the grace
+    await _journaled_whole(state)
+    assert agent.messages == 1 and not agent.cut.is_set()
+
+
+async def _journaled_whole(state: str) -> None:
+    """The journal in the SQLite store at ``state`` holds the whole task, ended."""
     store = SqliteStore(state)
     try:
         journal = await store.journal_read("q", "t1", 0, 100)
@@ -219,6 +231,40 @@ async def test_at_shutdown_a_stream_ends_for_its_client_and_is_read_on_into_the_
     assert journal.terminal
     assert _journaled(journal.entries) == ["TASK_STATE_WORKING", "chunk 0", "chunk 1", "chunk 2",
                                    "chunk 3", "chunk 4", "chunk 5", "TASK_STATE_COMPLETED"]
+
+
+def _grpc_chunk(event: pb.StreamResponse) -> tuple[str, str]:
+    """(the event's id in its metadata, its chunk name) of a gRPC client's event."""
+    update = event.artifact_update if event.HasField("artifact_update") else event.status_update
+    name = (event.artifact_update.artifact.parts[0].text if event.HasField("artifact_update")
+            else pb.TaskState.Name(event.status_update.status.state))
+    return str(update.metadata[EVENT_ID_KEY]), name
+
+
+async def test_at_shutdown_a_grpc_stream_ends_ok_with_its_last_id_and_is_read_on(
+        tmp_path: Path) -> None:
+    """The drain for a gRPC client, as for SSE: status OK after the events it had, the
+    last one's id in the trailers (`last-event-id`); the backend's stream is read on into
+    the journal until the task ends, and stop() waits for it."""
+    agent = _Agent()
+    state = str(tmp_path / "state.db")
+    port = free_port()
+    async with (_gateway(agent, 30, state, grpc_port=port) as (_, server),
+                grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel):
+        call = v10_stub(channel).SendStreamingMessage(p10_send("x"), metadata=V10_MD)
+        got = [_grpc_chunk(await call.read()) for _ in range(4)]  # the status, 3 chunks
+        stopping = asyncio.ensure_future(server.stop())
+        # An end, not a reset; nothing after chunk 2: the agent waits for `go`.
+        assert await asyncio.wait_for(call.read(), 10) is grpc.aio.EOF
+        assert await call.code() == grpc.StatusCode.OK
+        trailers = dict(await call.trailing_metadata())
+        assert [name for _, name in got] == ["TASK_STATE_WORKING", "chunk 0", "chunk 1",
+                                             "chunk 2"]
+        assert trailers[LAST_EVENT_ID] == got[-1][0] and all(i for i, _ in got)
+        assert not stopping.done()  # the held stream keeps stop() waiting
+        agent.go.set()
+        await asyncio.wait_for(stopping, 10)  # the task has ended: well before the grace
+    await _journaled_whole(state)
     assert agent.messages == 1 and not agent.cut.is_set()
 
 

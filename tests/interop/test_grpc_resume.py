@@ -9,123 +9,41 @@ id in trailing metadata (`last-event-id`).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+import signal
+from collections.abc import AsyncIterator
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import grpc
 import pytest
-from a2a.compat.v0_3 import a2a_v0_3_pb2 as v03pb
-from a2a.compat.v0_3 import a2a_v0_3_pb2_grpc as v03_grpc
-from a2a.types import a2a_pb2 as pb
-from a2a.types import a2a_pb2_grpc as pb_grpc
-from google.protobuf.json_format import MessageToDict
 from google.rpc import error_details_pb2, status_pb2
 
+from tests.interop.grpc_resume_support import (
+    V03,
+    V10,
+    Client,
+    Got,
+    artifacts,
+    assert_resumed,
+    chunks,
+    ended_with_its_last_id,
+    read,
+    read_acting,
+    shapes,
+    whole_stream,
+)
 from tests.interop.resume_support import (
     BOUND,
-    Step,
     chunk_number,
+    gateway_config,
     new_id,
     own_gateway,
     rpc10,
-    step_of,
 )
-from tests.support.helpers import free_port
+from tests.support.helpers import free_port, gateway_cmd, redis_server, running, wait_for_port
 from tests.support.interop_support import Deployment
 from tests.support.waiting import wait_until
-
-EVENT_ID_KEY = "a2a-gateway/event-id"  # each journaled event's id, in its metadata
-LAST_EVENT_ID = "last-event-id"  # the resume's request key; the end's trailing key
-
-
-@dataclass(frozen=True)
-class Got:
-    """One event as the client read it: its step and the id its metadata carried."""
-
-    step: Step
-    event_id: str | None
-
-
-@dataclass(frozen=True)
-class Client:
-    """One gRPC client dialect: the v1.0 package (`lf.a2a.v1`, tenant in the request) or
-    the v0.3 one (`a2a.v1`, tenant in `x-a2a-tenant` metadata)."""
-
-    version: str
-
-    def metadata(self, tenant: str, last_id: str | None) -> tuple[tuple[str, str], ...]:
-        md = [("a2a-version", "1.0")] if self.version == "1.0" else [("x-a2a-tenant", tenant)]
-        if last_id is not None:
-            md.append((LAST_EVENT_ID, last_id))
-        return tuple(md)
-
-    def send(self, channel: grpc.aio.Channel, tenant: str, text: str, context_id: str,
-             message_id: str, last_id: str | None = None) -> Any:
-        if self.version == "1.0":
-            return pb_grpc.A2AServiceStub(channel).SendStreamingMessage(
-                pb.SendMessageRequest(tenant=tenant, message=pb.Message(
-                    message_id=message_id, context_id=context_id, role=pb.ROLE_USER,
-                    parts=[pb.Part(text=text)])), metadata=self.metadata(tenant, last_id))
-        return v03_grpc.A2AServiceStub(channel).SendStreamingMessage(
-            v03pb.SendMessageRequest(request=v03pb.Message(
-                message_id=message_id, context_id=context_id, role=v03pb.ROLE_USER,
-                content=[v03pb.Part(text=text)])), metadata=self.metadata(tenant, last_id))
-
-    def subscribe(self, channel: grpc.aio.Channel, tenant: str, task_id: str,
-                  last_id: str | None) -> Any:
-        if self.version == "1.0":
-            return pb_grpc.A2AServiceStub(channel).SubscribeToTask(
-                pb.SubscribeToTaskRequest(tenant=tenant, id=task_id),
-                metadata=self.metadata(tenant, last_id))
-        return v03_grpc.A2AServiceStub(channel).TaskSubscription(
-            v03pb.TaskSubscriptionRequest(name=f"tasks/{task_id}"),
-            metadata=self.metadata(tenant, last_id))
-
-
-V10, V03 = Client("1.0"), Client("0.3")
-
-
-def got_of(event: Any) -> Got:
-    """A StreamResponse of either package as a Step, and the id its payload carries."""
-    step = step_of(MessageToDict(event))
-    return Got(step, (step.raw.get("metadata") or {}).get(EVENT_ID_KEY))
-
-
-async def read(call: Any, until: Callable[[list[Got]], bool] | None = None) -> list[Got]:
-    """The call's events until ``until(seen)`` holds (then the call is cancelled, as a
-    client whose connection broke) or the stream ends; BOUND seconds at most."""
-    seen: list[Got] = []
-    try:
-        async with asyncio.timeout(BOUND):
-            async for event in call:
-                seen.append(got_of(event))
-                if until is not None and until(seen):
-                    call.cancel()
-                    break
-    except TimeoutError:
-        raise AssertionError(f"the stream stalled after {shapes(seen)}") from None
-    return seen
-
-
-def artifacts(n: int) -> Callable[[list[Got]], bool]:
-    return lambda seen: sum(g.step.kind == "artifact" for g in seen) >= n
-
-
-def shapes(seen: list[Got]) -> list[tuple[str | None, Any]]:
-    """What a failure message shows of a stream: each event's id and step."""
-    return [(g.event_id, g.step.shape) for g in seen]
-
-
-def steps(seen: list[Got]) -> list[Step]:
-    return [g.step for g in seen]
-
-
-def chunks(seen: list[Got]) -> list[str]:
-    return [g.step.text or "" for g in seen if g.step.kind == "artifact"]
 
 
 async def moved_on(http: aiohttp.ClientSession, base: str, task_id: str, n: int) -> None:
@@ -142,37 +60,6 @@ async def moved_on(http: aiohttp.ClientSession, base: str, task_id: str, n: int)
 async def channel(deployment: Deployment) -> AsyncIterator[grpc.aio.Channel]:
     async with grpc.aio.insecure_channel(deployment.grpc_target()) as opened:
         yield opened
-
-
-async def whole_stream(channel: grpc.aio.Channel, client: Client, tenant: str,
-                       n: int) -> list[Got]:
-    call = client.send(channel, tenant, f"stream: {n}", new_id(), new_id())
-    seen = await read(call)
-    assert await call.code() == grpc.StatusCode.OK, shapes(seen)
-    return seen
-
-
-async def ended_with_its_last_id(call: Any, seen: list[Got]) -> None:
-    """The stream ended OK, and its trailers name the id of its last event."""
-    assert await call.code() == grpc.StatusCode.OK, shapes(seen)
-    trailers = dict(await call.trailing_metadata())
-    assert trailers.get(LAST_EVENT_ID) == seen[-1].event_id, (trailers, shapes(seen))
-
-
-def assert_resumed(whole: list[Got], *parts: list[Got], n: int = 20) -> None:
-    """The parts of a cancelled and resumed stream are, together, the uninterrupted one:
-    every event with an id of its own, every chunk once and in order."""
-    union = [g for part in parts for g in part]
-    shown = [shapes(p) for p in parts]
-    assert all(g.event_id for g in whole), shapes(whole)
-    assert all(g.event_id for g in union), shown
-    ids = [g.event_id for g in union]
-    assert len(set(ids)) == len(ids), f"an id came twice: {shown}"
-    assert chunks(union) == [f"chunk {i}" for i in range(n)], shown
-    assert [s.shape for s in steps(union)] == [s.shape for s in steps(whole)], (
-        shapes(whole), shown)
-    assert union[-1].step.shape == ("status", "completed", None), shown
-    assert {s.task_id for s in steps(union)} == {union[0].step.task_id}, shown
 
 
 CASES = [(V10, "a10"), (V10, "g03"), (V03, "g10"), (V03, "a03")]
@@ -313,3 +200,61 @@ async def test_a_grpc_id_the_journal_no_longer_holds_gets_the_task_marked_as_a_g
     gap = rest[0].step.gap()
     assert isinstance(gap, dict) and gap.get("reason"), shapes(rest)
     assert_snapshot_then_live(rest, 40)
+
+
+@pytest.mark.parametrize("client", [V10, V03], ids=["grpc10", "grpc03"])
+async def test_a_cancelled_grpc_stream_resumes_on_another_replica(
+        deployment: Deployment, http: aiohttp.ClientSession, tmp_path: Path,
+        client: Client) -> None:
+    """Two gateways sharing a real redis-server: what replica A read on into the journal
+    after its client left, replica B serves to the client that comes back there."""
+    agent = deployment.agents["1.0"].jsonrpc
+    ports = free_port(), free_port()
+    with redis_server() as redis_url, ExitStack() as stack:
+        state = {"backend": "redis", "url": redis_url, "key_prefix": f"rs-{new_id()}:"}
+        a_base = stack.enter_context(own_gateway(tmp_path / "a.yaml", agent, state, ports[0]))
+        stack.enter_context(own_gateway(tmp_path / "b.yaml", agent, state, ports[1]))
+        async with (grpc.aio.insecure_channel(f"127.0.0.1:{ports[0]}") as a,
+                    grpc.aio.insecure_channel(f"127.0.0.1:{ports[1]}") as b):
+            whole = await whole_stream(a, client, "t", 20)
+            first = await read(client.send(a, "t", "stream: 20", new_id(), new_id()),
+                               until=artifacts(6))
+            task_id = first[0].step.task_id
+            await moved_on(http, a_base, task_id, 12)
+            call = client.subscribe(b, "t", task_id, first[-1].event_id)
+            rest = await read(call)
+            await ended_with_its_last_id(call, rest)
+    assert_resumed(whole, first, rest)
+
+
+async def test_a_grpc_stream_resumes_on_the_same_gateway_restarted(
+        deployment: Deployment, tmp_path: Path) -> None:
+    """SIGTERM mid-stream (SQLite): the client's stream ends OK with its last id in the
+    trailers, the gateway reads the task on into the journal before it exits (the drain's
+    hold), and the gateway started again serves the rest from there: every chunk once."""
+    n = 40  # ~2 s of chunks: the task goes on past the SIGTERM and ends within the grace
+    port, grpc_port = free_port(), free_port()
+    config = gateway_config(tmp_path / "restart.yaml", port, deployment.agents["1.0"].jsonrpc,
+                            {}, grpc_port)
+    target = f"127.0.0.1:{grpc_port}"
+    with running(gateway_cmd(config), port, log=tmp_path / "restart-1.log") as gateway:
+        wait_for_port(grpc_port)
+        async with grpc.aio.insecure_channel(target) as channel:
+            whole = await whole_stream(channel, V10, "t", n)
+            call = V10.send(channel, "t", f"stream: {n}", new_id(), new_id())
+
+            async def stop() -> None:  # the stream then ends at an event boundary
+                gateway.send_signal(signal.SIGTERM)
+
+            first = await read_acting(call, 6, stop)
+            await ended_with_its_last_id(call, first)
+        assert gateway.wait(BOUND) == 0
+    assert len(chunks(first)) < n, shapes(first)  # it ended before the task did
+    with running(gateway_cmd(config), port, log=tmp_path / "restart-2.log"):
+        wait_for_port(grpc_port)
+        async with grpc.aio.insecure_channel(target) as channel:
+            call = V10.subscribe(channel, "t", first[0].step.task_id, first[-1].event_id)
+            rest = await read(call)
+            await ended_with_its_last_id(call, rest)
+    assert all(g.step.gap() is None for g in rest), shapes(rest)
+    assert_resumed(whole, first, rest, n=n)
