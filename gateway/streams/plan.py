@@ -80,4 +80,6 @@ def _reattached(call: Call, backend: Backend, journal: StreamJournal,
 
     return reattaching(journal, reads, subscribe,
                        lambda task_id: current_task(backend, call, task_id),
-                       Backoff.of(journal.config))
+                       Backoff.of(journal.config),
+                       clean_end_breaks=backend.config.version != V03,
+                       whole_task=call.ctx.client_version != V03)

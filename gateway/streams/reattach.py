@@ -66,28 +66,40 @@ def _goes_on(journal: StreamJournal) -> bool:
             and not ends_stream(journal.last_state))
 
 
-def settled(journal: StreamJournal, task: pb.Task) -> pb.StreamResponse | None:
+def settled(journal: StreamJournal, task: pb.Task,
+            whole_task: bool = True) -> tuple[pb.StreamResponse, ...]:
     """What a client gets of its task when the backend refuses to be subscribed to again
     (the task ended meanwhile): its status, when that is all it lacks; else the Task,
-    which the journal marks as a gap (it holds artifacts the client did not get)."""
-    if not journal.has_artifacts(task):
-        return pb.StreamResponse(task=task)
-    if task.status.state == journal.last_state:
-        return None
-    return pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+    which the journal marks as a gap (it holds artifacts the client did not get). Not
+    ``whole_task`` (a v0.3 client: its SDK takes one Task per stream and refuses a
+    second), the artifacts it lacks come whole instead, each replacing its copy, then
+    the status."""
+    status = pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
         task_id=task.id, context_id=task.context_id, status=task.status))
+    if not journal.has_artifacts(task):
+        if whole_task:
+            return (pb.StreamResponse(task=task),)
+        return (*(pb.StreamResponse(artifact_update=pb.TaskArtifactUpdateEvent(
+            task_id=task.id, context_id=task.context_id, artifact=artifact, append=False,
+            last_chunk=True)) for artifact in task.artifacts
+            if len(artifact.parts) > journal.parts.get(artifact.artifact_id, -1)), status)
+    return () if task.status.state == journal.last_state else (status,)
 
 
 async def reattaching(journal: StreamJournal, reads: EventBatches,
                       subscribe: Callable[[str], EventBatches],
                       current: Callable[[str], Awaitable[pb.Task]], backoff: Backoff,
-                      sleep: Sleep = asyncio.sleep) -> EventBatches:
+                      sleep: Sleep = asyncio.sleep, *, clean_end_breaks: bool = True,
+                      whole_task: bool = True) -> EventBatches:
     """``reads``, and when they end or break while the task goes on, the reads of
     ``subscribe(task_id)`` (the backend's subscribe) after ``backoff``'s waits; an
     attempt that gives the client nothing new counts against ``backoff.attempts``. A
     subscribe the backend refuses ends the stream with ``current(task_id)`` (the task as
-    it is, :func:`settled`); a backend that stays away, cleanly. ``sleep``: the waits
-    (tests give their own clock)."""
+    it is, :func:`settled`, ``whole_task``); a backend that stays away, cleanly.
+    ``clean_end_breaks``: whether a stream the backend closes cleanly before the task's
+    end is a break (not for a v0.3 backend, which closes before its final status as a
+    rule: SettledEnd settles that end). ``sleep``: the waits (tests give their own
+    clock)."""
     source, again = reads, False  # again: source is a re-subscribe
     failed = 0  # attempts in a row that gave the client nothing new
     try:
@@ -111,10 +123,12 @@ async def reattaching(journal: StreamJournal, reads: EventBatches,
                 # Refused, or closed at once: the backend has no more of this task to
                 # stream (it ended meanwhile); what the client lacks of it comes instead.
                 REATTACHES.labels("refused").inc()
-                last = await _current(journal, current)
-                if last is not None:
-                    yield (last,)
+                last = await _current(journal, current, whole_task)
+                if last:
+                    yield last
                 return
+            if broke is None and not clean_end_breaks:
+                return  # the backend's own end of its stream
             if _goes_on(journal):
                 failed = 0 if journal.sent > before else failed + (1 if again else 0)
                 if failed >= backoff.attempts:
@@ -134,10 +148,10 @@ async def reattaching(journal: StreamJournal, reads: EventBatches,
         await close_stream(source)
 
 
-async def _current(journal: StreamJournal,
-                   current: Callable[[str], Awaitable[pb.Task]]) -> pb.StreamResponse | None:
+async def _current(journal: StreamJournal, current: Callable[[str], Awaitable[pb.Task]],
+                   whole_task: bool) -> tuple[pb.StreamResponse, ...]:
     try:
         task = await current(journal.task_id)
     except A2AError:
-        return None  # what was sent stands; the client's last id resumes the rest
-    return settled(journal, task)
+        return ()  # what was sent stands; the client's last id resumes the rest
+    return settled(journal, task, whole_task)

@@ -216,3 +216,40 @@ async def test_a_refused_subscribe_ends_with_what_the_client_lacks_of_the_task(
                                             upstream, current, BACKOFF, Clock().sleep))
     assert got == ["TASK_STATE_WORKING", "chunk 0", *expected]
     assert counted("refused") == before + 1
+
+
+async def test_a_v03_client_gets_what_it_lacks_as_whole_artifacts_then_the_status(
+        journal: StreamJournal) -> None:
+    """Its SDK takes one Task per stream and refuses a second ("Task is already set"):
+    the chunks it lacks come as the whole artifact, replacing its copy, then the end."""
+    upstream = Upstream(([], a2a_error("UnsupportedOperationError", "terminal")))
+
+    async def current(task_id: str) -> pb.Task:
+        return task(DONE, 3)
+
+    got: list[pb.StreamResponse] = []
+    async for batch in reattaching(journal, reads([status(W), chunk(0)], then=gone()),
+                                   upstream, current, BACKOFF, Clock().sleep,
+                                   whole_task=False):
+        got.extend(item for item, _ in await journal.record(list(batch)))
+    assert [item.WhichOneof("payload") for item in got] == [
+        "status_update", "artifact_update", "artifact_update", "status_update"]
+    whole = got[2].artifact_update
+    assert (whole.append, whole.last_chunk) == (False, True)
+    assert [part.text for part in whole.artifact.parts] == ["chunk 0", "chunk 1", "chunk 2"]
+    assert got[3].status_update.status.state == DONE
+
+
+async def test_a_clean_end_is_not_a_break_for_a_v03_backend(journal: StreamJournal) -> None:
+    """A v0.3 agent closes its stream before its final status as a rule (a2a-sdk
+    0.3.26's gRPC agent): that end is settled by a GetTask (SettledEnd), not subscribed
+    to again; a broken connection still is."""
+    upstream = Upstream(([[chunk(1)], [status(DONE)]], None))
+    got = await client(journal, reattaching(journal, reads([status(W), chunk(0)]), upstream,
+                                            no_task, BACKOFF, Clock().sleep,
+                                            clean_end_breaks=False))
+    assert got == ["TASK_STATE_WORKING", "chunk 0"] and upstream.asked == []
+    got = await client(journal, reattaching(journal, reads([chunk(1)], then=gone()),
+                                            upstream, no_task, BACKOFF, Clock().sleep,
+                                            clean_end_breaks=False))
+    assert upstream.asked == ["t1"] and got[-1] == "TASK_STATE_COMPLETED"
