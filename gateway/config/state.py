@@ -167,6 +167,9 @@ class StateConfig(_Model):
     key_prefix: str = Field("a2a-gateway:", description="Prefix of every Redis key (several "
                             "gateways may share one Redis)")
     timeout: float = Field(2.0, gt=0, description="Seconds one Redis command may take")
+    max_connections: int = Field(64, ge=1, le=10_000, description="Redis connections one "
+                                 "gateway process opens at most; when all are busy a "
+                                 "call waits for one, up to `timeout`")
     retention: RetentionConfig = Field(default_factory=RetentionConfig)
     tasks: TaskIndexConfig = Field(default_factory=TaskIndexConfig)
     journal: JournalConfig = Field(default_factory=JournalConfig)

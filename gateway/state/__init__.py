@@ -36,12 +36,14 @@ def open_store(config: StateConfig, environ: Mapping[str, str] | None = None) ->
         if sentinel is None:
             assert config.url is not None
             return RedisStore(config.url, config.key_prefix, config.retention,
-                              password=password, timeout=config.timeout)
+                              password=password, timeout=config.timeout,
+                              max_connections=config.max_connections)
         sentinel_password = env.get(sentinel.sentinel_password_env) \
             if sentinel.sentinel_password_env else None
         connected = connect_sentinel(sentinel, describe_store(config), password=password,
                                      sentinel_password=sentinel_password,
-                                     timeout=config.timeout)
+                                     timeout=config.timeout,
+                                     max_connections=config.max_connections)
         return RedisStore(connected, config.key_prefix, config.retention)
     from gateway.state.sqlite_store import SqliteStore
 

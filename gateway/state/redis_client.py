@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ReadOnlyError
@@ -69,14 +69,28 @@ def _client_options(timeout: float, password: str | None) -> dict[str, Any]:
     return options
 
 
+class _WaitingSentinelPool(SentinelConnectionPool, aioredis.BlockingConnectionPool):
+    """The Sentinel's pool of the primary's connections, waiting for a free one as
+    BlockingConnectionPool does (SentinelConnectionPool alone refuses past its cap)."""
+
+
+def _pool_options(timeout: float, max_connections: int) -> dict[str, Any]:
+    # A bounded pool that waits: redis-py's default pool refuses a command past its cap
+    # ("Too many connections", 100), which more than 100 streams journaling at once
+    # reached; here a command waits for a free connection, for `timeout` at most.
+    return {"max_connections": max_connections, "timeout": timeout}
+
+
 def connect_url(url: str, where: str, *, password: str | None,
-                timeout: float) -> Connected:
-    return Connected(aioredis.Redis.from_url(url, **_client_options(timeout, password)),
-                     where)
+                timeout: float, max_connections: int = 64) -> Connected:
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url, **_client_options(timeout, password), **_pool_options(timeout, max_connections))
+    return Connected(aioredis.Redis.from_pool(pool), where)
 
 
 def connect_sentinel(config: SentinelConfig, where: str, *, password: str | None,
-                     sentinel_password: str | None, timeout: float) -> Connected:
+                     sentinel_password: str | None, timeout: float,
+                     max_connections: int = 64) -> Connected:
     """redis-py's Sentinel client: each new connection asks the sentinels for the
     primary's address, and one to a demoted primary is dropped (its ReadOnlyError becomes
     a ConnectionError), so a retried call reaches the new primary."""
@@ -100,7 +114,9 @@ def connect_sentinel(config: SentinelConfig, where: str, *, password: str | None
         to_sentinels["password"] = sentinel_password
     sentinel = Sentinel(  # type: ignore[no-untyped-call]
         config.addresses(), sentinel_kwargs=to_sentinels, **options)
-    return Connected(sentinel.master_for(config.service), where, sentinel,
+    primary = sentinel.master_for(config.service, connection_pool_class=_WaitingSentinelPool,
+                                  **_pool_options(timeout, max_connections))
+    return Connected(primary, where, sentinel,
                      config.failover_wait, config.replica_acks, config.ack_timeout)
 
 

@@ -59,13 +59,14 @@ class RedisStore:
 
     def __init__(self, url: str | Connected, key_prefix: str = "a2a-gateway:",
                  retention: RetentionConfig | None = None, *, password: str | None = None,
-                 timeout: float = 2.0) -> None:
+                 timeout: float = 2.0, max_connections: int = 64) -> None:
         """``url``: a Redis URL, or a client made by gateway/state/redis_client.py (a
         Sentinel's primary)."""
         self.prefix = key_prefix
         self.retention = retention or RetentionConfig()
         self._conn = url if isinstance(url, Connected) else \
-            connect_url(url, redact_url(url), password=password, timeout=timeout)
+            connect_url(url, redact_url(url), password=password, timeout=timeout,
+                        max_connections=max_connections)
         self._redis = self._conn.client
         self._url = self._conn.where
         self._errors = _ErrorLog(self._url)
