@@ -60,6 +60,7 @@ class RelayWorker:
         self._wake = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
         self._busy: dict[str, asyncio.Task[None]] = {}  # lane → its delivery in flight
+        self._claimed: dict[asyncio.Task[None], int] = {}  # the delivery each one makes
         # Digest of the last snapshot delivered per lane, least recent first.
         self._last_snapshot: OrderedDict[str, str] = OrderedDict()
 
@@ -94,8 +95,10 @@ class RelayWorker:
         lane = d.item.lane
         task = asyncio.create_task(self._deliver(d), name=f"push-relay-{d.item.task_id}")
         self._busy[lane] = task
+        self._claimed[task] = d.id
 
         def done(_: asyncio.Task[None]) -> None:
+            self._claimed.pop(task, None)
             if self._busy.get(lane) is task:
                 del self._busy[lane]
             self._wake.set()  # the lane's next delivery may go now
@@ -177,9 +180,15 @@ class RelayWorker:
         busy = set(self._busy.values())
         if busy:
             _, pending = await asyncio.wait(busy, timeout=SHUTDOWN_GRACE)
+            unfinished = [self._claimed[task] for task in pending if task in self._claimed]
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
             if pending:
                 _log().warning("push relay stopped with deliveries in flight; they stay "
                                "queued", deliveries=len(pending))
+            try:
+                await self.queue.relay_release(unfinished)
+            except StoreError as exc:  # their leases run out instead
+                _log().warning("push relay could not release its deliveries",
+                               error=str(exc))

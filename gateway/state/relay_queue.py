@@ -85,6 +85,10 @@ class RelayQueueStore(Protocol):
     async def relay_done(self, delivery_id: int) -> None:
         """Delivered: forget it (its lane's next one may go)."""
 
+    async def relay_release(self, delivery_ids: list[int]) -> None:
+        """Give claimed deliveries back unattempted (a process that stops): due at once
+        for any process, instead of after their lease."""
+
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:
         """An attempt failed: count it, remember its outcome, release the lease, due again

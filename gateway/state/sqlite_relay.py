@@ -174,6 +174,11 @@ class SqliteRelayQueue:
         await self._relay_write(lambda db: db.execute("DELETE FROM relay_queue WHERE id = ?",
                                                       (delivery_id,)))
 
+    async def relay_release(self, delivery_ids: list[int]) -> None:
+        await self._relay_write(lambda db: db.executemany(
+            "UPDATE relay_queue SET leased_until = 0 WHERE id = ?",
+            [(i,) for i in delivery_ids]))
+
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:
         await self._relay_write(lambda db: retry(db, delivery_id, delay, status, error, body,
