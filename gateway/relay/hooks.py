@@ -59,15 +59,10 @@ class PushRelay:
         self.counters = COUNTERS
         self.state = RelayState(store=store)  # a store: shared with replicas
         self.deliverer = Deliverer(self.settings, self.guard, fetch_task)
-        self._store = store
         self._own_queue: Store | None = None
         self._worker: RelayWorker | None = None
         if self.enabled and isinstance(store, RelayQueueStore):
             self._start_worker(store)  # deliveries queued before a restart go out now
-        elif self.enabled and store is not None:
-            log.warning("push relay queue kept in this process's memory: the state "
-                        f"backend {store.backend} has no relay queue yet, so queued "
-                        "deliveries are lost when the process stops")
         if self.enabled:
             if source == "generated":
                 log.warning(
@@ -170,7 +165,7 @@ class PushRelay:
     def _queue(self) -> tuple[RelayQueueStore, RelayWorker]:
         if self._worker is not None:
             return self._worker.queue, self._worker
-        # No durable queue in the configured store: one in this process's memory.
+        # No store (a relay built alone, in tests): a queue in this process's memory.
         from gateway.state.sqlite_store import SqliteStore
 
         own = SqliteStore(":memory:")

@@ -39,6 +39,8 @@ from gateway.state.redis_lua import (
     UPSERT,
     UPSERT_MANY,
 )
+from gateway.state.redis_relay import SCRIPTS as RELAY_SCRIPTS
+from gateway.state.redis_relay import RedisRelayQueue
 from translators.json_text import dump_bytes
 
 _BATCH = 500
@@ -53,7 +55,7 @@ def _ms(seconds: float) -> int:
     return max(1, math.ceil(seconds * 1000))
 
 
-class RedisStore:
+class RedisStore(RedisRelayQueue):
     backend = "redis"
 
     def __init__(self, url: str, key_prefix: str = "a2a-gateway:",
@@ -85,6 +87,10 @@ class RedisStore:
         self._take = self._redis.register_script(TAKE)
         self._journal_append = self._redis.register_script(APPEND)
         self._journal_read = self._redis.register_script(READ)
+        # The relay queue (gateway/state/redis_relay.py), its keys under one hash tag.
+        self._relay = {name: self._redis.register_script(text)
+                       for name, text in RELAY_SCRIPTS.items()}
+        self._relay_base = f"{key_prefix}rq:{{rq}}:"
 
     async def _do(self, step: Any) -> Any:
         # redis-py types its commands as ``Awaitable[T] | T``; on the asyncio client they
@@ -216,6 +222,10 @@ class RedisStore:
         return JournalRead([JournalEntry(start + i, d) for i, d in enumerate(data)],
                            held_first(first if first <= last else None, last), last,
                            bool(out[2]))
+
+    async def _relay_eval(self, script: str, args: list[Any]) -> Any:
+        return await self._do(eval_bytes(self._redis, self._relay[script], [],
+                                         [self._relay_base, *args]))
 
     async def ping(self) -> None:
         await self._do(self._redis.ping())
