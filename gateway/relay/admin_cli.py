@@ -91,8 +91,7 @@ async def _main(args: argparse.Namespace) -> int:
     store = open_store(config.state)
     try:
         if not isinstance(store, RelayQueueStore):
-            raise ConfigError(f"state.backend {config.state.backend} keeps no relay queue "
-                              "(its deliveries wait in each process's memory)")
+            raise ConfigError(f"state.backend {config.state.backend} keeps no relay queue")
         return await _act(args, store, sealer)
     finally:
         await store.close()

@@ -11,8 +11,8 @@ delivery ``lease`` seconds; a process that dies holding it leaves it to any othe
 that (the same attempt may then be made twice: at-least-once, the `webhook-id` lets
 receivers drop the repeat).
 
-The SQLite store implements it (gateway/state/sqlite_relay.py); the Redis store does not
-yet (the relay then queues in process memory and says so at start).
+Both stores implement it (gateway/state/sqlite_relay.py, gateway/state/redis_relay.py);
+a relay built without a store (tests) queues in an in-memory SQLite database.
 """
 
 from __future__ import annotations
