@@ -47,7 +47,11 @@ _SPENT_MEMORY = 7 * 24 * 3600.0
 
 def _refusal(err: A2AError) -> web.Response:
     status, body = error_to_rest_v10(err)
-    return web.Response(text=dumps(body), status=status, content_type="application/json")
+    # An agent told when to come back (store down, queue full) retries then.
+    retry_after = err.metadata.get("retry_after")
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return web.Response(text=dumps(body), status=status, content_type="application/json",
+                        headers=headers)
 
 
 def _refused(relay: PushRelay, why: str, **fields: str) -> web.Response:

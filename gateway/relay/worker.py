@@ -76,13 +76,15 @@ class RelayWorker:
         while True:
             wait = poll
             try:
+                # A read first: an idle queue costs no write transaction a look.
+                due = await self.queue.relay_next_due()
                 free = self.settings.queue.concurrency - len(self._busy)
-                if free > 0:
+                if due == 0 and free > 0:
                     for d in await self.queue.relay_claim(free, self.settings.queue.lease,
                                                           frozenset(self._busy)):
                         self._spawn(d)
-                due = await self.queue.relay_next_due()
-                if due is not None:
+                    due = await self.queue.relay_next_due()
+                if due is not None and due > 0:
                     wait = min(poll, due)
             except StoreError as exc:
                 _log().warning("push relay queue unavailable; looking again",
@@ -108,19 +110,21 @@ class RelayWorker:
         item = d.item
         trace_context.adopt(json.loads(item.trace or "{}"))
         dropped: list[str] = json.loads(item.dropped or "[]")
+        fields: dict[str, Any] = {"tenant": item.tenant, "task_id": item.task_id,
+                                  "webhook_id": item.webhook_id}
         try:
-            target = self.sealer.open(item.sealed, check_age=False)
-        except SealError as exc:
-            # No configured key opens it any more (rotated out): nowhere to deliver.
-            await self.queue.relay_bury(d.id, 0, f"relay URL no longer opens: {exc}", None,
-                                        self.settings.queue.dead_letter_ttl)
-            self.counters.bump("failed")
-            _log().warning("push relay delivery failed", tenant=item.tenant,
-                           task_id=item.task_id, attempts=d.attempts, webhook_id=item.webhook_id,
-                           error=f"relay URL no longer opens: {exc}")
-            return
-        fields = log_fields(target, item.task_id, d.attempts + 1, dropped)
-        try:
+            try:
+                target = self.sealer.open(item.sealed, check_age=False)
+            except SealError as exc:
+                # No configured key opens it any more (rotated out): nowhere to deliver.
+                error = f"relay URL no longer opens: {exc}"
+                await self.queue.relay_bury(d.id, 0, error, None,
+                                            self.settings.queue.dead_letter_ttl)
+                self.counters.bump("failed")
+                _log().warning("push relay delivery failed", **fields, error=error)
+                return
+            fields = {**log_fields(target, item.task_id, d.attempts + 1, dropped),
+                      "webhook_id": item.webhook_id}
             data, snapshot = item.body, None
             if data is None:
                 loss = LossReport()
@@ -144,6 +148,11 @@ class RelayWorker:
             raise
         except Exception as exc:  # a bug of ours must not go unnoticed, nor kill the worker
             _log().exception("push relay delivery broke", **fields, error=str(exc))
+            # Counted as an attempt: a delivery that always breaks ends as a dead letter
+            # instead of being claimed again for ever.
+            with contextlib.suppress(StoreError):
+                await self._report(d, Outcome(0, f"{type(exc).__name__}: {exc}", True), None,
+                                   None, fields)
 
     async def _report(self, d: QueuedDelivery, outcome: Outcome, snapshot: str | None,
                       made: bytes | None, fields: dict[str, Any]) -> None:
@@ -156,21 +165,20 @@ class RelayWorker:
                 if len(self._last_snapshot) > _REMEMBERED_SNAPSHOTS:
                     self._last_snapshot.popitem(last=False)
             self.counters.bump("delivered")
-            _log().info("push relay delivered", **fields, webhook_id=d.item.webhook_id)
+            _log().info("push relay delivered", **fields)
             return
         if outcome.retry and attempts <= self.settings.retries:
             delay = backoff(self.settings, attempts, outcome.retry_after)
             await self.queue.relay_retry(d.id, delay, outcome.status, outcome.error, made)
             self.counters.bump("retried")
             _log().info("push relay delivery will be retried", **fields,
-                        webhook_id=d.item.webhook_id, error=outcome.error,
-                        retry_in=round(delay, 3))
+                        error=outcome.error, retry_in=round(delay, 3))
             return
         await self.queue.relay_bury(d.id, outcome.status, outcome.error, made,
                                     self.settings.queue.dead_letter_ttl)
         self.counters.bump("failed")
-        _log().warning("push relay delivery failed", **fields, webhook_id=d.item.webhook_id,
-                       status=outcome.status, error=outcome.error, dead_letter=True)
+        _log().warning("push relay delivery failed", **fields, status=outcome.status,
+                       error=outcome.error, dead_letter=True)
 
     async def close(self) -> None:
         if self._loop is not None:

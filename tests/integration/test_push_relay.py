@@ -464,3 +464,37 @@ async def test_v03_snapshots_are_coalesced_and_not_repeated(receiver: Hooks) -> 
         await r.close()
     assert received.empty()  # one delivery for all four events
     assert stub.calls == 2
+
+
+async def test_a_full_queue_and_a_large_body_are_refused_not_acknowledged(
+        make_gateway: MakeGateway, http: aiohttp.ClientSession) -> None:
+    """Not stored, not answered 2xx: a tenant's full queue is a 503 with Retry-After (the
+    agent retries), a body over queue.max_body a 413."""
+    key = new_key()
+    dead = free_port()  # nothing listens: the first delivery stays queued
+    gw = await make_gateway({"demo": v03("http://127.0.0.1:9/")}, push_relay={
+        **LOOPBACK_OK, "keys": [key], "retries": 30, "backoff": 60,
+        "queue": {"max_per_tenant": 1, "max_body": 400}}) + "/"
+    sealed = seal(relay(keys=[key]), target(url=f"http://127.0.0.1:{dead}/hook",
+                                           client_version="1.0", backend_version="0.3"))
+    token = {"X-A2A-Notification-Token": "relay-tok"}
+
+    def task(state: str, note: str = "") -> dict[str, Any]:
+        return {"kind": "task", "id": "t1", "contextId": "c", "status": {"state": state},
+                "metadata": {"note": note}}
+
+    async with http.post(gw + "_relay/" + sealed, json=task("working"),
+                         headers=token) as resp:
+        assert resp.status == 202
+    with capture_logs() as logs:
+        async with http.post(gw + "_relay/" + sealed, json=task("completed"),
+                             headers=token) as resp:
+            assert resp.status == 503 and resp.headers["Retry-After"] == "1"
+            assert "queue is full" in (await resp.json())["error"]["message"]
+    full = next(e for e in logs if e["event"] == "push relay queue full: notification "
+                "refused")
+    assert full["tenant"] == "demo" and full["limit"] == 1
+    async with http.post(gw + "_relay/" + sealed, json=task("working", "x" * 500),
+                         headers=token) as resp:
+        assert resp.status == 413
+        assert "push_relay.queue.max_body" in (await resp.json())["error"]["message"]
