@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 
 import structlog
+from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
 from gateway.ingress.common import gateway_of, read_body
@@ -108,13 +109,14 @@ async def handle(request: web.Request) -> web.Response:
                         "relay URL was registered for", tenant=target.tenant)
     try:
         body = body_for_client(event, raw, target.backend_version, target.client_version, loss)
+        if body is None and not task_id and target.client_version == V03:
+            raise a2a_error("UnsupportedOperationError", "a message outside any task has no "
+                            "v0.3 webhook form (v0.3 webhooks carry a Task)")
     except A2AError as err:  # answered 202: the backend did its part; we log and count
-        _undeliverable(relay, target, task_id, f"untranslatable body: {err.message}", loss)
-        return web.json_response({}, status=202)
-    if body is None and not task_id and target.client_version == V03:
-        _undeliverable(relay, target, task_id, "a message outside any task has no v0.3 "
-                       "webhook form (v0.3 webhooks carry a Task)", loss)
-        return web.json_response({}, status=202)
+        relay.counters.bump("failed")
+        log.warning("push relay delivery failed", error=f"undeliverable: {err.message}",
+                    **log_fields(target, task_id, 0, list(loss.dropped)))
+        return await _taken(request, relay, target, sid, event)
     # The same notification posted again has the same id: the queue takes it once.
     webhook_id = "msg_" + hashlib.sha256(f"{sid}:".encode() + raw_bytes).hexdigest()[:32]
     item = NewDelivery(
@@ -140,16 +142,17 @@ async def handle(request: web.Request) -> web.Response:
                  task_id=task_id)
         return web.json_response({}, status=202)
     relay.counters.bump("coalesced" if queued == "coalesced" else "accepted")
+    return await _taken(request, relay, target, sid, event)
+
+
+async def _taken(request: web.Request, relay: PushRelay, target: RelayTarget, sid: str,
+                 event: pb.StreamResponse) -> web.Response:
+    """A notification taken (queued, or undeliverable): the task index sees it, and one
+    that ends its task spends the seal."""
+    gateway = gateway_of(request)
     route = gateway.tenants.get(target.tenant)
     gateway.tasks.relayed(target.tenant, route.label if route is not None else "", event)
     if ends_task(event):
         await relay.state.spend(sid, relay.settings.spent_after,
                                 relay.settings.seal_max_age or _SPENT_MEMORY)
     return web.json_response({}, status=202)
-
-
-def _undeliverable(relay: PushRelay, target: RelayTarget, task_id: str, why: str,
-                   loss: LossReport) -> None:
-    relay.counters.bump("failed")
-    log.warning("push relay delivery failed", **log_fields(target, task_id, 0,
-                                                            list(loss.dropped)), error=why)
