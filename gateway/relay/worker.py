@@ -43,6 +43,8 @@ from translators.loss import LossReport
 # place in the queue (another look, here or elsewhere, claims them when the lease ends).
 SHUTDOWN_GRACE = 5.0
 _REMEMBERED_SNAPSHOTS = 4096
+# Seconds a woken worker waits for other wakes before it looks at the queue.
+_GATHER = 0.002
 
 
 def _log() -> Any:
@@ -76,21 +78,30 @@ class RelayWorker:
         while True:
             wait = poll
             try:
-                # A read first: an idle queue costs no write transaction a look.
-                due = await self.queue.relay_next_due()
                 free = self.settings.queue.concurrency - len(self._busy)
-                if due == 0 and free > 0:
-                    for d in await self.queue.relay_claim(free, self.settings.queue.lease,
-                                                          frozenset(self._busy)):
-                        self._spawn(d)
+                if free > 0:  # else a delivery that ends wakes the loop
+                    # A read first: an idle queue costs no write transaction a look.
                     due = await self.queue.relay_next_due()
-                if due is not None and due > 0:
-                    wait = min(poll, due)
+                    if due == 0:
+                        claimed = await self.queue.relay_claim(
+                            free, self.settings.queue.lease, frozenset(self._busy))
+                        for d in claimed:
+                            self._spawn(d)
+                        due = None if len(claimed) == free else \
+                            await self.queue.relay_next_due()
+                    if due is not None and due > 0:
+                        wait = min(poll, due)
             except StoreError as exc:
                 _log().warning("push relay queue unavailable; looking again",
                                error=str(exc))
-            with contextlib.suppress(TimeoutError):
+            try:
                 await asyncio.wait_for(self._wake.wait(), max(wait, 0.005))
+            except TimeoutError:
+                continue
+            # Woken (a delivery queued here, or one ended): wakes that come together, as
+            # deliveries ending in a burst, share one look (each look reads the whole
+            # queue's lane heads).
+            await asyncio.sleep(_GATHER)
             self._wake.clear()
 
     def _spawn(self, d: QueuedDelivery) -> None:
