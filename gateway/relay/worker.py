@@ -60,6 +60,7 @@ class RelayWorker:
         self.deliverer = deliverer
         self.counters = counters
         self._wake = asyncio.Event()
+        self._stopping = False
         self._loop: asyncio.Task[None] | None = None
         self._busy: dict[str, asyncio.Task[None]] = {}  # lane → its delivery in flight
         self._claimed: dict[asyncio.Task[None], int] = {}  # the delivery each one makes
@@ -75,7 +76,7 @@ class RelayWorker:
 
     async def _run(self) -> None:
         poll = self.settings.queue.poll
-        while True:
+        while not self._stopping:
             wait = poll
             try:
                 free = self.settings.queue.concurrency - len(self._busy)
@@ -94,9 +95,14 @@ class RelayWorker:
             except StoreError as exc:
                 _log().warning("push relay queue unavailable; looking again",
                                error=str(exc))
+            # asyncio.wait, not wait_for: Python 3.11's wait_for can swallow the
+            # cancellation that stops this loop when the wake comes at the same moment.
+            waiter = asyncio.ensure_future(self._wake.wait())
             try:
-                await asyncio.wait_for(self._wake.wait(), max(wait, 0.005))
-            except TimeoutError:
+                done, _ = await asyncio.wait({waiter}, timeout=max(wait, 0.005))
+            finally:
+                waiter.cancel()
+            if not done:
                 continue
             # Woken (a delivery queued here, or one ended): wakes that come together, as
             # deliveries ending in a burst, share one look (each look reads the whole
@@ -192,6 +198,7 @@ class RelayWorker:
                        error=outcome.error, dead_letter=True)
 
     async def close(self) -> None:
+        self._stopping = True
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
