@@ -1,6 +1,6 @@
 """`a2a-gateway`: serve, check a config, print the config schema, make keys (keygen), run
 the demo agent, probe an agent (doctor), read who still calls a gateway (usage), hash an
-API key."""
+API key, handle the push relay's dead letters (relay)."""
 
 from __future__ import annotations
 
@@ -265,6 +265,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=_doctor)
+    from gateway.relay import admin_cli
+
+    admin_cli.add_parser(sub, config_help)
     p = sub.add_parser("usage", help="which client versions and bindings call a gateway "
                        "(from its /metrics)")
     p.add_argument("url", help="the gateway's base URL (or its /metrics URL)")

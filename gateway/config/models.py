@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.config.auth import AuthConfig, effective
 from gateway.config.env import EnvOverrideError, apply_env_overrides, name_the_variable
 from gateway.config.logs import OLDER_LEVEL, LogConfig, LogLevel
+from gateway.config.relay_queue import RelayQueueConfig
 from gateway.config.state import StateConfig
 from gateway.config.tracing import TracingConfig
 from translators.loss import LossPolicy
@@ -238,15 +239,18 @@ class PushRelayConfig(_Model):
     guard_direct_webhooks: bool = Field(default=True, description="Apply the SSRF guard "
                                         "also to webhooks the backend calls directly (same "
                                         "version, not relayed)")
-    retries: int = Field(default=3, ge=0, le=20, description="Delivery retries after the "
-                         "first try")
-    backoff: float = Field(default=0.5, ge=0, description="Seconds before the first retry; "
-                           "doubles each time")
+    # Svix-like: ten retries doubling from 5 s (capped at queue.max_backoff) span about
+    # 1.4 hours, enough for a receiver's restart or a deploy, not days of retrying.
+    retries: int = Field(default=10, ge=0, le=30, description="Delivery retries after the "
+                         "first try (timeouts, connection errors, 408/425/429, 5xx)")
+    backoff: float = Field(default=5.0, ge=0, description="Seconds before the first retry; "
+                           "doubles each time up to queue.max_backoff")
     timeout: float = Field(default=10.0, gt=0, description="Seconds one delivery attempt "
                            "may take")
     allow_private_webhooks: bool = Field(default=False, description="Turn the SSRF guard "
                                          "off: allow webhooks on loopback, private, "
                                          "link-local and metadata addresses")
+    queue: RelayQueueConfig = Field(default_factory=RelayQueueConfig)
     webhook_allowlist: list[str] = Field(default_factory=list, description="Addresses, "
                                          "CIDR networks or host names allowed despite the "
                                          "SSRF guard")
@@ -277,6 +281,15 @@ class PushRelayConfig(_Model):
                                      f"name") from None
             out.append(entry)
         return out
+
+
+    @model_validator(mode="after")
+    def _lease(self) -> PushRelayConfig:
+        # A lease that ran out mid-attempt would let another process send it again.
+        if self.queue.lease <= self.timeout:
+            raise ValueError(f"push_relay.queue.lease ({self.queue.lease:g} s) must exceed "
+                             f"push_relay.timeout ({self.timeout:g} s)")
+        return self
 
 
 _HOST_NAME = re.compile(r"^[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?)*\.?$")

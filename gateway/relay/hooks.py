@@ -16,6 +16,7 @@ client's webhook, and delivers what the backend posts there in the client's vers
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
 from collections.abc import Mapping
@@ -28,11 +29,13 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config.models import GatewayConfig
-from gateway.relay.delivery import COUNTERS, Delivery, FetchTask
+from gateway.relay.delivery import COUNTERS, Deliverer, FetchTask
 from gateway.relay.guard import WebhookGuard
 from gateway.relay.seals import Sealer, SealError, load_keys, relay_base, sealed_part
 from gateway.relay.state import RelayState
+from gateway.relay.worker import RelayWorker
 from gateway.state import Store
+from gateway.state.relay_queue import Enqueued, NewDelivery, RelayQueueLimits, RelayQueueStore
 from translators import operations as ops
 from translators.errors import invalid_params
 from translators.webhooks import register_relay, restore_client_config, target_from_config
@@ -55,7 +58,11 @@ class PushRelay:
         self.base = relay_base(config)
         self.counters = COUNTERS
         self.state = RelayState(store=store)  # a store: shared with replicas
-        self.delivery = Delivery(self.settings, self.guard, fetch_task, self.counters)
+        self.deliverer = Deliverer(self.settings, self.guard, fetch_task)
+        self._own_queue: Store | None = None
+        self._worker: RelayWorker | None = None
+        if self.enabled and isinstance(store, RelayQueueStore):
+            self._start_worker(store)  # deliveries queued before a restart go out now
         if self.enabled:
             if source == "generated":
                 log.warning(
@@ -143,5 +150,43 @@ class PushRelay:
             return
         restore_client_config(cfg, target)
 
+    # ------------------------------------------------------------ the queue
+
+    def _start_worker(self, queue: RelayQueueStore) -> RelayWorker:
+        worker = RelayWorker(queue, self.settings, self.sealer, self.deliverer, self.counters)
+        self._worker = worker
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return worker  # built outside a loop (tests): started at the first enqueue
+        worker.start()
+        return worker
+
+    def _queue(self) -> tuple[RelayQueueStore, RelayWorker]:
+        if self._worker is not None:
+            return self._worker.queue, self._worker
+        # No store (a relay built alone, in tests): a queue in this process's memory.
+        from gateway.state.sqlite_store import SqliteStore
+
+        own = SqliteStore(":memory:")
+        self._own_queue = own
+        return own, self._start_worker(own)
+
+    async def enqueue(self, item: NewDelivery) -> Enqueued:
+        """Store a notification's delivery (StoreError when the store cannot); the worker
+        delivers it."""
+        queue, worker = self._queue()
+        limits = RelayQueueLimits(self.settings.queue.max_per_tenant,
+                                  self.settings.replay_window)
+        outcome = await queue.relay_enqueue(item, limits)
+        worker.start()
+        if outcome == "queued":
+            worker.wake()
+        return outcome
+
     async def close(self) -> None:
-        await self.delivery.close()
+        if self._worker is not None:
+            await self._worker.close()
+        await self.deliverer.close()
+        if self._own_queue is not None:
+            await self._own_queue.close()

@@ -10,20 +10,23 @@ from typing import Any
 
 from gateway.observability import tracing
 
-# The trace context a backend's webhook notification came with, for the delivery tasks
-# the relay endpoint starts (asyncio tasks copy the context they are created in).
+# The trace context a backend's webhook notification came with, set in each delivery's
+# own task (the relay worker's: gateway/relay/worker.py).
 _relay_parent: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
     "a2a_relay_parent", default=None)
 _delivery_span: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "a2a_delivery_span", default=None)
 
 
-def relay_inbound(headers: Mapping[str, str]) -> None:
-    """A backend's webhook notification: its trace context becomes the parent of the
-    deliveries it causes (set in the handler's context, which their tasks copy)."""
-    carrier = tracing.carrier_of(headers)
-    if carrier is not None:
-        _relay_parent.set(carrier)
+def inbound(headers: Mapping[str, str]) -> dict[str, str]:
+    """A backend's webhook notification's trace context (empty: none), stored with its
+    deliveries in the relay queue: it becomes their parent (:func:`adopt`)."""
+    return tracing.carrier_of(headers) or {}
+
+
+def adopt(carrier: dict[str, str]) -> None:
+    """In a delivery's own asyncio task: its notification's trace context is the parent."""
+    _relay_parent.set(carrier or None)
 
 
 async def delivery(target: Any, work: Awaitable[tuple[int, str]]) -> tuple[int, str]:

@@ -43,6 +43,8 @@ from gateway.state.redis_lua import (
     UPSERT,
     UPSERT_MANY,
 )
+from gateway.state.redis_relay import SCRIPTS as RELAY_SCRIPTS
+from gateway.state.redis_relay import RedisRelayQueue
 from translators.json_text import dump_bytes
 
 _BATCH = 500
@@ -54,7 +56,7 @@ def _ms(seconds: float) -> int:
     return max(1, math.ceil(seconds * 1000))
 
 
-class RedisStore:
+class RedisStore(RedisRelayQueue):
     backend = "redis"
 
     def __init__(self, url: str | Connected, key_prefix: str = "a2a-gateway:",
@@ -79,6 +81,10 @@ class RedisStore:
         self._take = self._redis.register_script(TAKE)
         self._journal_append = self._redis.register_script(APPEND)
         self._journal_read = self._redis.register_script(READ)
+        # The relay queue (gateway/state/redis_relay.py), its keys under one hash tag.
+        self._relay = {name: self._redis.register_script(text)
+                       for name, text in RELAY_SCRIPTS.items()}
+        self._relay_base = f"{key_prefix}rq:{{rq}}:"
 
     async def _do(self, step: Callable[[], Awaitable[Any]], *, failover: bool = True) -> Any:
         """``step()``, through a failover in progress (Sentinel: within
@@ -253,6 +259,12 @@ class RedisStore:
 
     async def journal_size(self) -> JournalSize | None:
         return None  # the journals are keys that expire: counting them is a SCAN
+
+    async def _relay_eval(self, script: str, args: list[Any]) -> Any:
+        # Not yet followed by WAIT (replica_acks), as the other writes are: a queued
+        # delivery only the primary held can be lost in a failover (docs/state.md).
+        return await self._do(lambda: eval_bytes(self._redis, self._relay[script], [],
+                                                 [self._relay_base, *args]))
 
     async def ping(self) -> None:
         # One try: /readyz says at once that no primary answers (a failover, an outage).

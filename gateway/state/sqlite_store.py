@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import gateway.state.sqlite_journal as sqlite_journal
+import gateway.state.sqlite_relay as sqlite_relay
 from gateway.config.state import RetentionConfig
 from gateway.state.base import (
     StoreError,
@@ -39,6 +40,7 @@ from gateway.state.base import (
 )
 from gateway.state.journal import JournalLimits, JournalRead, JournalSize
 from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
+from gateway.state.sqlite_relay import SqliteRelayQueue
 
 T = TypeVar("T")
 
@@ -140,7 +142,7 @@ def connect(path: str) -> sqlite3.Connection:
             if not memory:
                 db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            db.executescript(_SCHEMA + sqlite_journal.SCHEMA)
+            db.executescript(_SCHEMA + sqlite_journal.SCHEMA + sqlite_relay.SCHEMA)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open the SQLite store {path}: {exc}") from exc
     return db
@@ -149,7 +151,7 @@ def connect(path: str) -> sqlite3.Connection:
 _COLUMNS = "tenant, task_id, context_id, state, created_at, updated_at, owner, backend"
 
 
-class SqliteStore:
+class SqliteStore(SqliteRelayQueue):
     backend = "sqlite"
 
     def __init__(self, path: str = ":memory:", retention: RetentionConfig | None = None,
@@ -178,6 +180,16 @@ class SqliteStore:
             return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
         except sqlite3.Error as exc:
             raise StoreError(f"SQLite store {self.path}: {exc}") from exc
+
+    async def _relay_write(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._run(self._tx, fn)  # the relay queue (sqlite_relay.py)
+
+    async def _relay_read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._run(lambda: fn(self._connection()))
+
+    def _connection(self) -> sqlite3.Connection:
+        assert self._db is not None
+        return self._db
 
     def _tx(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` in a write transaction (BEGIN IMMEDIATE: one writer at a time across
@@ -316,6 +328,7 @@ class SqliteStore:
             db.execute("DELETE FROM spent WHERE expires <= ?", (now,))
             db.execute("DELETE FROM buckets WHERE full_at <= ?", (now,))
             sqlite_journal.prune(db, self._clock())
+            sqlite_relay.prune(db, now)
             return dropped
         return await self._run(self._tx, prune)
 

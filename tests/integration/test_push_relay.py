@@ -19,7 +19,6 @@ from structlog.testing import capture_logs
 
 from gateway.config.models import PushRelayConfig, parse_config
 from gateway.relay.delivery import COUNTERS
-from gateway.relay.guard import WebhookGuard
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, load_keys, sealed_part
 from tests.support.helpers import MakeGateway, free_port, serving, v03
@@ -430,26 +429,72 @@ class _StubBackend:
 
 
 async def test_v03_snapshots_are_coalesced_and_not_repeated(receiver: Hooks) -> None:
+    """Snapshots queued behind one not yet made are one (one fetch covers them); a
+    snapshot equal to the one just delivered on its lane is not sent again."""
     from a2a.types import a2a_pb2 as pb
 
-    from gateway.relay.delivery import Delivery
-    from translators.loss import LossReport
+    from gateway.state.relay_queue import NewDelivery
 
     base, received = receiver
-    settings = PushRelayConfig(webhook_allowlist=["127.0.0.1"])
     stub = _StubBackend()
-    delivery = Delivery(settings, WebhookGuard(settings), stub.fetch_task, COUNTERS)
+    r = relay(webhook_allowlist=["127.0.0.1"], keys=[new_key()])
+    r.deliverer.fetch_task = stub.fetch_task
     t = target(url=f"{base}/coalesce", client_version="0.3", backend_version="1.0",
                task_id="t1", authentication=None)
+    sealed = seal(r, t)
     event = pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
         task_id="t1", context_id="ctx",
         status=pb.TaskStatus(state=pb.TaskState.TASK_STATE_WORKING)))
+
+    def item(n: int) -> NewDelivery:
+        return NewDelivery(tenant="demo", lane="seal:t1", webhook_id=f"msg_{n}",
+                           sealed=sealed, task_id="t1", body=None,
+                           event=event.SerializeToString(), dropped="[]", trace="{}")
+
     coalesced = COUNTERS.coalesced
-    for _ in range(3):  # three events before the first snapshot is fetched
-        delivery.submit("sealed", t, event, None, LossReport())
-    _, _, body = await asyncio.wait_for(received.get(), 5)
-    assert body["kind"] == "task" and body["status"]["state"] == "completed"
-    delivery.submit("sealed", t, event, None, LossReport())  # the same state again
-    await delivery.close()
+    try:
+        # Three events queued at once (the worker claims the first only after them).
+        outcomes = await asyncio.gather(*(r.enqueue(item(n)) for n in range(3)))
+        assert sorted(outcomes) == ["coalesced", "coalesced", "queued"]
+        _, _, body = await asyncio.wait_for(received.get(), 5)
+        assert body["kind"] == "task" and body["status"]["state"] == "completed"
+        assert await r.enqueue(item(3)) == "queued"  # the same state again
+        await wait_until(lambda: COUNTERS.coalesced > coalesced, "the repeat coalesced")
+    finally:
+        await r.close()
     assert received.empty()  # one delivery for all four events
-    assert stub.calls == 2 and COUNTERS.coalesced == coalesced + 3
+    assert stub.calls == 2
+
+
+async def test_a_full_queue_and_a_large_body_are_refused_not_acknowledged(
+        make_gateway: MakeGateway, http: aiohttp.ClientSession) -> None:
+    """Not stored, not answered 2xx: a tenant's full queue is a 503 with Retry-After (the
+    agent retries), a body over queue.max_body a 413."""
+    key = new_key()
+    dead = free_port()  # nothing listens: the first delivery stays queued
+    gw = await make_gateway({"demo": v03("http://127.0.0.1:9/")}, push_relay={
+        **LOOPBACK_OK, "keys": [key], "retries": 30, "backoff": 60,
+        "queue": {"max_per_tenant": 1, "max_body": 400}}) + "/"
+    sealed = seal(relay(keys=[key]), target(url=f"http://127.0.0.1:{dead}/hook",
+                                           client_version="1.0", backend_version="0.3"))
+    token = {"X-A2A-Notification-Token": "relay-tok"}
+
+    def task(state: str, note: str = "") -> dict[str, Any]:
+        return {"kind": "task", "id": "t1", "contextId": "c", "status": {"state": state},
+                "metadata": {"note": note}}
+
+    async with http.post(gw + "_relay/" + sealed, json=task("working"),
+                         headers=token) as resp:
+        assert resp.status == 202
+    with capture_logs() as logs:
+        async with http.post(gw + "_relay/" + sealed, json=task("completed"),
+                             headers=token) as resp:
+            assert resp.status == 503 and resp.headers["Retry-After"] == "1"
+            assert "queue is full" in (await resp.json())["error"]["message"]
+    full = next(e for e in logs if e["event"] == "push relay queue full: notification "
+                "refused")
+    assert full["tenant"] == "demo" and full["limit"] == 1
+    async with http.post(gw + "_relay/" + sealed, json=task("working", "x" * 500),
+                         headers=token) as resp:
+        assert resp.status == 413
+        assert "push_relay.queue.max_body" in (await resp.json())["error"]["message"]
