@@ -34,7 +34,7 @@ from gateway.ingress.exit import refused, run_unary
 from gateway.observability import tracing
 from gateway.observability.logs import access
 from gateway.pipeline.core import Gateway
-from gateway.streams.detach import held
+from gateway.streams.detach import LeavesAtDrain, held
 from gateway.streams.driver import drive
 from gateway.streams.registry import Streams
 from translators.dialects import grpc as wire
@@ -180,7 +180,7 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
                      leave=sink.leave if holds else None), call, journal, sink)
 
 
-class _GrpcSink:
+class _GrpcSink(LeavesAtDrain):
     """Each event one gRPC message, written as it comes; the end a status (an error's in
     the client's dialect) with the call's trailers. At the drain it may end for its client
     first (:meth:`leave`; detach.EndsEarly), the driver reading on into the journal."""
@@ -199,34 +199,12 @@ class _GrpcSink:
         self.opened = False
         self.frames: list[tuple[bytes, str | None]] = []  # and the event's id, if journaled
         self.last_id: str | None = None  # of the last event written
-        # The drain's end for the client (leave): from then on nothing is written here;
-        # ``released`` is set once no write is under way, and the handler returns the
-        # status with the trailers (detach._detached).
-        self.left = False
-        self.writing = False
-        self.released: asyncio.Future[None] | None = None
+        LeavesAtDrain.__init__(self)  # the handler returns the status at the drain
 
     def frame(self, item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
         if event_id is not None:
             item = _with_id(item, event_id)
         self.frames.append((self.codec.event_frame(item, final, self.call.ctx.loss), event_id))
-
-    def release(self) -> asyncio.Future[None]:
-        """The future :meth:`leave` sets once the client's end may be given (no write
-        under way: gateway/streams/detach.py waits for it beside the driver)."""
-        self.released = asyncio.get_running_loop().create_future()
-        return self.released
-
-    def leave(self) -> bool:
-        """End the stream for its client at the drain, after the write under way (the
-        drain asks only between writes: Streams.uncut). False when it cannot (nothing
-        written yet: the drain ends it as any stream, with its status)."""
-        if not self.opened or self.left or self.released is None:
-            return False
-        self.left = True
-        if not self.writing:
-            self.released.set_result(None)
-        return True
 
     async def end_for_client(self) -> None:
         """The drain's end for the client: status OK with the trailers, the last id
@@ -250,12 +228,11 @@ class _GrpcSink:
                     # The call is over for its client (it cancelled, its connection
                     # broke): the driver then reads on for the journal, if it holds.
                     raise ConnectionError(f"the gRPC client is gone: {exc!r}") from None
+                else:
+                    if event_id is not None:
+                        self.last_id = event_id
                 finally:
-                    self.writing = False
-                if event_id is not None:
-                    self.last_id = event_id
-                if self.left and self.released is not None and not self.released.done():
-                    self.released.set_result(None)
+                    self.wrote()
 
     def keeps(self) -> bool:
         return False  # each event is written as it comes

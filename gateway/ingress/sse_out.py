@@ -13,7 +13,7 @@ from gateway.call import Call
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
 from gateway.ingress.connections import answer_started
 from gateway.streams import turns
-from gateway.streams.detach import held
+from gateway.streams.detach import LeavesAtDrain, held
 from gateway.streams.driver import drive
 from gateway.streams.sse import SSE_HEADERS
 from translators.dialects.contract import SseClientCodec
@@ -44,7 +44,7 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     return held(driving, call, journal, sink)
 
 
-class SseSink:
+class SseSink(LeavesAtDrain):
     """Frames kept until a turn's worth is written in one write (a write costs the worker
     as much as a few events); the first frames at once. The response starts with the
     first write, so that an error before it is still a plain error answer."""
@@ -76,18 +76,7 @@ class SseSink:
         self.frame = frame  # a closure, not a method: one attribute lookup less per event
         self._loop = asyncio.get_running_loop()
         self.written = 0.0  # the loop's time of the last write
-        # The drain's end for the client (leave): from then on nothing is written here;
-        # ``released`` is set once no write is under way, and the handler ends the
-        # response (_detached).
-        self.left = False
-        self.writing = False
-        self.released: asyncio.Future[None] | None = None
-
-    def release(self) -> asyncio.Future[None]:
-        """The future :meth:`leave` sets once the drain's end for the client may be
-        written (gateway/streams/detach.py waits for it beside the driver)."""
-        self.released = self._loop.create_future()
-        return self.released
+        LeavesAtDrain.__init__(self)  # the handler ends the response at the drain
 
     async def end_for_client(self) -> web.StreamResponse:
         """The drain's end for the client, the driver reading on without it. Its
@@ -96,17 +85,6 @@ class SseSink:
         self.response.force_close()
         await self.response.write_eof()
         return self.response
-
-    def leave(self) -> bool:
-        """End the stream for its client at the drain, at an event boundary: what is
-        being written goes out whole, nothing after it. False when it cannot (nothing
-        written yet: the drain answers it as it does any stream)."""
-        if not self.opened or self.left or self.released is None:
-            return False
-        self.left = True
-        if not self.writing:
-            self.released.set_result(None)
-        return True
 
     async def flush(self, due: bool) -> None:
         frames = self.frames
@@ -132,9 +110,7 @@ class SseSink:
         try:
             await self.response.write(data)
         finally:
-            self.writing = False
-            if self.left and self.released is not None and not self.released.done():
-                self.released.set_result(None)
+            self.wrote()
         if first:
             answer_started(self.request)  # the first event is out
 

@@ -30,6 +30,43 @@ class EndsEarly(Protocol[T_co]):
         ...
 
 
+class LeavesAtDrain:
+    """The part of a sink (SSE, gRPC) that ends its stream for its client at the drain,
+    at an event boundary, the driver reading on into the journal: from :meth:`leave` on
+    nothing is written; ``released`` (:meth:`release`) is set once no write is under way
+    (:meth:`wrote` after each write), and the ingress then gives the client its
+    end (EndsEarly.end_for_client, awaited by :func:`_detached`)."""
+
+    opened: bool  # the sink's: whether anything was written
+
+    def __init__(self) -> None:
+        self.left = False
+        self.writing = False
+        self.released: asyncio.Future[None] | None = None
+
+    def release(self) -> asyncio.Future[None]:
+        self.released = asyncio.get_running_loop().create_future()
+        return self.released
+
+    def leave(self) -> bool:
+        """End the stream for its client after the write under way. False when it
+        cannot (nothing written yet: the drain ends it as any stream)."""
+        if not self.opened or self.left or self.released is None:
+            return False
+        self.left = True
+        if not self.writing:
+            self.released.set_result(None)
+        return True
+
+    def wrote(self) -> None:
+        """After each write (set ``writing`` before it; call this in its ``finally``): a
+        leave that waited for the write is released. (Not a context manager: this is on
+        every SSE write's path, and a generator per write costs.)"""
+        self.writing = False
+        if self.left and self.released is not None and not self.released.done():
+            self.released.set_result(None)
+
+
 def held(driving: Awaitable[T], call: Call, journal: JournalConfig,
          early: EndsEarly[T] | None = None) -> Awaitable[T]:
     """``driving`` (the call's stream driver) as the ingress awaits it: detached when the

@@ -267,9 +267,11 @@ async def _leave_a_stream(url: str, grpc_port: int, client: str) -> None:
 async def test_shutdown_ends_open_grpc_streams_cleanly(fake: FakeBackend,
                                                        journaled: bool) -> None:
     """Journaled, the end also names the id of the last event in its trailers
-    (`last-event-id`, docs/streams.md): where the client resumes on another gateway."""
+    (`last-event-id`, docs/streams.md): where the client resumes on another gateway. Its
+    backend stream is then read on into the journal for `hold` (here 1 s: this backend
+    never ends its task), within the grace."""
     port = free_port()
-    state = {"path": ":memory:", "journal": {"enabled": journaled}}
+    state = {"path": ":memory:", "journal": {"enabled": journaled, "hold": 1}}
     config = parse_config({
         "listen": {"http": f"127.0.0.1:{free_port()}", "grpc": f"127.0.0.1:{port}"},
         "tenants": {"fake": v03(f"127.0.0.1:{fake.port}", "1.0", "GRPC")},

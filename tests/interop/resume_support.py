@@ -258,3 +258,15 @@ async def rpc10(http: aiohttp.ClientSession, base: str, method: str, params: Any
         answer = await resp.json(content_type=None)
     assert "result" in answer, answer
     return answer["result"]
+
+
+async def assert_sent_once(http: aiohttp.ClientSession, base: str, context_id: str,
+                           task_id: str, text: str) -> None:
+    """The agent got the message once, however often its stream was resumed: one task in
+    the context, one user turn (``text``) in it."""
+    listed = await rpc10(http, base, "ListTasks", {"contextId": context_id})
+    assert [t["id"] for t in listed["tasks"]] == [task_id], listed
+    task = await rpc10(http, base, "GetTask", {"id": task_id, "historyLength": 100})
+    asked = [m["parts"][0]["text"] for m in task.get("history", [])
+             if m["role"] == "ROLE_USER"]
+    assert asked == [text], task

@@ -35,6 +35,7 @@ from tests.interop.grpc_resume_support import (
 )
 from tests.interop.resume_support import (
     BOUND,
+    assert_sent_once,
     chunk_number,
     gateway_config,
     new_id,
@@ -99,13 +100,7 @@ async def test_a_retried_grpc_send_with_the_last_id_resumes_without_sending_agai
     rest = await read(call)
     await ended_with_its_last_id(call, rest)
     assert_resumed(whole, first, rest)
-    # The agent got the message once: one task in the context, one user turn in it.
-    listed = await rpc10(http, base, "ListTasks", {"contextId": context_id})
-    assert [t["id"] for t in listed["tasks"]] == [task_id], listed
-    task = await rpc10(http, base, "GetTask", {"id": task_id, "historyLength": 100})
-    asked = [m["parts"][0]["text"] for m in task.get("history", [])
-             if m["role"] == "ROLE_USER"]
-    assert asked == ["stream: 20"], task
+    await assert_sent_once(http, base, context_id, task_id, "stream: 20")
 
 
 def assert_invalid_argument(client: Client, err: grpc.aio.AioRpcError) -> None:

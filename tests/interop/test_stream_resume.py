@@ -24,6 +24,7 @@ from tests.interop.resume_support import (
     Step,
     artifacts,
     assert_invalid_params,
+    assert_sent_once,
     chunk_number,
     chunks,
     gateway_config,
@@ -109,13 +110,7 @@ async def test_a_retried_send_with_the_last_id_resumes_without_sending_again(
     task_id, last_id = first[0][1].task_id, first[-1][0].id
     rest = await resume(http, J10, send, last_id)  # the very same request, and the id
     assert_resumed(whole, first, rest)
-    # The agent got the message once: one task in the context, one user turn in it.
-    listed = await rpc10(http, base, "ListTasks", {"contextId": context_id})
-    assert [t["id"] for t in listed["tasks"]] == [task_id], listed
-    task = await rpc10(http, base, "GetTask", {"id": task_id, "historyLength": 100})
-    asked = [m["parts"][0]["text"] for m in task.get("history", [])
-             if m["role"] == "ROLE_USER"]
-    assert asked == ["stream: 20"], task
+    await assert_sent_once(http, base, context_id, task_id, "stream: 20")
 
 
 @pytest.fixture
