@@ -282,7 +282,6 @@ class PushRelayConfig(_Model):
             out.append(entry)
         return out
 
-
     @model_validator(mode="after")
     def _lease(self) -> PushRelayConfig:
         # A lease that ran out mid-attempt would let another process send it again.
