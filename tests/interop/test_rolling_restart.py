@@ -1,12 +1,10 @@
 """A rolling restart behind one address (issue 30 item 4): two gateway replicas sharing a
 real redis-server (the journal on) behind a real nginx, 100 streams of the official v1.0
-SDK agent's `stream: N` skill open through it: 84 in the four SSE client dialects, 16 of
-gRPC clients of both packages (one channel balancing round robin over both replicas'
-gRPC listeners). One replica gets SIGTERM, comes back, then the other: each stream a
-drain ends, its client resumes with its last id (`Last-Event-ID`; gRPC: `last-event-id`
-metadata) through the same address (landing on the replica still serving) until its
-task is terminal. Every client must end with the task a direct client gets, every chunk
-as an event, none twice, no gap.
+SDK agent's `stream: N` skill open through it in the four SSE client dialects. One
+replica gets SIGTERM, comes back, then the other: each stream a drain ends, its client
+resumes with `Last-Event-ID` through the same address (landing on the replica still
+serving) until its task is terminal. Every client must end with the task a direct client
+gets, every chunk as an event, none twice, no gap.
 
 Why nginx: it is what stands in front of replicas in production, and a stopped replica
 refusing the connection sends the reconnect to the other one (tests/support/
@@ -28,12 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import grpc
 
-from tests.interop.grpc_resume_support import V03, V10, got_of
-from tests.interop.grpc_resume_support import Client as GrpcClient
 from tests.interop.resume_support import (
-    BOUND,
     BY_NAME,
     DIALECTS,
     Dialect,
@@ -45,52 +39,29 @@ from tests.interop.resume_support import (
     stream_through,
 )
 from tests.interop.test_stream_resume import replayed_events, snapshot_chunks
-from tests.support.helpers import free_port, gateway_cmd, redis_server, running, wait_for_port
+from tests.support.helpers import free_port, gateway_cmd, redis_server, running
 from tests.support.interop_support import Deployment
 from tests.support.nginx_process import nginx_balancer
 from tests.support.sse_client import SseStream
 from tests.support.waiting import wait_until
 
-STREAMS = 84
-GRPC_STREAMS = 16  # and gRPC clients of both packages, on one channel over both replicas
-# Round robin over both replicas' gRPC listeners, a stopped one tried again soon (it comes
-# back: a rolling restart), as nginx's `max_fails=0` does for the SSE clients.
-GRPC_BALANCING = [("grpc.lb_policy_name", "round_robin"),
-                  ("grpc.initial_reconnect_backoff_ms", 100),
-                  ("grpc.min_reconnect_backoff_ms", 100),
-                  ("grpc.max_reconnect_backoff_ms", 500)]
+STREAMS = 100
 CHUNKS = 100  # 50 ms apart, longer under load: the tasks outlive both replicas' turns
 GRACE = 5.0  # each replica's shutdown_grace: how long it reads on what its drain ended
 ATTEMPTS = 20  # calls one client may make (its send, its resumes, refused retries)
 TERMINAL = {"completed", "failed", "canceled", "rejected"}
 
 
-@dataclass(frozen=True)
-class _Id:
-    """A gRPC event's id where an SSE event's would be (what `check` reads of it)."""
-
-    id: str | None
-
-
 @dataclass
 class Client:
-    """One stream's client, SSE (``dialect``) or gRPC (``grpc``): what it got, and why it
-    called again."""
+    """One stream's client: what it got, and why it called again."""
 
-    dialect: Dialect | None
-    grpc: GrpcClient | None = None
+    dialect: Dialect
     seen: Seen = field(default_factory=list)
     cuts: list[str] = field(default_factory=list)  # the phase of each clean end mid-task
     refused: int = 0  # calls answered "shutting down, retry" (none expected)
     resumed_at: int = 0  # len(seen) when it last resumed
     done: bool = False
-
-    @property
-    def name(self) -> str:
-        if self.grpc is not None:
-            return f"grpc{self.grpc.version.replace('.', '')}"
-        assert self.dialect is not None
-        return self.dialect.name
 
     def step_states(self) -> list[str]:
         return [step.state for _, step in self.seen if step.state is not None]
@@ -125,7 +96,6 @@ async def follow(http: aiohttp.ClientSession, base: str, client: Client,
     """Stream the task, and resume it from the last id after each clean end until it is
     terminal. A call a draining replica refused ("shutting down; retry") is retried."""
     dialect = client.dialect
-    assert dialect is not None
     call = dialect.send(base, f"stream: {CHUNKS}", new_id(), new_id())
     last_id: str | None = None
     for _ in range(ATTEMPTS):
@@ -153,41 +123,7 @@ async def follow(http: aiohttp.ClientSession, base: str, client: Client,
         last_id = client.seen[-1][0].id
         client.resumed_at = len(client.seen)
         call = dialect.subscribe(base, client.seen[0][1].task_id)
-    raise AssertionError(f"{client.name}: not terminal after {ATTEMPTS} calls: "
-                         f"{[s.shape for _, s in client.seen][-5:]}")
-
-
-async def follow_grpc(channel: grpc.aio.Channel, client: Client, phase: list[str]) -> None:
-    """`follow` for a gRPC client: its channel balances over both replicas (round robin,
-    a replica that refuses the connection skipped). A call that ends with no event (a
-    draining replica's listener still takes calls, and ends them at once) or that the
-    stopping listener turned away (UNAVAILABLE before any event) is made again."""
-    rpc = client.grpc
-    assert rpc is not None
-    call = rpc.send(channel, "t", f"stream: {CHUNKS}", new_id(), new_id())
-    for _ in range(ATTEMPTS * 5):  # turned away at most every other call: see above
-        before = len(client.seen)
-        try:
-            async with asyncio.timeout(BOUND):
-                async for event in call:  # as they come: the test waits on them
-                    got = got_of(event)
-                    client.seen.append((_Id(got.event_id), got.step))
-        except grpc.aio.AioRpcError as err:
-            assert len(client.seen) == before != 0, (err, client.seen[before:])
-            assert err.code() == grpc.StatusCode.UNAVAILABLE, err
-        else:
-            assert await call.code() == grpc.StatusCode.OK
-        if client.terminal:
-            client.done = True
-            return
-        assert client.seen, "the stream ended before its first event"
-        if len(client.seen) > before:
-            client.cuts.append(phase[0])
-            client.resumed_at = len(client.seen)
-        else:
-            client.refused += 1
-        call = rpc.subscribe(channel, "t", client.seen[0][1].task_id, client.seen[-1][0].id)
-    raise AssertionError(f"{client.name}: not terminal after {ATTEMPTS * 5} calls: "
+    raise AssertionError(f"{dialect.name}: not terminal after {ATTEMPTS} calls: "
                          f"{[s.shape for _, s in client.seen][-5:]}")
 
 
@@ -224,34 +160,22 @@ async def test_a_rolling_restart_of_two_replicas_loses_no_event(
     ports = [free_port(), free_port()]
     with redis_server() as redis_url, ExitStack() as stack:
         state = {"backend": "redis", "url": redis_url, "key_prefix": f"rr-{new_id()}:"}
-        # gRPC: the new A listens on a port of its own, the old one's being open until
-        # its drain ends (a draining gateway still takes gRPC calls, and ends them).
-        grpc_ports = [free_port(), free_port(), free_port()]
-        configs = [gateway_config(tmp_path / f"{name}.yaml", port, agent, state, grpc_port,
+        configs = [gateway_config(tmp_path / f"{name}.yaml", port, agent, state,
                                   shutdown_grace=GRACE)
-                   for name, port, grpc_port in zip(("a", "b", "a-2"), [*ports, ports[0]],
-                                                    grpc_ports, strict=True)]
+                   for name, port in zip("ab", ports, strict=True)]
         a = stack.enter_context(running(gateway_cmd(configs[0]), ports[0],
                                         log=tmp_path / "a-1.log"))
         b = stack.enter_context(running(gateway_cmd(configs[1]), ports[1],
                                         log=tmp_path / "b.log"))
         balancer = stack.enter_context(nginx_balancer(ports, tmp_path / "nginx.log"))
         base = f"http://127.0.0.1:{balancer}/t"
-        for port in grpc_ports[:2]:  # opened after the HTTP port
-            wait_for_port(port)
         clients = [Client(DIALECTS[i % len(DIALECTS)]) for i in range(STREAMS)]
-        rpcs = [Client(None, (V10, V03)[i % 2]) for i in range(GRPC_STREAMS)]
         phase = ["before"]
         connector = aiohttp.TCPConnector(limit=0)  # every stream at once
-        async with (aiohttp.ClientSession(connector=connector) as http,
-                    grpc.aio.insecure_channel(
-                        "ipv4:" + ",".join(f"127.0.0.1:{p}" for p in grpc_ports),
-                        options=GRPC_BALANCING) as channel):
+        async with aiohttp.ClientSession(connector=connector) as http:
             direct = asyncio.ensure_future(stream_through(
                 http, f"http://127.0.0.1:{agent}/", BY_NAME["j10"], f"stream: {CHUNKS}"))
-            following = asyncio.gather(*(follow(http, base, c, phase) for c in clients),
-                                       *(follow_grpc(channel, c, phase) for c in rpcs))
-            clients += rpcs
+            following = asyncio.gather(*(follow(http, base, c, phase) for c in clients))
             try:
                 await wait_until(lambda: all(chunks(c.seen) for c in clients),
                                  "every stream's first chunk", timeout=60)
@@ -261,8 +185,7 @@ async def test_a_rolling_restart_of_two_replicas_loses_no_event(
                 # started in a thread, the clients go on meanwhile.
                 await wait_until(lambda: not listening(ports[0]), "A's listener closed")
                 await asyncio.to_thread(stack.enter_context, running(
-                    gateway_cmd(configs[2]), ports[0], log=tmp_path / "a-2.log"))
-                await asyncio.to_thread(wait_for_port, grpc_ports[2])
+                    gateway_cmd(configs[0]), ports[0], log=tmp_path / "a-2.log"))
                 # Every client A's drain ended has resumed (and got an event: its replay
                 # is served).
                 await wait_until(lambda: all(c.done or len(c.seen) > c.resumed_at
@@ -286,8 +209,7 @@ async def test_a_rolling_restart_of_two_replicas_loses_no_event(
     cuts = [cut for c in clients for cut in c.cuts]
     lost = sum(len(set(expected[1]) - set(chunks(c.seen))) for c in clients)
     counts = {
-        "streams": STREAMS, "grpc_streams": GRPC_STREAMS, "chunks_each": CHUNKS,
-        "live_at_second_stop": live_at_b,
+        "streams": STREAMS, "chunks_each": CHUNKS, "live_at_second_stop": live_at_b,
         "cut_by_a": cuts.count("a"), "cut_by_b": cuts.count("b"),
         "resumes": len(cuts), "refused_retries": sum(c.refused for c in clients),
         "events": sum(len(c.seen) for c in clients),
@@ -296,9 +218,8 @@ async def test_a_rolling_restart_of_two_replicas_loses_no_event(
                                                for c in clients),
         "gaps": sum(step.gap() is not None for c in clients for _, step in c.seen)}
     print(f"\nROLLING-RESTART-COUNTS: {json.dumps(counts)}")
-    assert not wrong, {i: (clients[i].name, p) for i, p in list(wrong.items())[:3]}
+    assert not wrong, {i: (clients[i].dialect.name, p) for i, p in list(wrong.items())[:3]}
     assert lost == 0 and cuts.count("before") == 0, counts
     # Both drains ended streams mid-task: the restart was rolled under load.
     assert cuts.count("a") > 0 and cuts.count("b") > 0, counts
-    assert any(c.cuts for c in clients if c.grpc is not None), counts  # gRPC's drain too
     assert all(c.done for c in clients)
