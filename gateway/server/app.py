@@ -130,8 +130,14 @@ class Server:
         self._tasks.add(asyncio.create_task(
             prune_forever(self.store, config.state.retention.interval)))
         first = Gateway(config, self._session, self.store, shared_state=self._shared_state)
-        if first.auth is not None:
-            await first.auth.prime()  # a JWK set file that cannot be used stops the start
+        try:
+            if first.auth is not None:
+                await first.auth.prime()  # a JWK set file that cannot be used stops the start
+        except BaseException:
+            # Not held yet, so stop() would not close it: its sessions and its relay
+            # worker (which would read the store stop() closes) end here.
+            await first.close()
+            raise
         holder = GatewayHolder(first)
         self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.

@@ -86,6 +86,9 @@ def test_a_file_gone_after_preflight_is_named_by_its_path(option: str,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
+    # What the start had opened is closed: no unclosed session, no relay worker left to
+    # read the store the stop closed (both were error lines here).
+    assert '"level":"error"' not in done.stderr, done.stderr
     secret = "secret file " if "backend_auth" in option else ""
     assert done.stdout.splitlines() == [
         f"{option}: cannot read {secret}{files[option]}: No such file or directory"]
