@@ -72,17 +72,27 @@ class Gateway:
         self.config = config
         self.version_rules = VersionRules(tuple(config.versions), config.strict_versions)
         self.cards = CardPublisher(config)
-        self._own_sessions: list[aiohttp.ClientSession] = []
-        self.tenants: dict[str, TenantRoute] = {
-            name: self._route(name, t.backend, session,
-                              effective(config.auth, t.auth).backend_tls)
-            for name, t in config.tenants.items()}
-        self.limits = CallLimits(config)
         # Who may call what, how often (README "Security"); None when nothing is
-        # configured. A reload keeps the rate buckets and open-call counts.
+        # configured. A reload keeps the rate buckets and open-call counts. Built before
+        # the routes: a secret file it cannot read stops the build before any session
+        # is made.
         self.auth: GatewayAuth | None = build_auth(
             config, previous.auth if previous is not None else None,
             store if shared_state else None)
+        self._own_sessions: list[aiohttp.ClientSession] = []
+        try:
+            self.tenants: dict[str, TenantRoute] = {
+                name: self._route(name, t.backend, session,
+                                  effective(config.auth, t.auth).backend_tls)
+                for name, t in config.tenants.items()}
+        except BaseException:
+            # A tenant that cannot be built (a secret file gone since preflight): the
+            # sessions made for the others were never used, so there is nothing to close
+            # but their state, which aiohttp would otherwise report as unclosed.
+            for own in self._own_sessions:
+                own.detach()
+            raise
+        self.limits = CallLimits(config)
         # What outlives this config and is shared by workers and replicas (state/); the
         # server owns it and closes it.
         self.store = store
