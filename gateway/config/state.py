@@ -92,6 +92,12 @@ class JournalConfig(_Model):
     reattach_max_backoff: float = Field(2.0, ge=0, description="Seconds between two "
                                         "attempts to re-attach at most")
 
+    @property
+    def holds(self) -> bool:
+        """Whether a journaled stream is read on without its client (it left, or the
+        drain ended it for its client): one rule for both ingresses and the driver."""
+        return self.enabled and self.hold > 0
+
 
 def _host_port(value: str) -> str:
     host, sep, port = value.rpartition(":")

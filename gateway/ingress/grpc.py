@@ -41,15 +41,11 @@ from translators.dialects import grpc as wire
 from translators.dialects.contract import Refusal
 from translators.errors import A2AError
 from translators.grpc_errors import STATUS_DETAILS_KEY, GrpcStatus
+from translators.resume_marks import LAST_EVENT_ID, with_event_id
 from translators.versions import V03, V10
 
 Metadata = dict[str, list[str]]
 Current = Callable[[], Gateway]
-
-# The request and trailing metadata key of a stream's cursor (SSE's `Last-Event-ID`), and
-# the metadata key of each journaled event that carries its own (both docs/streams.md).
-LAST_EVENT_ID = "last-event-id"
-EVENT_ID_KEY = "a2a-gateway/event-id"
 
 
 def _metadata(context: grpc.aio.ServicerContext) -> Metadata:
@@ -173,11 +169,10 @@ async def _serve_stream(ctx: CallContext, method: wire.WireMethod, md: Metadata,
     uncut = streams.uncut if streams is not None else contextlib.nullcontext
     sink = _GrpcSink(call, codec, context, sent, uncut)
     journal = gateway.config.state.journal
-    holds = journal.enabled and journal.hold > 0
     # At the drain a journaled stream whose task goes on ends for its client (status OK,
     # its last id in the trailers) and is read on into the journal, as SSE's does.
     await held(drive(call, gateway.stream(call), sink, streams, wire.GRPC,
-                     leave=sink.leave if holds else None), call, journal, sink)
+                     leave=sink.leave if journal.holds else None), call, journal, sink)
 
 
 class _GrpcSink(LeavesAtDrain):
@@ -203,7 +198,7 @@ class _GrpcSink(LeavesAtDrain):
 
     def frame(self, item: pb.StreamResponse, final: bool, event_id: str | None = None) -> None:
         if event_id is not None:
-            item = _with_id(item, event_id)
+            item = with_event_id(item, event_id)
         self.frames.append((self.codec.event_frame(item, final, self.call.ctx.loss), event_id))
 
     async def end_for_client(self) -> None:
@@ -255,17 +250,6 @@ class _GrpcSink(LeavesAtDrain):
 
     def result(self) -> None:
         return None
-
-
-def _with_id(item: pb.StreamResponse, event_id: str) -> pb.StreamResponse:
-    """A copy of ``item`` whose metadata carries its id (every payload of a stream event
-    has metadata; the journal has the event without it)."""
-    marked = pb.StreamResponse()
-    marked.CopyFrom(item)
-    kind = marked.WhichOneof("payload")
-    if kind is not None:
-        getattr(marked, kind).metadata[EVENT_ID_KEY] = event_id
-    return marked
 
 
 def _access_line(ctx: CallContext, context: grpc.aio.ServicerContext, bytes_in: int,

@@ -37,10 +37,9 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     gateway = gateway_of(request)
     journal = gateway.config.state.journal
     sink = SseSink(request, call, codec, answer_error, journal.retry if journal.enabled else 0.0)
-    holds = journal.enabled and journal.hold > 0
     driving = drive(call, gateway.stream(call), sink, request.app[GATEWAY_KEY].streams,
                     call.ctx.facts.binding, gateway.config.limits.write_timeout,
-                    sink.leave if holds else None)
+                    sink.leave if journal.holds else None)
     return held(driving, call, journal, sink)
 
 

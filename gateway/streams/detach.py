@@ -71,7 +71,7 @@ def held(driving: Awaitable[T], call: Call, journal: JournalConfig,
          early: EndsEarly[T] | None = None) -> Awaitable[T]:
     """``driving`` (the call's stream driver) as the ingress awaits it: detached when the
     journal is on with a hold, as is otherwise."""
-    if journal.enabled and journal.hold > 0:
+    if journal.holds:
         return _detached(driving, call, journal.hold, early)
     return driving
 

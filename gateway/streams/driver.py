@@ -213,7 +213,7 @@ def _holdable(plan: StreamPlan) -> bool:
     """Whether a stream can be read on without its client: its task journaled and not
     ended, a hold configured."""
     journal = plan.journal
-    return (journal is not None and journal.config.hold > 0 and bool(journal.task_id)
+    return (journal is not None and journal.config.holds and bool(journal.task_id)
             and not journal.terminal and not journal.broken)
 
 

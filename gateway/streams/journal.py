@@ -34,14 +34,12 @@ from gateway.state.journal import JournalEntry, JournalStore, limits_of
 from gateway.streams.events import close_stream
 from gateway.tasks.index import task_of as task_named
 from translators.errors import a2a_error
+from translators.resume_marks import marked_as_gap
 from translators.vocabulary import ends_task
 from translators.webhooks import event_task_id
 
 log = structlog.get_logger("a2a_gateway.streams")
 
-# The Task metadata key that marks a snapshot sent in place of events the journal could
-# not serve (documented in docs/streams.md; a JSON object saying why).
-GAP_KEY = "a2a-gateway/gap"
 
 Framed = list[tuple[pb.StreamResponse, str | None]]  # events and their ids
 TAIL = 64  # journal entries a resumed stream's first upstream event is looked for among
@@ -321,13 +319,10 @@ class StreamJournal:
         marked as a gap (the client missed what changed it)."""
         if not self.gap and self._has_all(item.task):
             return None
-        marked = pb.StreamResponse()
-        marked.CopyFrom(item)
         GAPS.labels("journal" if self.gap else "unseen").inc()
-        reason = ("the journal no longer holds the events after the client's id" if self.gap
-                  else "events the gateway did not see (no stream held them)")
-        marked.task.metadata[GAP_KEY] = {"reason": reason}
-        return marked
+        return marked_as_gap(item, "the journal no longer holds the events after the "
+                             "client's id" if self.gap
+                             else "events the gateway did not see (no stream held them)")
 
     def _has_all(self, task: pb.Task) -> bool:
         """Whether the client has had all of ``task``: its state, its artifacts."""

@@ -19,13 +19,13 @@ from aiohttp import web
 from prometheus_client import REGISTRY
 
 from gateway.config.models import parse_config
-from gateway.ingress.grpc import EVENT_ID_KEY, LAST_EVENT_ID
 from gateway.server.app import Server
 from gateway.state.journal import JournalEntry
 from gateway.state.sqlite_store import SqliteStore
 from tests.integration.grpc_support import V10_MD, p10_send, v10_stub
 from tests.support.helpers import free_port, serving
 from tests.support.waiting import wait_until
+from translators.resume_marks import EVENT_ID_KEY, LAST_EVENT_ID
 
 V10 = {"A2A-Version": "1.0"}
 SEND = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": {

@@ -15,13 +15,13 @@ from gateway.config.state import JournalConfig
 from gateway.observability.metrics import GAPS
 from gateway.state.sqlite_store import SqliteStore
 from gateway.streams.journal import (
-    GAP_KEY,
     StreamJournal,
     cursor,
     read_cursor,
     resumed_reads,
 )
 from tests.support.waiting import wait_until
+from translators.resume_marks import GAP_KEY
 
 W, DONE = pb.TaskState.TASK_STATE_WORKING, pb.TaskState.TASK_STATE_COMPLETED
 

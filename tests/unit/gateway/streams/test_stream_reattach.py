@@ -14,9 +14,10 @@ from gateway.config.state import JournalConfig
 from gateway.egress.base import BackendGone, EventBatches
 from gateway.observability.metrics import REATTACHES
 from gateway.state.sqlite_store import SqliteStore
-from gateway.streams.journal import GAP_KEY, StreamJournal
+from gateway.streams.journal import StreamJournal
 from gateway.streams.reattach import Backoff, reattaching
 from translators.errors import BY_NAME, A2AError, a2a_error
+from translators.resume_marks import GAP_KEY
 
 W, DONE = pb.TaskState.TASK_STATE_WORKING, pb.TaskState.TASK_STATE_COMPLETED
 ASKING = pb.TaskState.TASK_STATE_INPUT_REQUIRED
