@@ -18,13 +18,14 @@ import structlog
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 
-from gateway.ingress.common import gateway_of, read_body
+from gateway.ingress.common import gateway_of, read_body, refused
 from gateway.relay import trace_context
 from gateway.relay.delivery import log_fields
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import SealError, seal_id
 from gateway.state.base import STORE_RETRY_AFTER, StoreError, store_unavailable
 from gateway.state.relay_queue import NewDelivery
+from translators.dialects.contract import HttpAnswer
 from translators.dialects.jsonrpc import TRANSPORT_ERRORS
 from translators.errors import A2AError, a2a_error
 from translators.json_text import dump_bytes, dumps, number_refusal, parse_json
@@ -47,12 +48,10 @@ _SPENT_MEMORY = 7 * 24 * 3600.0
 
 
 def _refusal(err: A2AError) -> web.Response:
+    # The ingresses' one rendering of a refusal: with Retry-After when the error says
+    # when to come back (store down, queue full), which an agent retries then.
     status, body = error_to_rest_v10(err)
-    # An agent told when to come back (store down, queue full) retries then.
-    retry_after = err.metadata.get("retry_after")
-    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
-    return web.Response(text=dumps(body), status=status, content_type="application/json",
-                        headers=headers)
+    return refused(HttpAnswer(status, dump_bytes(body)), err, None)
 
 
 def _refused(relay: PushRelay, why: str, **fields: str) -> web.Response:
