@@ -3,9 +3,13 @@
 Every change runs in the store's BEGIN IMMEDIATE transaction, so the workers of one host
 claim, retry and bury each other's deliveries atomically. ``relay_queue`` holds what
 waits (the AUTOINCREMENT id is the order within a lane: ids are never reused, so a
-replayed dead letter goes to its lane's end); ``relay_dead`` the dead letters. A
-webhook id is remembered in the store's ``once`` table (the replay window), so a
-notification the backend posts again is a duplicate even once delivered."""
+replayed dead letter goes to its lane's end); ``relay_heads`` each lane's oldest delivery
+(the only one that may be claimed) and when it may be, so a look reads the due heads
+through an index instead of every lane's head (the Redis store's ``ready`` set); it is
+derived from ``relay_queue`` and kept by :func:`_rehead` in the transaction of every
+change, and rebuilt whenever a process opens the store. ``relay_dead`` holds the dead
+letters. A webhook id is remembered in the store's ``once`` table (the replay window), so
+a notification the backend posts again is a duplicate even once delivered."""
 
 from __future__ import annotations
 
@@ -39,15 +43,23 @@ CREATE TABLE IF NOT EXISTS relay_dead (
   trace TEXT NOT NULL, attempts INTEGER NOT NULL, last_status INTEGER NOT NULL,
   last_error TEXT NOT NULL, died_at REAL NOT NULL, expires_at REAL NOT NULL,
   PRIMARY KEY (tenant, webhook_id)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS relay_heads (
+  lane TEXT PRIMARY KEY, id INTEGER NOT NULL, ready_at REAL NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS relay_heads_by_time ON relay_heads (ready_at, id);
+BEGIN IMMEDIATE;
+DELETE FROM relay_heads;
+INSERT INTO relay_heads SELECT lane, MIN(id), MAX(due_at, leased_until) FROM relay_queue
+  GROUP BY lane;
+COMMIT;
 """
 
 _ITEM = "tenant, lane, webhook_id, sealed, task_id, body, event, dropped, trace"
 _OUTCOME = "attempts, last_status, last_error"
-# Each lane's oldest delivery: the only one of the lane that may be claimed.
-_HEAD_JOIN = ("FROM relay_queue q JOIN (SELECT MIN(id) AS head FROM relay_queue GROUP BY "
-              "lane) h ON q.id = h.head")
-_HEADS = ("SELECT q.id, " + ", ".join(f"q.{c.strip()}" for c in _ITEM.split(","))
-          + f", q.attempts, q.last_status, q.last_error {_HEAD_JOIN}")
+# The lanes' heads that may be claimed now, first due first (relay_heads_by_time).
+_DUE_HEADS = ("SELECT q.id, " + ", ".join(f"q.{c.strip()}" for c in _ITEM.split(","))
+              + ", q.attempts, q.last_status, q.last_error FROM relay_heads h "
+              "JOIN relay_queue q ON q.id = h.id WHERE h.ready_at <= ? "
+              "ORDER BY h.ready_at, h.id LIMIT ?")
 
 
 def _delivery(row: tuple[Any, ...]) -> QueuedDelivery:
@@ -57,6 +69,34 @@ def _delivery(row: tuple[Any, ...]) -> QueuedDelivery:
 def _dead(row: tuple[Any, ...]) -> DeadLetter:
     return DeadLetter(QueuedDelivery(0, NewDelivery(*row[0:9]), row[9], row[10], row[11]),
                       row[12], row[13])
+
+
+def _rehead(db: sqlite3.Connection, lane: str) -> None:
+    """``lane``'s row in relay_heads after a change to its deliveries: its oldest one and
+    when it may be claimed (due, and no lease on it), or none when the lane is empty.
+    (SCHEMA's rebuild does the same for every lane: in a bare-column GROUP BY, SQLite
+    takes due_at and leased_until from the row MIN(id) picks.)"""
+    db.execute("DELETE FROM relay_heads WHERE lane = ?", (lane,))
+    db.execute("INSERT INTO relay_heads SELECT lane, id, MAX(due_at, leased_until) FROM "
+               "relay_queue WHERE lane = ? ORDER BY id LIMIT 1", (lane,))
+
+
+def _change(db: sqlite3.Connection, delivery_id: int, sql: str,
+            params: tuple[Any, ...]) -> None:
+    """One change to a queued delivery, then its lane's head again."""
+    row = db.execute("SELECT lane FROM relay_queue WHERE id = ?", (delivery_id,)).fetchone()
+    if row is not None:
+        db.execute(sql, params)
+        _rehead(db, row[0])
+
+
+def _append(db: sqlite3.Connection, row: tuple[Any, ...], now: float) -> None:
+    """A delivery (the _ITEM columns) at its lane's end, due now: the head of a lane that
+    had none (a lane with one keeps it)."""
+    added = db.execute(f"INSERT INTO relay_queue ({_ITEM}, {_OUTCOME}, due_at, leased_until) "
+                       "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, '', ?, 0)", (*row, now))
+    db.execute("INSERT OR IGNORE INTO relay_heads VALUES (?, ?, ?)",
+               (row[1], added.lastrowid, now))
 
 
 def _item_row(item: NewDelivery) -> tuple[Any, ...]:
@@ -81,32 +121,41 @@ def enqueue(db: sqlite3.Connection, item: NewDelivery, limits: RelayQueueLimits,
     if waiting >= limits.max_per_tenant:
         return "full"
     db.execute("INSERT INTO once VALUES (?, '', ?)", (key, now + limits.dedupe_ttl))
-    db.execute(f"INSERT INTO relay_queue ({_ITEM}, {_OUTCOME}, due_at, leased_until) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, '', ?, 0)", (*_item_row(item), now))
+    _append(db, _item_row(item), now)
     return "queued"
 
 
 def claim(db: sqlite3.Connection, limit: int, lease: float, exclude: frozenset[str],
           now: float) -> list[QueuedDelivery]:
-    rows = db.execute(f"{_HEADS} WHERE q.due_at <= ? AND q.leased_until <= ? "
-                      "ORDER BY q.due_at, q.id LIMIT ?",
-                      (now, now, limit + len(exclude))).fetchall()
+    rows = db.execute(_DUE_HEADS, (now, limit + len(exclude))).fetchall()
     claimed = [_delivery(row) for row in rows if row[2] not in exclude][:limit]
     db.executemany("UPDATE relay_queue SET leased_until = ? WHERE id = ?",
                    [(now + lease, d.id) for d in claimed])
+    db.executemany("UPDATE relay_heads SET ready_at = ? WHERE lane = ?",
+                   [(now + lease, d.item.lane) for d in claimed])
     return claimed
 
 
 def next_due(db: sqlite3.Connection, now: float) -> float | None:
-    row = db.execute(f"SELECT MIN(MAX(q.due_at, q.leased_until)) {_HEAD_JOIN}").fetchone()
+    row = db.execute("SELECT MIN(ready_at) FROM relay_heads").fetchone()
     return None if row is None or row[0] is None else max(0.0, row[0] - now)
 
 
 def retry(db: sqlite3.Connection, delivery_id: int, delay: float, status: int, error: str,
           body: bytes | None, now: float) -> None:
-    db.execute("UPDATE relay_queue SET attempts = attempts + 1, last_status = ?, "
-               "last_error = ?, body = COALESCE(?, body), due_at = ?, leased_until = 0 "
-               "WHERE id = ?", (status, error, body, now + delay, delivery_id))
+    _change(db, delivery_id, "UPDATE relay_queue SET attempts = attempts + 1, "
+            "last_status = ?, last_error = ?, body = COALESCE(?, body), due_at = ?, "
+            "leased_until = 0 WHERE id = ?", (status, error, body, now + delay, delivery_id))
+
+
+def done(db: sqlite3.Connection, delivery_id: int) -> None:
+    _change(db, delivery_id, "DELETE FROM relay_queue WHERE id = ?", (delivery_id,))
+
+
+def release(db: sqlite3.Connection, delivery_ids: list[int]) -> None:
+    for delivery_id in delivery_ids:
+        _change(db, delivery_id, "UPDATE relay_queue SET leased_until = 0 WHERE id = ?",
+                (delivery_id,))
 
 
 def bury(db: sqlite3.Connection, delivery_id: int, status: int, error: str,
@@ -115,7 +164,7 @@ def bury(db: sqlite3.Connection, delivery_id: int, status: int, error: str,
                "SELECT tenant, lane, webhook_id, sealed, task_id, COALESCE(?, body), event, "
                "dropped, trace, attempts + 1, ?, ?, ?, ? FROM relay_queue WHERE id = ?",
                (body, status, error, now, now + ttl, delivery_id))
-    db.execute("DELETE FROM relay_queue WHERE id = ?", (delivery_id,))
+    done(db, delivery_id)
 
 
 def replay(db: sqlite3.Connection, tenant: str, webhook_id: str, now: float) -> bool:
@@ -123,8 +172,7 @@ def replay(db: sqlite3.Connection, tenant: str, webhook_id: str, now: float) -> 
                      (tenant, webhook_id)).fetchone()
     if row is None:
         return False
-    db.execute(f"INSERT INTO relay_queue ({_ITEM}, {_OUTCOME}, due_at, leased_until) "
-               "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, '', ?, 0)", (*row, now))
+    _append(db, row, now)
     db.execute("DELETE FROM relay_dead WHERE tenant = ? AND webhook_id = ?",
                (tenant, webhook_id))
     return True
@@ -171,13 +219,10 @@ class SqliteRelayQueue:
         return await self._relay_read(lambda db: next_due(db, time.time()))
 
     async def relay_done(self, delivery_id: int) -> None:
-        await self._relay_write(lambda db: db.execute("DELETE FROM relay_queue WHERE id = ?",
-                                                      (delivery_id,)))
+        await self._relay_write(lambda db: done(db, delivery_id))
 
     async def relay_release(self, delivery_ids: list[int]) -> None:
-        await self._relay_write(lambda db: db.executemany(
-            "UPDATE relay_queue SET leased_until = 0 WHERE id = ?",
-            [(i,) for i in delivery_ids]))
+        await self._relay_write(lambda db: release(db, delivery_ids))
 
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:
