@@ -20,14 +20,6 @@ different keys. The held entries are always the dense run of seqs f .. n - 1.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-import redis.asyncio as aioredis
-from redis.client import NEVER_DECODE
-from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
-
 
 def journal_keys(prefix: str, tenant: str, task_id: str) -> tuple[str, str, str]:
     """The entries, digests and head keys of one task's journal."""
@@ -108,18 +100,3 @@ end
 return out
 """
 
-
-async def eval_bytes(client: aioredis.Redis, script: AsyncScript, keys: Sequence[str],
-                     args: Sequence[Any]) -> Any:
-    """Run ``script`` with its reply as bytes: the store's client decodes replies as text,
-    and an entry is any bytes. (AsyncScript.__call__ takes no such option.)"""
-    async def evalsha() -> Any:
-        # redis-py leaves execute_command untyped; NEVER_DECODE is its own option for
-        # replies that are not text (DUMP uses it).
-        return await client.execute_command(  # type: ignore[no-untyped-call]
-            "EVALSHA", script.sha, len(keys), *keys, *args, **{NEVER_DECODE: []})
-    try:
-        return await evalsha()
-    except NoScriptError:  # a restarted or another server: load it, as __call__ does
-        script.sha = await client.script_load(script.script)
-        return await evalsha()

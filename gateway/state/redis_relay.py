@@ -74,16 +74,27 @@ local f = {}
 for i = 4, #ARGV do f[#f + 1] = ARGV[i] end
 local item = {}
 for i = 1, #f, 2 do item[f[i]] = f[i + 1] end
-if redis.call('EXISTS', b .. 'w:' .. item.wid) == 1 then return 'duplicate' end
+-- 'duplicate' and 'coalesced' stand for a delivery an earlier call queued, perhaps
+-- one refused for want of replicas: each writes (the same value again), so the WAIT after
+-- it covers that delivery too. (WAIT waits for this connection's last write; a script that
+-- wrote nothing would leave it at whatever the pooled connection wrote last.)
+local wkey = b .. 'w:' .. item.wid
+if redis.call('EXISTS', wkey) == 1 then
+  redis.call('SET', wkey, '1', 'KEEPTTL')
+  return 'duplicate'
+end
 if item.hb == '0' then
   local last = redis.call('LINDEX', b .. 'l:' .. item.lane, -1)
   if last then
     local h = redis.call('HMGET', b .. 'i:' .. last, 'hb', 'attempts', 'lease')
-    if h[1] == '0' and h[2] == '0' and tonumber(h[3]) <= now then return 'coalesced' end
+    if h[1] == '0' and h[2] == '0' and tonumber(h[3]) <= now then
+      redis.call('HSET', b .. 'i:' .. last, 'hb', '0')
+      return 'coalesced'
+    end
   end
 end
 if tonumber(redis.call('GET', b .. 't:' .. item.tenant) or '0') >= max then return 'full' end
-redis.call('SET', b .. 'w:' .. item.wid, '1', 'PX', ttl)
+redis.call('SET', wkey, '1', 'PX', ttl)
 push(f)
 return 'queued'
 """
@@ -197,6 +208,13 @@ redis.call('DEL', dead)
 redis.call('ZREM', b .. 'd:' .. ARGV[2], ARGV[3])
 return 1
 """
+
+# The steps whose write is acknowledged, so followed by WAIT replica_acks (docs/state.md,
+# "No loss of acknowledged writes"): a queued delivery (the agent's 202), a delivery done
+# or dead (lost, it would be sent again or its dead letter missing), a dead letter
+# replayed or dropped (the operator's command). Claims, releases and retries are not: one
+# lost in a failover gives a delivery back to the queue sooner, at-least-once still.
+ACKNOWLEDGED = frozenset({"enqueue", "done", "bury", "revive"})
 
 SCRIPTS = {"enqueue": ENQUEUE, "claim": CLAIM, "next_due": NEXT_DUE, "done": DONE,
            "release": RELEASE, "retry": RETRY, "bury": BURY, "dead": DEAD, "revive": REVIVE}

@@ -12,6 +12,7 @@ from functools import partial
 from typing import Any
 
 import structlog
+from redis.client import NEVER_DECODE
 from redis.commands.core import AsyncScript
 from redis.exceptions import NoScriptError, RedisError
 
@@ -33,7 +34,7 @@ from gateway.state.redis_client import (
     describe_error,
     through_failover,
 )
-from gateway.state.redis_journal import APPEND, READ, eval_bytes, journal_keys
+from gateway.state.redis_journal import APPEND, READ, journal_keys
 from gateway.state.redis_lua import (
     CLAIM,
     DELETE,
@@ -43,6 +44,7 @@ from gateway.state.redis_lua import (
     UPSERT,
     UPSERT_MANY,
 )
+from gateway.state.redis_relay import ACKNOWLEDGED as RELAY_ACKNOWLEDGED
 from gateway.state.redis_relay import SCRIPTS as RELAY_SCRIPTS
 from gateway.state.redis_relay import RedisRelayQueue
 from translators.json_text import dump_bytes
@@ -99,31 +101,38 @@ class RedisStore(RedisRelayQueue):
             self._errors.recovered()
         return out
 
-    async def _write(self, *command: Any) -> Any:
-        """One write command; with ``replica_acks``, followed by WAIT on the same
-        connection (one round trip), and failed unless that many replicas have it: Redis
-        replicates asynchronously, so a write only the primary holds is lost when a
-        replica is promoted."""
-        acks = self._conn.replica_acks
+    async def _write(self, *command: Any, raw: bool = False, acked: bool = True) -> Any:
+        """One write command; when ``acked`` and with ``replica_acks``, followed by WAIT
+        on the same connection (one round trip), and failed unless that many replicas
+        have it: Redis replicates asynchronously, so a write only the primary holds is
+        lost when a replica is promoted. ``raw``: the reply as bytes (the client decodes
+        replies as text; a journal entry or a queued body is any bytes)."""
+        # redis-py leaves execute_command untyped; NEVER_DECODE is its own option for
+        # replies that are not text (DUMP uses it).
+        options: dict[str, Any] = {NEVER_DECODE: []} if raw else {}
+        acks = self._conn.replica_acks if acked else 0
         if not acks:
-            return await self._redis.execute_command(*command)  # type: ignore[no-untyped-call]
+            return await self._redis.execute_command(  # type: ignore[no-untyped-call]
+                *command, **options)
         pipe = self._redis.pipeline(transaction=False)
-        pipe.execute_command(*command)
+        pipe.execute_command(*command, **options)
         pipe.execute_command("WAIT", acks, _ms(self._conn.ack_timeout))
-        out, acked = await pipe.execute()
-        if int(acked) < acks:
-            raise NotReplicated(f"{acked} of {acks} replicas acknowledged the write within "
-                                f"{self._conn.ack_timeout} s")
+        out, acked_by = await pipe.execute()
+        if int(acked_by) < acks:
+            raise NotReplicated(f"{acked_by} of {acks} replicas acknowledged the write "
+                                f"within {self._conn.ack_timeout} s")
         return out
 
-    async def _script(self, script: AsyncScript, keys: Sequence[str],
-                      args: Sequence[Any]) -> Any:
+    async def _script(self, script: AsyncScript, keys: Sequence[str], args: Sequence[Any],
+                      *, raw: bool = False, acked: bool = True) -> Any:
+        """A Lua script by its digest, as :meth:`_write` makes a command."""
         command = ("EVALSHA", script.sha, len(keys), *keys, *args)
         try:
-            return await self._write(*command)
+            return await self._write(*command, raw=raw, acked=acked)
         except NoScriptError:  # a restarted or promoted server: load it, as __call__ does
             script.sha = await self._redis.script_load(script.script)
-            return await self._write("EVALSHA", script.sha, *command[2:])
+            return await self._write("EVALSHA", script.sha, *command[2:], raw=raw,
+                                     acked=acked)
 
     # The task index.
 
@@ -249,8 +258,9 @@ class RedisStore(RedisRelayQueue):
     async def journal_read(self, tenant: str, task_id: str, after: int,
                            limit: int) -> JournalRead:
         entries, _, head = journal_keys(self.prefix, tenant, task_id)
-        out = await self._do(lambda: eval_bytes(
-            self._redis, self._journal_read, [entries, head], [after, max(0, limit)]))
+        out = await self._do(lambda: self._script(
+            self._journal_read, [entries, head], [after, max(0, limit)], raw=True,
+            acked=False))
         first, last, data = int(out[0]), int(out[1]), out[3:]
         start = max(after + 1, first)
         return JournalRead([JournalEntry(start + i, d) for i, d in enumerate(data)],
@@ -261,10 +271,11 @@ class RedisStore(RedisRelayQueue):
         return None  # the journals are keys that expire: counting them is a SCAN
 
     async def _relay_eval(self, script: str, args: list[Any]) -> Any:
-        # Not yet followed by WAIT (replica_acks), as the other writes are: a queued
-        # delivery only the primary held can be lost in a failover (docs/state.md).
-        return await self._do(lambda: eval_bytes(self._redis, self._relay[script], [],
-                                                 [self._relay_base, *args]))
+        # The queue's acknowledged steps wait for replica_acks as every acknowledged
+        # write does (redis_relay.ACKNOWLEDGED says which, and why the others need not).
+        return await self._do(lambda: self._script(
+            self._relay[script], [], [self._relay_base, *args], raw=True,
+            acked=script in RELAY_ACKNOWLEDGED))
 
     async def ping(self) -> None:
         # One try: /readyz says at once that no primary answers (a failover, an outage).
