@@ -179,6 +179,11 @@ class SqliteRelayQueue:
             "UPDATE relay_queue SET leased_until = 0 WHERE id = ?",
             [(i,) for i in delivery_ids]))
 
+    async def relay_postpone(self, delivery_id: int, delay: float) -> None:
+        await self._relay_write(lambda db: db.execute(
+            "UPDATE relay_queue SET due_at = ?, leased_until = 0 WHERE id = ?",
+            (time.time() + delay, delivery_id)))
+
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:
         await self._relay_write(lambda db: retry(db, delivery_id, delay, status, error, body,
