@@ -6,6 +6,20 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class RelayBreakerConfig(BaseModel):
+    """The circuit breaker each process keeps per destination (docs/push-relay.md,
+    "Destinations")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    failures: int = Field(5, ge=0, description="Retryable failures in a row (timeouts, "
+                          "connection errors, 408/425/429, 5xx) that open a destination's "
+                          "circuit (0: no breaker)")
+    cool_down: float = Field(30.0, gt=0, description="Seconds an open circuit stays open; "
+                             "its due deliveries wait without spending an attempt, then "
+                             "one probe goes")
+
+
 class RelayQueueConfig(BaseModel):
     """Where relayed notifications wait for their delivery, and for how long."""
 
@@ -31,3 +45,9 @@ class RelayQueueConfig(BaseModel):
                                    "relay` (list, show, replay, drop)")
     concurrency: int = Field(64, gt=0, description="Deliveries one process makes at once "
                              "(each (config, task) one at a time, in order)")
+    # Also the delivery connection pool's per-host limit (at most its 256 in all), so an
+    # attempt's timeout never runs while it waits for a pooled connection.
+    per_destination: int = Field(16, gt=0, le=256, description="Deliveries one process "
+                                 "makes at once to one destination (scheme, host and "
+                                 "port); the others wait, no attempt spent")
+    breaker: RelayBreakerConfig = Field(default_factory=RelayBreakerConfig)

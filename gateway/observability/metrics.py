@@ -65,6 +65,14 @@ CARD_REFRESHES = Counter("a2a_gateway_card_refreshes_total", "Backend card fetch
                          ["tenant", "outcome"])
 PUSH_DELIVERIES = Counter("a2a_gateway_push_deliveries_total", "Relayed webhook deliveries",
                           ["outcome"])
+# No destination label: receivers' URLs are the clients' choice, unbounded (the log names
+# the destination of each change).
+PUSH_CIRCUITS_OPEN = Gauge("a2a_gateway_push_circuits_open", "Webhook destinations whose "
+                           "circuit breaker is open or half-open now (each process keeps "
+                           "its own)", multiprocess_mode="livesum")
+PUSH_CIRCUIT_OPENINGS = Counter("a2a_gateway_push_circuit_openings_total", "Times a webhook "
+                                "destination's circuit breaker opened (or opened again "
+                                "after a failed probe)")
 TASK_RECORDS = Counter("a2a_gateway_task_index_records_total",
                        "Task records written to the state store (after coalescing)")
 TASK_DROPS = Counter("a2a_gateway_task_index_dropped_total", "Task observations not "

@@ -9,14 +9,13 @@ import argparse
 import asyncio
 import json
 import sys
-import time
 from typing import Any
 
 from gateway.config.models import ConfigError, load_config
-from gateway.relay.delivery import webhook_host
-from gateway.relay.seals import Sealer, SealError, load_keys
+from gateway.relay import dead_letters
+from gateway.relay.seals import Sealer, load_keys
 from gateway.state import StoreError, open_store
-from gateway.state.relay_queue import DeadLetter, RelayQueueStore
+from gateway.state.relay_queue import RelayQueueStore
 
 
 def add_parser(sub: Any, config_help: str) -> None:
@@ -38,48 +37,27 @@ def add_parser(sub: Any, config_help: str) -> None:
         a.set_defaults(func=run, config_arg="config")
 
 
-def _when(at: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
-
-
-def _summary(letter: DeadLetter, sealer: Sealer) -> dict[str, Any]:
-    d = letter.delivery
-    try:
-        webhook = webhook_host(sealer.open(d.item.sealed, check_age=False).url)
-    except SealError:
-        webhook = "<relay URL no longer opens>"
-    return {"webhook_id": d.item.webhook_id, "task_id": d.item.task_id, "webhook": webhook,
-            "attempts": d.attempts, "last_status": d.last_status, "last_error": d.last_error,
-            "died_at": _when(letter.died_at), "expires_at": _when(letter.expires_at)}
-
-
 async def _act(args: argparse.Namespace, queue: RelayQueueStore, sealer: Sealer) -> int:
     if args.action == "list":
-        for letter in await queue.relay_dead(args.tenant, args.limit):
-            s = _summary(letter, sealer)
+        for s in await dead_letters.listing(queue, sealer, args.tenant, args.limit):
             print(f"{s['webhook_id']}  task {s['task_id']}  {s['webhook']}  "
                   f"attempts {s['attempts']}  status {s['last_status']}  died {s['died_at']}"
                   f"  {s['last_error']}")
         return 0
     if args.action == "show":
-        found = await queue.relay_dead_get(args.tenant, args.webhook_id)
-        if found is None:
+        shown = await dead_letters.show(queue, sealer, args.tenant, args.webhook_id)
+        if shown is None:
             return _none(args)
-        shown = _summary(found, sealer)
-        body = found.delivery.item.body
-        shown["body"] = None if body is None else json.loads(body)  # None: a v0.3 snapshot
         print(json.dumps(shown, indent=2, sort_keys=True))
         return 0
-    done = await (queue.relay_replay if args.action == "replay" else queue.relay_drop)(
-        args.tenant, args.webhook_id)
-    if not done:
+    if not await dead_letters.act(queue, args.action, args.tenant, args.webhook_id):
         return _none(args)
     print(f"{args.webhook_id}: {'queued again' if args.action == 'replay' else 'dropped'}")
     return 0
 
 
 def _none(args: argparse.Namespace) -> int:
-    print(f"a2a-gateway: tenant {args.tenant!r} has no dead letter {args.webhook_id!r}",
+    print(f"a2a-gateway: {dead_letters.missing(args.tenant, args.webhook_id)}",
           file=sys.stderr)
     return 1
 

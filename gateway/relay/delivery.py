@@ -64,6 +64,7 @@ class RelayCounters:
     refused: int = 0  # backend posts refused: bad seal or relay token (403), spent (410)
     coalesced: int = 0  # v0.3 snapshots merged into one already waiting
     duplicate: int = 0  # the same notification posted again: taken, not delivered twice
+    postponed: int = 0  # put off unattempted: their destination's circuit is open
 
     def bump(self, outcome: str) -> None:
         setattr(self, outcome, getattr(self, outcome) + 1)
@@ -161,8 +162,9 @@ class Deliverer:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(resolver=self.guard.resolver(), limit=256,
-                                             limit_per_host=16)
+            connector = aiohttp.TCPConnector(
+                resolver=self.guard.resolver(), limit=256,
+                limit_per_host=self.settings.queue.per_destination)
             # No cookie jar: one receiver's cookie must not follow other clients' deliveries.
             self._session = aiohttp.ClientSession(connector=connector,
                                                   cookie_jar=aiohttp.DummyCookieJar())

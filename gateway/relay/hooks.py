@@ -172,6 +172,10 @@ class PushRelay:
         self._own_queue = own
         return own, self._start_worker(own)
 
+    def queue_store(self) -> RelayQueueStore:
+        """The queue deliveries wait in (and dead letters are kept in)."""
+        return self._queue()[0]
+
     async def enqueue(self, item: NewDelivery) -> Enqueued:
         """Store a notification's delivery (StoreError when the store cannot); the worker
         delivers it."""

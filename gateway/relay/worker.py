@@ -9,6 +9,9 @@ its lane (relay config and task), so a lane's deliveries go out one at a time, i
 - makes the body when the queue holds none (a v0.3 snapshot, fetched now: one fetch
   covers the snapshots coalesced into it); a snapshot identical to the one this process
   just delivered on the lane is not sent again;
+- waits for one of its destination's slots (``queue.per_destination``) and asks the
+  destination's circuit breaker (destinations.py): while it is open the delivery is put
+  off, unattempted, to the end of the cool-down;
 - makes one attempt (delivery.py) and reports it: delivered (forgotten), retried later
   on the schedule, or buried as a dead letter (logged "push relay delivery failed").
 
@@ -31,13 +34,16 @@ import structlog
 from a2a.types import a2a_pb2 as pb
 
 from gateway.config.models import PushRelayConfig
+from gateway.observability.metrics import PUSH_CIRCUIT_OPENINGS, PUSH_CIRCUITS_OPEN
 from gateway.relay import trace_context
 from gateway.relay.delivery import Deliverer, Outcome, RelayCounters, backoff, log_fields
+from gateway.relay.destinations import Breakers, Slots, Verdict, destination
 from gateway.relay.seals import Sealer, SealError
 from gateway.state.base import StoreError
 from gateway.state.relay_queue import QueuedDelivery, RelayQueueStore
 from translators.json_text import dump_bytes
 from translators.loss import LossReport
+from translators.webhooks import RelayTarget
 
 # Seconds deliveries in flight get to finish when the gateway stops; the rest keep their
 # place in the queue (another look, here or elsewhere, claims them when the lease ends).
@@ -66,6 +72,12 @@ class RelayWorker:
         self._claimed: dict[asyncio.Task[None], int] = {}  # the delivery each one makes
         # Digest of the last snapshot delivered per lane, least recent first.
         self._last_snapshot: OrderedDict[str, str] = OrderedDict()
+        self.slots = Slots(settings.queue.per_destination)
+        breaker = settings.queue.breaker
+        self.breakers = Breakers(breaker.failures, breaker.cool_down, settings.timeout)
+        # How long a claimed delivery waits for a slot before it is given back: well
+        # within its lease, which must still cover the attempt.
+        self._patience = (settings.queue.lease - settings.timeout) / 2
 
     def start(self) -> None:
         if self._loop is None:
@@ -78,6 +90,7 @@ class RelayWorker:
         poll = self.settings.queue.poll
         while not self._stopping:
             wait = poll
+            PUSH_CIRCUITS_OPEN.set(self.breakers.open_count())
             try:
                 free = self.settings.queue.concurrency - len(self._busy)
                 if free > 0:  # else a delivery that ends wakes the loop
@@ -142,22 +155,17 @@ class RelayWorker:
                 return
             fields = {**log_fields(target, item.task_id, d.attempts + 1, dropped),
                       "webhook_id": item.webhook_id}
-            data, snapshot = item.body, None
-            if data is None:
-                loss = LossReport()
-                body = await self.deliverer.snapshot(target, pb.StreamResponse.FromString(
-                    item.event), item.task_id, loss)
-                data = dump_bytes(body)
-                snapshot = hashlib.sha256(data).hexdigest()
-                if snapshot == self._last_snapshot.get(item.lane):
-                    # Fetched after the same change as the one just delivered.
-                    self.counters.bump("coalesced")
-                    await self.queue.relay_done(d.id)
+            dest = destination(target.url)
+            async with self.slots.hold(dest, self._patience) as held:
+                if not held:  # its lease must not run out while it waits: others may go
+                    await self.queue.relay_release([d.id])
                     return
-            outcome = await self.deliverer.attempt(target, data, item.webhook_id,
-                                                   d.attempts + 1)
-            await self._report(d, outcome, snapshot, data if item.body is None else None,
-                               fields)
+                put_off = self.breakers.admit(dest)
+                if put_off > 0:
+                    await self.queue.relay_postpone(d.id, put_off)
+                    self.counters.bump("postponed")
+                    return
+                await self._attempt(d, target, dest, fields)
         except StoreError as exc:
             _log().warning("push relay could not record a delivery's outcome; it is tried "
                            "again when its lease ends", **fields, error=str(exc))
@@ -170,6 +178,44 @@ class RelayWorker:
             with contextlib.suppress(StoreError):
                 await self._report(d, Outcome(0, f"{type(exc).__name__}: {exc}", True), None,
                                    None, fields)
+
+    async def _attempt(self, d: QueuedDelivery, target: RelayTarget, dest: str,
+                       fields: dict[str, Any]) -> None:
+        """Make the body if the queue holds none, POST it once, tell the breaker and the
+        queue what came of it."""
+        item = d.item
+        data, snapshot = item.body, None
+        if data is None:
+            loss = LossReport()
+            body = await self.deliverer.snapshot(target, pb.StreamResponse.FromString(
+                item.event), item.task_id, loss)
+            data = dump_bytes(body)
+            snapshot = hashlib.sha256(data).hexdigest()
+            if snapshot == self._last_snapshot.get(item.lane):
+                # Fetched after the same change as the one just delivered.
+                self.counters.bump("coalesced")
+                await self.queue.relay_done(d.id)
+                return
+        outcome = await self.deliverer.attempt(target, data, item.webhook_id,
+                                               d.attempts + 1)
+        self._judge(dest, outcome)
+        await self._report(d, outcome, snapshot, data if item.body is None else None,
+                           fields)
+
+    def _judge(self, dest: str, outcome: Outcome) -> None:
+        verdict: Verdict = "up" if outcome.ok or (outcome.status and not outcome.retry) \
+            else "down" if outcome.retry else "unknown"  # unknown: the SSRF guard said no
+        change = self.breakers.record(dest, verdict)
+        if change is None:
+            return
+        PUSH_CIRCUITS_OPEN.set(self.breakers.open_count())
+        if change == "closed":
+            _log().info("push relay circuit closed", destination=dest)
+            return
+        PUSH_CIRCUIT_OPENINGS.inc()
+        _log().warning("push relay circuit opened", destination=dest,
+                       probe_failed=change == "reopened", failures=self.breakers.failures,
+                       cool_down=self.breakers.cool_down)
 
     async def _report(self, d: QueuedDelivery, outcome: Outcome, snapshot: str | None,
                       made: bytes | None, fields: dict[str, Any]) -> None:

@@ -1,4 +1,5 @@
-"""The admin endpoints: /healthz (always open: probes), /readyz and /metrics.
+"""The admin endpoints: /healthz (always open: probes), /readyz, /metrics and the push
+relay's dead letters (admin_relay.py).
 
 They are served on the main listener unless `listen.admin` names a listener of their own
 (plain HTTP, for the cluster's network only); there, nothing else is served. On the main
@@ -14,6 +15,7 @@ from gateway.auth.peer import http_peer_cert
 from gateway.ingress.common import GATEWAY_KEY, gateway_of, refused
 from gateway.observability.metrics import exposition
 from gateway.pipeline.holder import GatewayHolder
+from gateway.server.admin_relay import add_dead_letter_routes
 from gateway.server.lifecycle import readiness
 from translators.dialects.rest import REST_V10
 from translators.errors import A2AError
@@ -66,6 +68,7 @@ def add_admin_routes(app: web.Application, *, probes_only: bool) -> None:
     if not probes_only:
         app.router.add_get("/readyz", readyz)
         app.router.add_get("/metrics", metrics)
+        add_dead_letter_routes(app, _refusal)
 
 
 def build_admin_app(holder: GatewayHolder) -> web.Application:

@@ -155,6 +155,16 @@ redis.call('ZADD', b .. 'ready', due, ARGV[2])
 return 1
 """
 
+# ARGV: base, id, delay (ms). Unattempted: the attempts stay as they are.
+POSTPONE = _COMMON + """
+local key = b .. 'i:' .. ARGV[2]
+if redis.call('EXISTS', key) == 0 then return 0 end
+local due = now + tonumber(ARGV[3])
+redis.call('HSET', key, 'due', due, 'lease', 0)
+redis.call('ZADD', b .. 'ready', due, ARGV[2])
+return 1
+"""
+
 # ARGV: base, id, status, error, has body, body, ttl (ms).
 BURY = _COMMON + """
 local key = b .. 'i:' .. ARGV[2]
@@ -217,7 +227,8 @@ return 1
 ACKNOWLEDGED = frozenset({"enqueue", "done", "bury", "revive"})
 
 SCRIPTS = {"enqueue": ENQUEUE, "claim": CLAIM, "next_due": NEXT_DUE, "done": DONE,
-           "release": RELEASE, "retry": RETRY, "bury": BURY, "dead": DEAD, "revive": REVIVE}
+           "release": RELEASE, "postpone": POSTPONE, "retry": RETRY, "bury": BURY,
+           "dead": DEAD, "revive": REVIVE}
 
 
 def _ms(seconds: float) -> int:
@@ -278,6 +289,9 @@ class RedisRelayQueue:
     async def relay_release(self, delivery_ids: list[int]) -> None:
         if delivery_ids:
             await self._relay_eval("release", list(delivery_ids))
+
+    async def relay_postpone(self, delivery_id: int, delay: float) -> None:
+        await self._relay_eval("postpone", [delivery_id, _ms(delay)])
 
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:

@@ -89,6 +89,10 @@ class RelayQueueStore(Protocol):
         """Give claimed deliveries back unattempted (a process that stops): due at once
         for any process, instead of after their lease."""
 
+    async def relay_postpone(self, delivery_id: int, delay: float) -> None:
+        """Give a claimed delivery back unattempted, due ``delay`` seconds from now (its
+        destination's circuit is open: gateway/relay/destinations.py)."""
+
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:
         """An attempt failed: count it, remember its outcome, release the lease, due again

@@ -224,6 +224,11 @@ class SqliteRelayQueue:
     async def relay_release(self, delivery_ids: list[int]) -> None:
         await self._relay_write(lambda db: release(db, delivery_ids))
 
+    async def relay_postpone(self, delivery_id: int, delay: float) -> None:
+        await self._relay_write(lambda db: db.execute(
+            "UPDATE relay_queue SET due_at = ?, leased_until = 0 WHERE id = ?",
+            (time.time() + delay, delivery_id)))
+
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:
         await self._relay_write(lambda db: retry(db, delivery_id, delay, status, error, body,

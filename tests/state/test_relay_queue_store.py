@@ -58,6 +58,20 @@ async def test_release_gives_a_claim_back_and_exclude_skips_lanes(queue: RelayQu
     assert [d.id for d in await queue.relay_claim(10, 30, frozenset())] == [r1.id]
 
 
+async def test_postpone_gives_a_claim_back_later_without_an_attempt(
+        queue: RelayQueueStore) -> None:
+    await queue.relay_enqueue(item("p1"), LIMITS)
+    await queue.relay_enqueue(item("p2"), LIMITS)
+    (p1,) = await queue.relay_claim(10, 30, frozenset())
+    await queue.relay_postpone(p1.id, 3600)
+    assert await queue.relay_claim(10, 30, frozenset()) == []  # p2 waits behind p1
+    due = await queue.relay_next_due()
+    assert due is not None and 3500 < due <= 3600
+    await queue.relay_postpone(p1.id, 0)
+    (again,) = await queue.relay_claim(10, 30, frozenset())
+    assert again.item.webhook_id == "p1" and again.attempts == 0
+
+
 async def test_duplicates_snapshots_and_the_tenant_bound(queue: RelayQueueStore) -> None:
     assert await queue.relay_enqueue(item("d1"), LIMITS) == "queued"
     assert await queue.relay_enqueue(item("d1"), LIMITS) == "duplicate"

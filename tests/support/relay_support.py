@@ -20,7 +20,14 @@ import aiohttp
 from aiohttp import web
 
 from gateway.relay.seals import Sealer, decode_key
-from tests.support.helpers import VENV_BIN, free_port, gateway_cmd, running, write_config
+from tests.support.helpers import (
+    VENV_BIN,
+    free_port,
+    gateway_cmd,
+    running,
+    wait_for_port,
+    write_config,
+)
 from translators.webhooks import RelayTarget
 
 KEY = base64.urlsafe_b64encode(os.urandom(32)).decode()
@@ -73,6 +80,7 @@ class Gateway:
     url: str
     config: Path
     log: Path
+    admin: str = ""  # the admin listener's URL, when it has one
 
     def lines(self, event: str) -> list[dict[str, Any]]:
         lines = [json.loads(raw) for raw in self.log.read_text().splitlines()
@@ -87,18 +95,25 @@ class Gateway:
 
 @contextmanager
 def gateway(tmp_path: Path, name: str = "gw", state: dict[str, Any] | None = None,
-            **relay: Any) -> Iterator[tuple[Gateway, subprocess.Popen[bytes]]]:
+            admin: bool = False, **relay: Any,
+            ) -> Iterator[tuple[Gateway, subprocess.Popen[bytes]]]:
     """A gateway process (tenant `t`) with the FAST schedule and ``relay`` settings; on
-    its own SQLite file unless ``state`` says otherwise."""
+    its own SQLite file unless ``state`` says otherwise; ``admin``: with an admin
+    listener."""
     port = free_port()
+    admin_port = free_port()
+    admin_at = f"127.0.0.1:{admin_port}" if admin else None
     config = write_config(tmp_path / f"{name}.yaml", {
-        "listen": {"http": f"127.0.0.1:{port}"},
+        "listen": {"http": f"127.0.0.1:{port}", **({"admin": admin_at} if admin else {})},
         # The agent is never asked: v1.0 clients get the notification's own body.
         "tenants": {"t": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"}}},
         "push_relay": {**FAST, **relay}, **({"state": state} if state else {})})
     log = tmp_path / f"{name}.log"
     with running(gateway_cmd(config), port, log=log) as proc:
-        yield Gateway(f"http://127.0.0.1:{port}", config, log), proc
+        if admin:  # it opens after the main listener
+            wait_for_port(admin_port, 30, proc)
+        yield Gateway(f"http://127.0.0.1:{port}", config, log,
+                      f"http://{admin_at}" if admin_at else ""), proc
 
 
 def sealed_for(url: str, task_id: str) -> str:
