@@ -87,17 +87,20 @@ class Gateway:
 
 @contextmanager
 def gateway(tmp_path: Path, name: str = "gw", state: dict[str, Any] | None = None,
+            tenant: dict[str, Any] | None = None, env: dict[str, str] | None = None,
             **relay: Any) -> Iterator[tuple[Gateway, subprocess.Popen[bytes]]]:
-    """A gateway process (tenant `t`) with the FAST schedule and ``relay`` settings; on
-    its own SQLite file unless ``state`` says otherwise."""
+    """A gateway process (tenant `t`, with ``tenant``'s settings added) with the FAST
+    schedule and ``relay`` settings; on its own SQLite file unless ``state`` says
+    otherwise."""
     port = free_port()
     config = write_config(tmp_path / f"{name}.yaml", {
         "listen": {"http": f"127.0.0.1:{port}"},
         # The agent is never asked: v1.0 clients get the notification's own body.
-        "tenants": {"t": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"}}},
+        "tenants": {"t": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"},
+                          **(tenant or {})}},
         "push_relay": {**FAST, **relay}, **({"state": state} if state else {})})
     log = tmp_path / f"{name}.log"
-    with running(gateway_cmd(config), port, log=log) as proc:
+    with running(gateway_cmd(config), port, log=log, env=env) as proc:
         yield Gateway(f"http://127.0.0.1:{port}", config, log), proc
 
 
