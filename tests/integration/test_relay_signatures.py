@@ -14,7 +14,7 @@ from aiohttp import web
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from gateway.auth.keygen import webhook_secret
-from tests.support.relay_support import Receiver, gateway, notify, sealed_for
+from tests.support.relay_support import FAST, Receiver, gateway, notify, sealed_for
 from tests.support.waiting import wait_until
 
 
@@ -37,8 +37,9 @@ async def test_deliveries_verify_with_each_key_and_retries_are_signed_afresh(
     keys: Any = [{"env": "A2A_TEST_SIGNING_NEW"}, {"file": str(tmp_path / "old.key")}]
     hooks = RawReceiver()
     hooks.answers = {"/signed": [429]}  # Retry-After: 1, so the retry is a second later
+    queue = {**FAST["queue"], "max_backoff": 5}  # type: ignore[dict-item]  # room for it
     with gateway(tmp_path, tenant={"push_signing": {"keys": keys}},
-                 env={"A2A_TEST_SIGNING_NEW": new}) as (gw, _):
+                 env={"A2A_TEST_SIGNING_NEW": new}, queue=queue) as (gw, _):
         async with hooks.up(), aiohttp.ClientSession() as http:
             sealed = sealed_for(f"{hooks.base}/signed", "s1")
             for n in range(3):  # one lane: in order, the first one's retry before the rest
@@ -53,6 +54,7 @@ async def test_deliveries_verify_with_each_key_and_retries_are_signed_afresh(
     # The retry: the same id and body, a later timestamp and so another signature.
     assert retry[0]["webhook-id"] == first[0]["webhook-id"] and retry[1] == first[1]
     assert int(retry[0]["webhook-timestamp"]) > int(first[0]["webhook-timestamp"])
+    assert gw.lines("push relay delivery will be retried")[0]["retry_in"] == 1.0
     assert retry[0]["webhook-signature"] != first[0]["webhook-signature"]
     assert len({h["webhook-id"] for h, _ in [first, *rest]}) == 3
     headers, body = first
