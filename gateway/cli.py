@@ -162,6 +162,8 @@ def _keygen(args: argparse.Namespace) -> int:
 
     if args.kind == "relay":
         print(keygen.relay_key())
+    elif args.kind == "webhook":
+        print(keygen.webhook_secret())
     elif args.kind == "api-key":
         key, digest = keygen.api_key()
         print(f"{key}\n{digest}")
@@ -236,6 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--kid", help="key id to put in the JWK (use the same as card_signing.kid)")
     k.add_argument("--jwk", metavar="FILE", help="write the public JWK set to FILE "
                    "instead of stderr (serve it at card_signing.jku)")
+    kinds.add_parser("webhook", help="a webhook signing secret (whsec_…) for a file or "
+                     "environment variable named in tenants.<name>.push_signing.keys")
     kinds.add_parser("api-key", help="a random API key (line 1, for the caller) and its "
                      "SHA-256 (line 2, for auth.api_keys.keys[].sha256)")
     p.set_defaults(func=_keygen)

@@ -50,7 +50,9 @@ class RelayTarget:
 
     ``authentication`` is ``(scheme, credentials)`` when the client gave one (either may
     be empty). ``task_id`` is empty for configs given inline in SendMessage (the task
-    does not exist yet). ``issued_at`` is a Unix time in seconds.
+    does not exist yet). ``issued_at`` is a Unix time in seconds. ``owner`` is the key of
+    the principal who set the config ("" when the call was not authenticated): only
+    that caller gets its webhook and credentials back (:func:`shown_config`).
     """
 
     url: str
@@ -63,6 +65,7 @@ class RelayTarget:
     authentication: tuple[str, str] | None = None
     config_id: str = ""
     task_id: str = ""
+    owner: str = ""
 
     def to_payload(self) -> JSON:
         """The compact JSON that gets sealed (short keys keep the URL short)."""
@@ -76,6 +79,8 @@ class RelayTarget:
             out["c"] = self.config_id
         if self.task_id:
             out["t"] = self.task_id
+        if self.owner:  # optional: a seal made before owners were sealed has none
+            out["o"] = self.owner
         return out
 
     @classmethod
@@ -93,7 +98,7 @@ class RelayTarget:
         if data.get("cv") not in (V03, V10) or data.get("bv") not in (V03, V10):
             raise ValueError("relay payload: bad protocol version")
         strings = {}
-        for key in ("u", "tn", "rt", "tk", "c", "t"):
+        for key in ("u", "tn", "rt", "tk", "c", "t", "o"):
             value = data.get(key, "")
             if not isinstance(value, str):
                 raise ValueError(f"relay payload: {key} must be a string")
@@ -104,7 +109,7 @@ class RelayTarget:
                    tenant=strings["tn"],
                    relay_token=strings["rt"], issued_at=iat, token=strings["tk"],
                    authentication=(auth[0], auth[1]) if auth is not None else None,
-                   config_id=strings["c"], task_id=strings["t"])
+                   config_id=strings["c"], task_id=strings["t"], owner=strings["o"])
 
 
 # ---------------------------------------------------------------- configs
@@ -112,7 +117,7 @@ class RelayTarget:
 
 def target_from_config(cfg: pb.TaskPushNotificationConfig, *, client_version: str,
                        backend_version: str, tenant: str, relay_token: str,
-                       issued_at: int) -> RelayTarget:
+                       issued_at: int, owner: str = "") -> RelayTarget:
     """The client's push config as a relay target (before the relay replaces it)."""
     auth = None
     if cfg.HasField("authentication"):
@@ -120,7 +125,8 @@ def target_from_config(cfg: pb.TaskPushNotificationConfig, *, client_version: st
     return RelayTarget(url=cfg.url, client_version=client_version,
                        backend_version=backend_version, tenant=tenant,
                        relay_token=relay_token, issued_at=issued_at, token=cfg.token,
-                       authentication=auth, config_id=cfg.id, task_id=cfg.task_id)
+                       authentication=auth, config_id=cfg.id, task_id=cfg.task_id,
+                       owner=owner)
 
 
 def register_relay(cfg: pb.TaskPushNotificationConfig, relay_url: str, relay_token: str,
@@ -149,6 +155,52 @@ def restore_client_config(cfg: pb.TaskPushNotificationConfig, target: RelayTarge
             scheme=target.authentication[0], credentials=target.authentication[1]))
     if not cfg.id and target.config_id:
         cfg.id = target.config_id
+
+
+def shown_config(cfg: pb.TaskPushNotificationConfig, target: RelayTarget | None, *,
+                 tenant: str, caller: str,
+                 own: pb.TaskPushNotificationConfig | None = None) -> str:
+    """What a caller is shown of a push config a backend answered with (create, get,
+    list): the one rule, for every dialect (they all render this canonical config).
+    Returns what was shown: ``owner`` or ``own`` (credentials kept), else why they were
+    removed (``another tenant or task``, ``another principal``, ``no seal``).
+
+    Credentials (``token``, ``authentication.credentials``) are shown only where the
+    gateway can vouch that the caller set them, never because the backend echoes them:
+
+    - ``target``, the config's relay seal, opened: made for this tenant and task by
+      this ``caller`` (a principal's key, "" unauthenticated) — the client's own URL,
+      token and authentication come back;
+    - ``own``, a create's own config, not relayed: what this caller just sent;
+    - anything else (another principal's seal, another tenant's or task's, a config the
+      backend holds without a seal): credentials removed; a relay URL stays the opaque
+      relay URL (a webhook's URL can itself be a secret). Removed, not masked: both SDK
+      generations take a config without them, and a mask would be a wrong token to
+      anyone who sets the config again from what it read.
+    """
+    if target is not None:
+        if target.tenant != tenant or (target.task_id and target.task_id != cfg.task_id):
+            shown = "another tenant or task"
+        elif target.owner != caller:
+            shown = "another principal"
+        else:
+            restore_client_config(cfg, target)
+            return "owner"
+    elif own is not None:
+        cfg.token = own.token
+        if own.HasField("authentication"):
+            cfg.authentication.CopyFrom(own.authentication)
+        else:
+            cfg.ClearField("authentication")
+        return "own"
+    else:
+        shown = "no seal"
+    cfg.token = ""
+    if cfg.HasField("authentication"):
+        cfg.authentication.credentials = ""
+        if not cfg.authentication.scheme:  # nothing left to show
+            cfg.ClearField("authentication")
+    return shown
 
 
 # ---------------------------------------------------------------- headers

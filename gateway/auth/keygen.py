@@ -5,6 +5,8 @@ recipe needs `openssl` incantations (or ships a placeholder that cannot start).
   environment variable hold them (gateway/relay/seals.py decode_key);
 - card-signing: an EC P-256 private key in PEM (PKCS#8), what `card_signing.key_file`
   reads (gateway/cards/signing.py), and its public key as a JWK set (for `jku`);
+- webhook: a Standard Webhooks signing secret, `whsec_` + base64 of 32 random bytes, as
+  `tenants.<name>.push_signing.keys` read it (gateway/relay/signing.py decode_secret);
 - api-key: a random key for the caller, and its SHA-256 as `auth.api_keys.keys[].sha256`
   stores it (gateway/auth/apikeys.py hash_key).
 """
@@ -21,11 +23,17 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from gateway.auth.apikeys import hash_key
 
 RELAY_KEY_BYTES = 32  # AES-256-GCM
+WEBHOOK_SECRET_BYTES = 32  # SHA-256's output size, within the spec's 24 to 64
 API_KEY_BYTES = 32  # 256 bits of entropy: no guessing, and the hash needs no salt
 
 
 def relay_key() -> str:
     return base64.urlsafe_b64encode(secrets.token_bytes(RELAY_KEY_BYTES)).decode()
+
+
+def webhook_secret() -> str:
+    # Standard base64 (not URL-safe): the format Standard Webhooks' libraries decode.
+    return "whsec_" + base64.b64encode(secrets.token_bytes(WEBHOOK_SECRET_BYTES)).decode()
 
 
 def api_key() -> tuple[str, str]:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gateway.config.auth import AuthConfig, effective
 from gateway.config.env import EnvOverrideError, apply_env_overrides, name_the_variable
 from gateway.config.logs import OLDER_LEVEL, LogConfig, LogLevel
+from gateway.config.push_signing import PushSigningConfig
 from gateway.config.relay_queue import RelayQueueConfig
 from gateway.config.state import StateConfig
 from gateway.config.tracing import TracingConfig
@@ -143,6 +144,9 @@ class TenantConfig(_Model):
     task_ownership: bool | None = Field(None, description="A principal sees and acts on "
                                         "only its own tasks (null: state.tasks.ownership); "
                                         "false for agents that share tasks on purpose")
+    push_signing: PushSigningConfig | None = Field(None, description="Standard Webhooks "
+                                                   "signatures on the push relay's "
+                                                   "deliveries for this tenant")
 
 
 class ListenConfig(_Model):

@@ -1,5 +1,7 @@
-"""Keys: the card-signing key (an EC P-256 PEM key) and the relay keys (base64 of 16, 24
-or 32 bytes, from the config or the environment), each read by the loader `serve` uses."""
+"""Keys: the card-signing key (an EC P-256 PEM key), the relay keys (base64 of 16, 24
+or 32 bytes, from the config or the environment) and the tenants' webhook signing
+secrets (`whsec_`, from files or the environment), each read by the loader `serve`
+uses."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from gateway.config.models import GatewayConfig
 from gateway.preflight.problems import Problems
 from gateway.preflight.tls import load_private_key
 from gateway.relay.seals import load_keys
+from gateway.relay.signing import load_signers
 
 
 def check_keys(problems: Problems, config: GatewayConfig,
@@ -25,3 +28,5 @@ def check_keys(problems: Problems, config: GatewayConfig,
     # `keys` themselves were checked when the config was parsed; what comes from the
     # environment variable is read here (it replaces them when set).
     problems.check("push_relay.keys_env", lambda: load_keys(relay, environ))
+    # Each unusable signing secret is its own line (load_signers names the YAML path).
+    problems.check("tenants", lambda: load_signers(config))

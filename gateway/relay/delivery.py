@@ -8,8 +8,9 @@ queue (gateway/state/relay_queue.py) before it answers the backend; the relay wo
   status/artifact/message event is turned into the Task snapshot it implies, fetched
   with GetTask through the tenant's backend (falling back to what the event carries
   when the backend cannot be asked);
-- POST it once, with the client's headers, the stable ``webhook-id`` and the trace
-  context, and tell what came of it (:class:`Outcome`): 2xx is success; timeouts,
+- POST it once, with the client's headers, the stable ``webhook-id``, the tenant's
+  Standard Webhooks signature when it signs (signing.py: a fresh timestamp and signature
+  per attempt, over the exact bytes sent) and the trace context, and tell what came of it (:class:`Outcome`): 2xx is success; timeouts,
   connection errors, 408/425/429 and 5xx may be tried again (after ``Retry-After`` when
   the receiver said so); any other answer, or the SSRF guard's refusal, may not.
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,6 +36,7 @@ from gateway.config.models import PushRelayConfig
 from gateway.observability.metrics import PUSH_DELIVERIES
 from gateway.relay import trace_context
 from gateway.relay.guard import WebhookGuard, WebhookRefused, refusal_in
+from gateway.relay.signing import WebhookSigner, signing_headers
 from translators.errors import A2AError
 from translators.loss import LossReport
 from translators.vocabulary import JSON
@@ -141,10 +143,12 @@ class Deliverer:
     resolver, no cookies."""
 
     def __init__(self, settings: PushRelayConfig, guard: WebhookGuard,
-                 fetch_task: FetchTask) -> None:
+                 fetch_task: FetchTask,
+                 signers: Mapping[str, WebhookSigner] | None = None) -> None:
         self.settings = settings
         self.guard = guard
         self.fetch_task = fetch_task
+        self.signers: Mapping[str, WebhookSigner] = signers or {}  # by tenant
         self._session: aiohttp.ClientSession | None = None
 
     async def snapshot(self, target: RelayTarget, event: pb.StreamResponse, task_id: str,
@@ -183,6 +187,8 @@ class Deliverer:
 
     async def _post(self, target: RelayTarget, data: bytes, webhook_id: str) -> Outcome:
         headers = {**delivery_headers(target), WEBHOOK_ID: webhook_id,
+                   **signing_headers(self.signers, target.tenant, webhook_id, data,
+                                     int(time.time())),
                    **trace_context.delivery_headers()}
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout)
         try:

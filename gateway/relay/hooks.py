@@ -11,7 +11,8 @@ client's webhook, and delivers what the backend posts there in the client's vers
   the config is pointed at a new seal bound to the call's tenant and task.
 - :meth:`PushRelay.restore_response` (create, get and list): a config pointing at a
   relay gets the client's own URL, token and authentication back, only when the seal was
-  made for this tenant and this task.
+  made for this tenant and this task by this caller; any other config answered has its
+  credentials removed (translators.webhooks.shown_config, the one rule).
 """
 
 from __future__ import annotations
@@ -32,13 +33,14 @@ from gateway.config.models import GatewayConfig
 from gateway.relay.delivery import COUNTERS, Deliverer, FetchTask
 from gateway.relay.guard import WebhookGuard
 from gateway.relay.seals import Sealer, SealError, load_keys, relay_base, sealed_part
+from gateway.relay.signing import load_signers
 from gateway.relay.state import RelayState
 from gateway.relay.worker import RelayWorker
 from gateway.state import Store
 from gateway.state.relay_queue import Enqueued, NewDelivery, RelayQueueLimits, RelayQueueStore
 from translators import operations as ops
 from translators.errors import invalid_params
-from translators.webhooks import register_relay, restore_client_config, target_from_config
+from translators.webhooks import RelayTarget, register_relay, shown_config, target_from_config
 
 log = structlog.get_logger("a2a_gateway.push_relay")
 
@@ -58,7 +60,9 @@ class PushRelay:
         self.base = relay_base(config)
         self.counters = COUNTERS
         self.state = RelayState(store=store)  # a store: shared with replicas
-        self.deliverer = Deliverer(self.settings, self.guard, fetch_task)
+        # Read now (preflight checked them): a reload that rotates keys builds a new relay.
+        self.deliverer = Deliverer(self.settings, self.guard, fetch_task,
+                                   load_signers(config))
         self._own_queue: Store | None = None
         self._worker: RelayWorker | None = None
         if self.enabled and isinstance(store, RelayQueueStore):
@@ -113,7 +117,8 @@ class PushRelay:
         target = target_from_config(
             cfg, client_version=call.ctx.client_version, backend_version=backend_version,
             tenant=call.ctx.tenant or "", relay_token=secrets.token_urlsafe(16),
-            issued_at=int(time.time()))
+            issued_at=int(time.time()),
+            owner=call.ctx.principal.key if call.ctx.principal is not None else "")
         if isinstance(call.request, pb.SendMessageRequest) and not target.task_id:
             # An inline config belongs to the message's task when it names one; a new
             # task's seal is bound to the first task it is used for (gateway/ingress/relay.py).
@@ -122,33 +127,39 @@ class PushRelay:
                        backend_version)
 
     def restore_response(self, call: Call, result: ProtoMessage | None) -> ProtoMessage | None:
-        """After the backend: push configs pointing at a relay get the client's values."""
+        """After the backend: each push config answered is what this caller may see of it
+        (translators.webhooks.shown_config: the client's own values for its owner,
+        credentials removed for anyone else), whatever the backend answered."""
         if result is None or call.op.name not in (ops.PUSH_CREATE, ops.PUSH_GET, ops.PUSH_LIST):
             return result
         configs = list(result.configs) if isinstance(
             result, pb.ListTaskPushNotificationConfigsResponse) else [result]
+        # A create not relayed still holds what its caller sent (a relayed one's request
+        # holds the relay's token by now: its seal has the client's).
+        own = call.request if call.op.name == ops.PUSH_CREATE and not self.relays(call) \
+            and isinstance(call.request, pb.TaskPushNotificationConfig) else None
+        caller = call.ctx.principal.key if call.ctx.principal is not None else ""
+        tenant = call.ctx.tenant or ""
         for cfg in configs:
             if isinstance(cfg, pb.TaskPushNotificationConfig):
-                self._restore(cfg, call.ctx.tenant or "")
+                shown = shown_config(cfg, self._opened(cfg), tenant=tenant, caller=caller,
+                                     own=own)
+                if shown == "another tenant or task":  # a relay URL where it does not belong
+                    log.warning("push config holds a relay URL of another tenant or task; "
+                                "left sealed", tenant=tenant, task_id=cfg.task_id)
         return result
 
-    def _restore(self, cfg: pb.TaskPushNotificationConfig, tenant: str) -> None:
+    def _opened(self, cfg: pb.TaskPushNotificationConfig) -> RelayTarget | None:
+        """The config's relay seal, opened; None when its URL is no relay URL of ours."""
         sealed = sealed_part(cfg.url)
         if sealed is None:
-            return
+            return None
         try:
-            target = self.sealer.open(sealed, check_age=False)
+            return self.sealer.open(sealed, check_age=False)
         except SealError as exc:
             # Another gateway's relay (a chain), or a key rotated out: leave it as it is.
             log.debug("push config keeps a relay URL this gateway cannot open", reason=str(exc))
-            return
-        # A seal opens only for its own tenant and task: anything else would hand one
-        # caller the webhook and credentials of another.
-        if target.tenant != tenant or (target.task_id and target.task_id != cfg.task_id):
-            log.warning("push config holds a relay URL of another tenant or task; left sealed",
-                        tenant=tenant, task_id=cfg.task_id)
-            return
-        restore_client_config(cfg, target)
+            return None
 
     # ------------------------------------------------------------ the queue
 

@@ -1,7 +1,9 @@
 """Task ownership with the official a2a-sdk 1.3.0 client: two principals (API keys, sent
 by the SDK's AuthInterceptor from the gateway's card) create tasks in one context of a
 v0.3 agent; each one's ListTasks shows its own tasks only. Every client binding, every
-backend binding (one pairing each), and a tenant with ownership off as the control."""
+backend binding (one pairing each), and a tenant with ownership off as the control; on
+that shared tenant, a push config's credentials go back to the principal who set it only
+(docs/push-relay.md, "Credentials in answers")."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.helpers import free_port, gateway_cmd, running, write_config
@@ -76,3 +79,35 @@ def test_a_tenant_without_ownership_shows_everyones(owned: Owned) -> None:
     assert list_as(owned, "alice", "JSONRPC", "shared", context)["sameTasks"] is True
     bob = list_as(owned, "bob", "JSONRPC", "shared", context)
     assert bob == {"sameTasks": False, "states": ["completed"] * 4}
+
+
+def _rpc(owned: Owned, who: str, method: str, params: dict[str, Any]) -> Any:
+    reply = httpx.post(f"{owned.http}/shared", json={
+        "jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+        headers={"A2A-Version": "1.0", "x-api-key": KEYS[who]}, timeout=30)
+    assert "result" in reply.json(), reply.text
+    return reply.json()["result"]
+
+
+def test_push_config_credentials_go_to_their_owner_only(owned: Owned) -> None:
+    """Alice's push config on a shared task, relayed to the a2a-sdk 0.3.26 agent (which
+    holds and echoes the relay's URL and token): alice gets hers back, bob none."""
+    task = _rpc(owned, "alice", "SendMessage", {"message": {
+        "messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "slow"}]},
+        "configuration": {"returnImmediately": True}})["task"]
+    cfg = {"taskId": task["id"], "id": "c1", "url": "https://hooks.example/alice-secret",
+           "token": "alice-tok",
+           "authentication": {"scheme": "Bearer", "credentials": "alice-cred"}}
+    try:
+        assert _rpc(owned, "alice", "CreateTaskPushNotificationConfig", cfg) == cfg
+        get = {"taskId": task["id"], "id": "c1"}
+        assert _rpc(owned, "alice", "GetTaskPushNotificationConfig", get) == cfg
+        seen = [_rpc(owned, "bob", "GetTaskPushNotificationConfig", get),
+                *_rpc(owned, "bob", "ListTaskPushNotificationConfigs",
+                      {"taskId": task["id"]})["configs"]]
+        for other in seen:
+            assert "token" not in other and "credentials" not in other.get("authentication", {})
+            assert other["id"] == "c1" and "/_relay/" in other["url"]
+            assert "alice" not in str(other)
+    finally:
+        _rpc(owned, "alice", "CancelTask", {"id": task["id"]})

@@ -145,6 +145,19 @@ def webhook_path(version: str, tenant: str, transport: str) -> str:
     return f"/hook/{version}-{transport}-{tenant}"
 
 
+def push_config_shown(webhook: str, client: str, tenant: str, *,
+                      created: bool = False) -> dict[str, Any]:
+    """The push config (as the peers report it, without taskId) a client is shown:
+    relayed (client and agent versions differ), its own; not relayed, the gateway cannot
+    vouch for who set the agent's copy, so get and list show no credentials, while a
+    create answers what it sent (docs/push-relay.md, "Credentials in answers")."""
+    cfg: dict[str, Any] = {"id": "cfg1", "url": webhook, "token": "tok-1",
+                           "scheme": "Bearer", "credentials": "sekret"}
+    agent = "0.3" if tenant == "demo" or tenant.endswith("03") else "1.0"
+    return cfg if created or agent != client else {**cfg, "token": None,
+                                                   "credentials": None}
+
+
 def webhook_for(deployment: Deployment, version: str, tenant: str,
                 transport: str = "JSONRPC") -> str:
     return deployment.webhook_base + webhook_path(version, tenant, transport)

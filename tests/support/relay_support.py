@@ -95,21 +95,23 @@ class Gateway:
 
 @contextmanager
 def gateway(tmp_path: Path, name: str = "gw", state: dict[str, Any] | None = None,
-            admin: bool = False, **relay: Any,
+            admin: bool = False, tenant: dict[str, Any] | None = None,
+            env: dict[str, str] | None = None, **relay: Any,
             ) -> Iterator[tuple[Gateway, subprocess.Popen[bytes]]]:
-    """A gateway process (tenant `t`) with the FAST schedule and ``relay`` settings; on
-    its own SQLite file unless ``state`` says otherwise; ``admin``: with an admin
-    listener."""
+    """A gateway process (tenant `t`, with ``tenant``'s settings added) with the FAST
+    schedule and ``relay`` settings; on its own SQLite file unless ``state`` says
+    otherwise; ``admin``: with an admin listener."""
     port = free_port()
     admin_port = free_port()
     admin_at = f"127.0.0.1:{admin_port}" if admin else None
     config = write_config(tmp_path / f"{name}.yaml", {
         "listen": {"http": f"127.0.0.1:{port}", **({"admin": admin_at} if admin else {})},
         # The agent is never asked: v1.0 clients get the notification's own body.
-        "tenants": {"t": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"}}},
+        "tenants": {"t": {"backend": {"url": "http://127.0.0.1:9/", "version": "0.3"},
+                          **(tenant or {})}},
         "push_relay": {**FAST, **relay}, **({"state": state} if state else {})})
     log = tmp_path / f"{name}.log"
-    with running(gateway_cmd(config), port, log=log) as proc:
+    with running(gateway_cmd(config), port, log=log, env=env) as proc:
         if admin:  # it opens after the main listener
             wait_for_port(admin_port, 30, proc)
         yield Gateway(f"http://127.0.0.1:{port}", config, log,

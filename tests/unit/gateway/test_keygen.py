@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,16 @@ def test_a_bad_relay_key_says_how_to_make_one(monkeypatch: pytest.MonkeyPatch,
     assert err.startswith("a2a-gateway: ") and err.count("\n") == 1, err
     assert err.endswith("env A2A_GATEWAY_RELAY_KEYS: every relay key must be 16, 24 or 32 bytes "
                         "in base64 (make one with: a2a-gateway keygen relay)\n"), err
+
+
+def test_webhook_secret_is_what_push_signing_and_standard_webhooks_read(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from standardwebhooks.webhooks import Webhook
+
+    from gateway.relay.signing import WebhookSigner, decode_secret
+
+    out, _ = _run(capsys, "webhook")
+    secret = out.strip()
+    assert secret.startswith("whsec_") and len(decode_secret(secret)) == 32
+    headers = WebhookSigner([decode_secret(secret)]).headers("msg_k", b"{}", int(time.time()))
+    assert Webhook(secret).verify(b"{}", {**headers, "webhook-id": "msg_k"}) == {}
