@@ -16,7 +16,7 @@ Two phases:
 - `load`: `tasks` agents at once, each posting `per_task` notifications of its own task
   one after another (the next once the gateway answered 202, as an agent would), the
   receiver counting arrivals; the gateway's (and the store's) CPU over the phase from
-  /proc.
+  /proc (with any child process).
 
 Every phase is bounded by its count and by `timeout` seconds; what has not arrived by
 then is reported missing, never waited for longer.
@@ -36,7 +36,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from bench.procs import cpu_seconds
+from bench.fastload import tree_cpu_seconds
 from gateway.relay.seals import Sealer, decode_key
 from translators.webhooks import RelayTarget
 
@@ -156,7 +156,7 @@ async def loaded(agent: Agent, arrivals: Arrivals, tag: str, tasks: int, per_tas
                 errors.append(refused)
                 sent.pop((name, n))
 
-    cpu0 = {name: cpu_seconds(pid) for name, pid in watch.items()}
+    cpu0 = {name: tree_cpu_seconds(pid) for name, pid in watch.items()}
     began = time.monotonic()
     posting = asyncio.gather(*(one_agent(name) for name in names))
     try:
@@ -169,7 +169,7 @@ async def loaded(agent: Agent, arrivals: Arrivals, tag: str, tasks: int, per_tas
         _done, pending = await asyncio.wait(waiters, timeout=left)
         for future in pending:
             future.cancel()
-    cpu = {name: cpu_seconds(pid) - cpu0[name] for name, pid in watch.items()}
+    cpu = {name: tree_cpu_seconds(pid) - cpu0[name] for name, pid in watch.items()}
     got = [key for key in sent if key in arrivals.at]
     return {
         "posted": tasks * per_task, "accepted": len(sent), "delivered": len(got),
