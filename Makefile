@@ -162,7 +162,8 @@ matrix: setup venvs
 
 # bench/README.md: the gateway against nginx, a bare aiohttp proxy and a direct call, the
 # middle hop pinned to one core (bench.run, peers), one worker vs two (bench.workers), the
-# same with real backends, then 10,000 idle streams through it to an HTTP and to a gRPC
+# same with real backends, the push relay's durable queue vs the in-memory relay before it
+# (bench.relay, inside bench.run), then 10,000 idle streams through it to an HTTP and to a gRPC
 # backend (bench.idle_streams), then what recording the task index costs: off, SQLite,
 # Redis (bench.recording).
 # nginx-light (Debian) and uvloop are installed for the bench when missing; without nginx

@@ -41,7 +41,7 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bench import peers, peers_report, report, workers
+from bench import peers, peers_report, relay, relay_report, report, workers
 from bench.procs import (
     ROOT,
     BenchError,
@@ -54,7 +54,7 @@ from bench.procs import (
     sdk_agent_cmd,
 )
 from bench.scenarios import GROUPS, Group, Scenario, group_spec, scenarios
-from bench.targets import evaluate
+from bench.targets import RELAY_TARGETS, evaluate
 
 HERE = Path(__file__).resolve().parent
 
@@ -179,6 +179,17 @@ def run_workers(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
     return workers.run_workers(logs / "workers", args.loop, args.only)
 
 
+def run_relay(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
+    """The push relay, durable queue vs in-memory (bench/relay.py, about 2 minutes)."""
+    # --only selects by name: a pattern that does not match "relay" leaves it out.
+    if args.skip_relay or not re.search(args.only, "relay"):
+        return {"skipped": True, "rows": []}
+    print("push relay: the durable queue vs the in-memory relay, SQLite and Redis; "
+          f"gateways on CPU {peers.MIDDLE_CORE}", flush=True)
+    (logs / "relay").mkdir()
+    return relay.run_relay(logs / "relay", scale=args.scale)
+
+
 def run_real(args: argparse.Namespace, logs: Path,
              ) -> tuple[list[dict[str, Any]], list[str], dict[str, float]]:
     """The groups of bench/scenarios.py: real backends, cores shared."""
@@ -221,10 +232,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     peers_data = run_peers(args, logs)
     workers_data = run_workers(args, logs)
     results, skipped, memory = ([], [], {}) if args.skip_groups else run_real(args, logs)
+    relay_data = run_relay(args, logs)
     metrics = report.derive(results)
     metrics.update({f"memory.{k}": v for k, v in memory.items()})
     metrics.update(peers_report.derive(peers_data))
     metrics.update(workers.derive(workers_data))
+    metrics.update(relay_report.derive(relay_data["rows"]))
     shutil.rmtree(logs, ignore_errors=True)
     return {"machine": machine, "elapsed_s": time.monotonic() - started,
             "groups": {g.name: {"concurrency": g.concurrency, "rounds": g.rounds}
@@ -232,7 +245,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "scale": args.scale,
             "loadavg_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             "results": results, "skipped": skipped, "memory": memory, "metrics": metrics,
-            "peers": peers_data, "workers": workers_data,
+            "peers": peers_data, "workers": workers_data, "relay": relay_data,
             "targets": evaluate(metrics)}
 
 
@@ -257,6 +270,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="skip the peer comparison (nginx, bare proxy, gateway, pinned)")
     parser.add_argument("--skip-workers", action="store_true",
                         help="skip the 1-worker vs 2-worker measurement (bench/workers.py)")
+    parser.add_argument("--skip-relay", action="store_true",
+                        help="skip the push relay's durable queue vs in-memory (bench/relay.py)")
     parser.add_argument("--skip-groups", action="store_true",
                         help="run only the peer comparison, not the real-backend groups")
     parser.add_argument("--render", type=Path, metavar="JSON",
@@ -277,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
         metrics.update(peers_report.derive(data["peers"]))
         data.setdefault("workers", {"skipped": True, "results": []})
         metrics.update(workers.derive(data["workers"]))
+        data.setdefault("relay", {"skipped": True, "rows": []})
+        metrics.update(relay_report.derive(data["relay"]["rows"]))
         data["metrics"], data["targets"] = metrics, evaluate(metrics)
     else:
         try:
@@ -296,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\ngateway RSS (MiB): " + ", ".join(
         f"{label} {value}" for label, value in report.memory_rows(data["memory"])))
     print()
+    if data["relay"]["rows"]:
+        print()
+        relay.print_summary({**data["relay"], "metrics": data["metrics"]})
+    print()
     print(report.text_table(report.TARGET_COLUMNS, report.target_rows(data["targets"]),
                             left=3))
     data["json_written"] = str(args.json)
@@ -309,6 +330,10 @@ def main(argv: list[str] | None = None) -> int:
             kept = report.section(old, name)
             if kept is not None:
                 text = report.put_section(text, name, kept)
+        if data["relay"]["rows"]:
+            text = report.put_section(text, relay.SECTION, relay_report.markdown(
+                {**data["relay"], "metrics": data["metrics"],
+                 "targets": evaluate(data["metrics"], RELAY_TARGETS)}))
         args.md.write_text(text)
     return report.summarize(data, args.json, args.md, args.strict)
 

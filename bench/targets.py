@@ -5,7 +5,8 @@ proxy in front of the same backend) or a memory figure of the gateway process, s
 means the same on a fast and a slow machine. Metric names are `<group>:<route>.<metric>`
 (see bench/scenarios.py and bench/report.py), or `memory.*` and `all.*`; those of
 bench/idle_streams.py are `idle:<case>.<metric>` (IDLE_STREAM_TARGETS), those of
-bench/recording.py `index:<path>.<store>.<metric>` (RECORDING_TARGETS).
+bench/recording.py `index:<path>.<store>.<metric>` (RECORDING_TARGETS), those of
+bench/relay.py `relay:<store>.<relay>.<metric>` (RELAY_TARGETS, checked by bench.run too).
 
 A missed target is reported, not fatal: `make bench` exits 0 unless the run broke;
 `python -m bench.run --strict` exits 1 on a miss.
@@ -94,6 +95,25 @@ WORKER_TARGETS: list[Target] = [
 ]
 TARGETS += WORKER_TARGETS
 
+
+# bench/relay.py (issue 31): the push relay with its durable queue ÷ the relay before it
+# (delivered from memory), the same store, in the same run, paired by round. "Durability
+# must not cost more than 2x per notification": the time per delivered notification under
+# load (the inverse of delivered/s) and the CPU per notification.
+RELAY_TARGETS: list[Target] = [
+    target
+    for store in ("sqlite", "redis")
+    for target in (
+        Target(f"relay:{store}.durable.time_vs_memory", "<=", 2.0,
+               f"push relay on {store}: time per delivered notification under load, "
+               f"durable queue ÷ in-memory relay ≤ 2"),
+        Target(f"relay:{store}.durable.cpu_vs_memory", "<=", 2.0,
+               f"push relay on {store}: CPU per notification, durable queue ÷ in-memory "
+               f"relay ≤ 2"),
+    )
+] + [Target("relay:all.errors", "<=", 0, "every relayed notification delivered, once, "
+            "in order per task")]
+TARGETS += RELAY_TARGETS
 
 # bench/idle_streams.py: 10,000 idle streams held open through the gateway, per case
 # (`idle:http-backend`: gRPC in, JSON-RPC/SSE out; `idle:grpc-backend`: JSON-RPC/SSE in,
