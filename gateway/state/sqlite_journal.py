@@ -63,11 +63,21 @@ def append(db: sqlite3.Connection, tenant: str, task_id: str, events: Sequence[b
         head = None
     next_seq, held, ended = (1, 0, False) if head is None else (head[0], head[1], head[2])
     position = next_seq - 1 if after is None else after
+    if position >= next_seq - 1:
+        # A writer at the end (one stream alone, or the one ahead) has nothing to match,
+        # and each insert keeps it there: all its events go in one executemany (one
+        # statement step each, not one Python-level execute each).
+        rows = [(*key, next_seq + i, event_digest(data), data)
+                for i, data in enumerate(events)]
+        db.executemany(_INSERT, rows)
+        next_seq += len(rows)
+        held += sum(len(data) for data in events)
+        return _close(db, key, next_seq, held, ended, terminal, limits, now,
+                      [row[2] for row in rows])
     seqs: list[int] = []
     for data in events:
         digest = event_digest(data)
-        # A writer at the end (one stream alone, or the one ahead) has nothing to match:
-        # one statement an event. Behind, a lookup first; the first miss puts it at the end.
+        # Behind the end: a lookup first; the first miss puts the writer at the end.
         found = None if position >= next_seq - 1 else db.execute(
             _MATCH, (*key, digest, position)).fetchone()
         if found is None:
@@ -78,6 +88,13 @@ def append(db: sqlite3.Connection, tenant: str, task_id: str, events: Sequence[b
         else:
             position = found[0]
         seqs.append(position)
+    return _close(db, key, next_seq, held, ended, terminal, limits, now, seqs)
+
+
+def _close(db: sqlite3.Connection, key: tuple[str, str], next_seq: int, held: int,
+           ended: bool, terminal: bool, limits: JournalLimits, now: float,
+           seqs: list[int]) -> list[int]:
+    """An append's end: the bounds kept, the head written; returns ``seqs``."""
     held = _trim(db, key, next_seq, held, limits)
     ended = bool(ended) or terminal  # a terminal task stays so
     expires_at = now + (limits.ttl if ended else limits.idle_ttl)
