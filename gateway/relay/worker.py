@@ -118,8 +118,7 @@ class RelayWorker:
             if not done:
                 continue
             # Woken (a delivery queued here, or one ended): wakes that come together, as
-            # deliveries ending in a burst, share one look (each look reads the whole
-            # queue's lane heads).
+            # deliveries ending in a burst, share one look (a store round trip each).
             await asyncio.sleep(_GATHER)
             self._wake.clear()
 

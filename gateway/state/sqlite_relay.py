@@ -148,6 +148,12 @@ def retry(db: sqlite3.Connection, delivery_id: int, delay: float, status: int, e
             "leased_until = 0 WHERE id = ?", (status, error, body, now + delay, delivery_id))
 
 
+def postpone(db: sqlite3.Connection, delivery_id: int, delay: float, now: float) -> None:
+    """Due again after ``delay``, its attempts as they were (a destination's open circuit)."""
+    _change(db, delivery_id, "UPDATE relay_queue SET due_at = ?, leased_until = 0 WHERE id = ?",
+            (now + delay, delivery_id))
+
+
 def done(db: sqlite3.Connection, delivery_id: int) -> None:
     _change(db, delivery_id, "DELETE FROM relay_queue WHERE id = ?", (delivery_id,))
 
@@ -225,9 +231,7 @@ class SqliteRelayQueue:
         await self._relay_write(lambda db: release(db, delivery_ids))
 
     async def relay_postpone(self, delivery_id: int, delay: float) -> None:
-        await self._relay_write(lambda db: db.execute(
-            "UPDATE relay_queue SET due_at = ?, leased_until = 0 WHERE id = ?",
-            (time.time() + delay, delivery_id)))
+        await self._relay_write(lambda db: postpone(db, delivery_id, delay, time.time()))
 
     async def relay_retry(self, delivery_id: int, delay: float, status: int, error: str,
                           body: bytes | None) -> None:

@@ -86,3 +86,16 @@ async def test_a_look_reads_the_due_heads_by_their_index(tmp_path: Path) -> None
     for sql, plan in plans.items():
         assert "SCAN" not in plan and "GROUP BY" not in plan, (sql, plan)
         assert "relay_heads_by_time" in plan, (sql, plan)
+
+
+async def test_a_postponed_delivery_moves_its_head(tmp_path: Path) -> None:
+    """An open circuit's postpone (the breaker's store step): its lane's head is due at the
+    end of the delay, not at the end of the lease its claim set."""
+    path = tmp_path / "state.db"
+    store = SqliteStore(str(path))
+    await store.relay_enqueue(item("w0", "L0"), LIMITS)
+    (claimed,) = await store.relay_claim(10, 30, frozenset())
+    await store.relay_postpone(claimed.id, 600)
+    held, derived = heads(path)
+    await store.close()
+    assert held == derived  # without the head moved: the lease's end, 30 s, not 600 s
