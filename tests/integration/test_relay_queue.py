@@ -4,7 +4,7 @@ The test posts the notifications itself, as an agent would (the SDK agents' own 
 run through the same endpoint in tests/interop/test_push_relay_interop.py): that way it
 knows their order and decides when the receiver is up.
 
-- the receiver is down, then up: every notification arrives, in order, ids unique;
+- the receiver is down for 10 s, then up: every notification arrives, in order, ids unique;
 - the gateway is SIGKILLed with 50 deliveries queued, and started again: all arrive;
 - a 4xx is not retried; a 5xx is, until the attempts run out: a dead letter, which
   `a2a-gateway relay list|show|replay|drop` handle; a 429's Retry-After is honoured.
@@ -12,6 +12,7 @@ knows their order and decides when the receiver is up.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -27,18 +28,28 @@ from tests.support.relay_support import (
 )
 from tests.support.waiting import wait_until
 
+OUTAGE = 10.0  # seconds the receiver is away (issue 31's scenario)
+
 
 async def test_receiver_down_then_up_gets_every_notification_in_order(
         tmp_path: Path) -> None:
     hooks = Receiver()
     sealed = sealed_for(f"{hooks.base}/down", "t1")
-    with gateway(tmp_path, retries=30) as (gw, _):
+    # The issue's outage: the receiver is away for 10 s, which this schedule (backoff
+    # doubling from 0.05 s, capped at 1 s; the breaker open 1 s at a time) spans with
+    # attempts short of 30.
+    queue = {"max_backoff": 1, "lease": 2, "poll": 0.1, "breaker": {"cool_down": 1}}
+    with gateway(tmp_path, retries=30, queue=queue) as (gw, _):
         async with aiohttp.ClientSession() as http:
             for n in range(20):
                 await notify(http, gw, sealed, "t1", n)
             # The first delivery fails (nothing listens) and is rescheduled.
             await wait_until(lambda: gw.lines("push relay delivery will be retried"),
                              "a retry scheduled")
+            await asyncio.sleep(OUTAGE)  # the scenario's length, not a wait for a state
+            assert len(gw.lines("push relay delivery will be retried")) >= 5
+            assert gw.lines("push relay circuit opened")  # and no attempt spent meanwhile
+            assert not gw.lines("push relay delivery failed")
             async with hooks.up():
                 await wait_until(lambda: len(hooks.on("/down")) >= 20, "20 deliveries")
     assert_once_each_in_order(hooks.on("/down"), 20)
