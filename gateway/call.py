@@ -130,6 +130,9 @@ class CallContext:
     operation: str | None = None
     error: BaseException | None = None
     finished: bool = False  # observe.finish ran: the call is counted, logged and traced
+    # Its access line is written: once per call (a stream read on after its client left
+    # has it written as the client leaves, not when the handler ends).
+    logged: bool = False
 
     def __post_init__(self) -> None:
         if not self.backend_headers:

@@ -129,7 +129,7 @@ def dump_value(value: Any) -> Any:
         number = value.number_value
         if math.isinf(number) or math.isnan(number):
             raise ProtoJsonError(f"{number} has no JSON form")
-        return int(number) if number.is_integer() and abs(number) < 2**53 else number
+        return int(number) if _integer(number) else number
     if kind == "struct_value":
         return {k: dump_value(v) for k, v in value.struct_value.fields.items()}
     if kind == "list_value":
@@ -186,10 +186,17 @@ def timestamp_text(msg: Any) -> str:
 def integral(value: Any) -> Any:
     """Struct and Value hold every number as a double; give integral numbers back their
     integer form (exact below 2**53)."""
-    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+    if isinstance(value, float) and _integer(value):
         return int(value)
     if isinstance(value, dict):
         return {k: integral(v) for k, v in value.items()}
     if isinstance(value, list):
         return [integral(v) for v in value]
     return value
+
+
+def _integer(number: float) -> bool:
+    """Whether a double is written as an integer: integral, exact (below 2**53), and not
+    -0.0, which `int` would turn into 0 (JSON keeps `-0.0`; a round trip must too)."""
+    return (number.is_integer() and abs(number) < 2**53
+            and (number != 0 or math.copysign(1.0, number) > 0))

@@ -34,6 +34,7 @@ __all__ = [
     "RawResponseMessage",
     "body_bytes_read",
     "http_date",
+    "lose_keeping_handler",
 ]
 
 # `SERVER_SOFTWARE`: the `Server` header aiohttp's responses carry, which the fast lane
@@ -54,6 +55,22 @@ def body_bytes_read(content: StreamReader) -> int:
     a reader that keeps no count)."""
     count: int = getattr(content, "total_bytes", 0)
     return count
+
+
+def lose_keeping_handler(server: web.Server, connection_lost: Callable[[], None]) -> None:
+    """Run aiohttp's ``connection_lost`` for one connection of ``server`` without it
+    cancelling the request's handler (the server's `handler_cancellation`, which the
+    gateway turns on for every other call). aiohttp reads that setting from the server
+    while the connection is lost, not when the connection is made: switched off for
+    that one synchronous call, it spares only this connection's handler. A journaled
+    stream's driver runs in its handler and reads on into the journal once its client is
+    gone (gateway/streams/detach.py)."""
+    keep = server.handler_cancellation
+    server.handler_cancellation = False
+    try:
+        connection_lost()
+    finally:
+        server.handler_cancellation = keep
 
 
 class ParsedConnection(asyncio.Protocol):

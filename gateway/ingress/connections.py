@@ -24,7 +24,7 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge
 
 from gateway.config.models import LimitsConfig
-from gateway.http.aiohttp_internals import ProtocolSite
+from gateway.http.aiohttp_internals import ProtocolSite, lose_keeping_handler
 from gateway.http.request import ClientRequest
 from gateway.streams.turns import Opening, Openings
 
@@ -78,6 +78,7 @@ class ConnectionGuard:
         self.openings = openings  # requests begin here; their answer's first byte ends them
         self.max_connections = limits.max_connections or default_max_connections()
         self.closing = False  # the gateway is shutting down: no connection stays open
+        self.server: web.Server | None = None  # aiohttp's, once a site serves through it
         self._by_state: dict[str, OrderedDict[GuardedProtocol, None]] = {
             _WAITING: OrderedDict(), _BUSY: OrderedDict(), _IDLE: OrderedDict()}
 
@@ -139,6 +140,9 @@ class GuardedProtocol(asyncio.Protocol):
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._opening: Opening | None = None
+        # What the connection's loss does instead of cancelling its call (aiohttp's
+        # handler cancellation): a journaled stream's, read on without its client.
+        self.on_lost: Callable[[], None] | None = None
 
     # ---------------------------------------------------------------- states
 
@@ -231,7 +235,18 @@ class GuardedProtocol(asyncio.Protocol):
         if self._inner is not None:
             OPEN_CONNECTIONS.dec()
             inner, self._inner = self._inner, None
-            inner.connection_lost(exc)
+            on_lost, self.on_lost = self.on_lost, None
+            server = self._guard.server
+            if on_lost is None or server is None:
+                inner.connection_lost(exc)
+            else:
+                lose_keeping_handler(server, lambda: inner.connection_lost(exc))
+                on_lost()
+
+    @property
+    def keeps_handlers(self) -> bool:
+        """Whether a call on this connection can outlive it in its handler (:attr:`on_lost`)."""
+        return self._guard.server is not None
 
     def pause_writing(self) -> None:
         if self._inner is not None:
@@ -282,4 +297,5 @@ class GuardedSite(ProtocolSite):
         self._lane = lane  # what serves a connection before (or instead of) aiohttp
 
     def protocol(self, server: web.Server) -> Callable[[], asyncio.Protocol]:
+        self.guard.server = server
         return self.guard.factory(server if self._lane is None else self._lane(server))

@@ -11,9 +11,10 @@ from aiohttp import web
 
 from gateway.call import Call
 from gateway.ingress.common import GATEWAY_KEY, dialect_headers, gateway_of
-from gateway.ingress.connections import answer_started
+from gateway.ingress.connections import answer_started, connection_of
+from gateway.observability.logs.access import answered_early, client_gone
 from gateway.streams import turns
-from gateway.streams.detach import LeavesAtDrain, held
+from gateway.streams.detach import LeavesAtDrain, held, kept
 from gateway.streams.driver import drive
 from gateway.streams.sse import SSE_HEADERS
 from translators.dialects.contract import SseClientCodec
@@ -40,6 +41,10 @@ def serve_sse(request: web.Request, call: Call, codec: SseClientCodec,
     driving = drive(call, gateway.stream(call), sink, request.app[GATEWAY_KEY].streams,
                     call.ctx.facts.binding, gateway.config.limits.write_timeout,
                     sink.leave if journal.holds else None)
+    if journal.holds:
+        conn = connection_of(request)
+        if conn is not None and conn.keeps_handlers:
+            return kept(driving, call, journal, sink, conn, lambda: client_gone(request))
     return held(driving, call, journal, sink)
 
 
@@ -83,6 +88,7 @@ class SseSink(LeavesAtDrain):
         that is not shutting down takes."""
         self.response.force_close()
         await self.response.write_eof()
+        answered_early(self.request, self.response)
         return self.response
 
     async def flush(self, due: bool) -> None:

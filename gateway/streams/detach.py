@@ -1,16 +1,21 @@
 """A journaled stream outlives its client's call (docs/streams.md, "Resuming a stream"):
-both ingresses (SSE, gateway/ingress/sse_out.py; gRPC, gateway/ingress/grpc.py) run
-its driver in a task of its own, so that the client's leaving does not cut the backend's
-stream mid-read and the driver can read it on into the journal (the hold)."""
+the client's leaving must not cut the backend's stream mid-read, so that the driver can
+read it on into the journal (the hold). An SSE stream on a guarded connection keeps its
+driver in its handler, which the connection's loss then does not cancel (:func:`kept`);
+elsewhere (gRPC, gateway/ingress/grpc.py) the driver runs in a task of its own, which
+the cancelled handler leaves running (:func:`held`). The task costs a new stream's
+first event a pass of the event loop, more than a millisecond under 16 busy streams
+(bench/README.md, "The hold and the first event")."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from gateway.call import Call
 from gateway.config.state import JournalConfig
+from gateway.ingress.connections import GuardedProtocol
 from gateway.observability.metrics import HELD_STREAMS
 from gateway.streams.driver import client_left
 
@@ -104,6 +109,59 @@ async def _detached(driving: Awaitable[T], call: Call, hold: float,
     HELD_STREAMS.inc()
     _read_on(task, hold)
     return await early.end_for_client()
+
+
+async def kept(driving: Awaitable[T], call: Call, journal: JournalConfig,
+               early: EndsEarly[T], conn: GuardedProtocol, gone: Callable[[], None]) -> T:
+    """``driving`` in the handler's own task, the journal on with a hold: the loss of the
+    client's connection (``conn``) does not cancel it (GuardedProtocol.on_lost) but ends
+    the call for the client; the driver reads on into the journal (its next write finds
+    the client gone), for `state.journal.hold` seconds at most; ``gone`` writes its
+    access line then, as for a call cancelled by its client. At the drain, ``early``
+    ends the stream for its client at an event boundary and closes its connection, and
+    the driver reads on as in :func:`_detached`."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
+    timer: asyncio.TimerHandle | None = None
+    released = early.release()
+
+    def lost() -> None:
+        nonlocal timer
+        if not released.done():  # else the drain's end has counted the call
+            client_left(call)
+            gone()
+        timer = loop.call_later(journal.hold, task.cancel)
+
+    def drained(_: asyncio.Future[None]) -> None:
+        if released.cancelled():
+            return
+        client_left(call, drained=True)
+        HELD_STREAMS.inc()
+        ending = asyncio.ensure_future(_end_closing(early, conn))
+        ending.add_done_callback(_settled)
+
+    conn.on_lost = lost
+    released.add_done_callback(drained)
+    try:
+        return await driving
+    finally:
+        if conn.on_lost is lost:
+            conn.on_lost = None
+        if not released.done():
+            released.cancel()
+        if timer is not None:
+            timer.cancel()
+
+
+async def _end_closing(early: EndsEarly[T], conn: GuardedProtocol) -> None:
+    """The drain's end for a kept stream's client, then its connection closed: the
+    handler returns only once the driver has read on, and the client's next call must
+    not wait for it on this connection."""
+    try:
+        await early.end_for_client()
+    finally:
+        conn.close("shutdown")
 
 
 def _read_on(task: asyncio.Future[T], hold: float) -> None:

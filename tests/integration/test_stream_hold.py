@@ -14,6 +14,7 @@ from typing import Any
 
 import aiohttp
 import grpc
+import structlog.testing
 from a2a.types import a2a_pb2 as pb
 from aiohttp import web
 from prometheus_client import REGISTRY
@@ -286,3 +287,29 @@ async def test_at_shutdown_the_deadline_ends_a_held_stream() -> None:
         agent.go.set()
         await asyncio.wait_for(agent.cut.wait(), 10)
     assert not agent.sent_all.is_set()
+
+
+async def test_a_client_that_left_has_one_access_line_written_as_it_leaves() -> None:
+    """The held stream's driver stays in its handler, which ends only once the agent's
+    stream does: the call's access line (499, CLIENT_CANCELLED) is written when the
+    client leaves, and not again when the handler ends."""
+    agent = _Agent()
+    with structlog.testing.capture_logs() as logs:
+        async with _gateway(agent) as (url, server), aiohttp.ClientSession() as http:
+            async with http.post(url, json=SEND, headers=V10) as resp:
+                head = b""
+                while head.count(b"\n\n") < 4:
+                    head += await resp.content.readany()
+
+            def calls() -> list[dict[str, Any]]:
+                return [e for e in logs if e.get("event") == "call"]
+
+            await wait_until(lambda: len(calls()) == 1, "the access line of the call left")
+            assert not agent.go.is_set()  # written as the client left, not at the end
+            agent.go.set()
+            await asyncio.wait_for(agent.sent_all.wait(), 10)
+            await wait_until(lambda: len(server.holder.streams) == 0,
+                             "the held stream ended with the agent's")
+    line, = calls()
+    assert (line["status"], line["outcome"], line["operation"]) == (
+        499, "CLIENT_CANCELLED", "SendStreamingMessage")

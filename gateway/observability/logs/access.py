@@ -98,12 +98,16 @@ def write(ctx: CallContext | None, client: str | None, status: int | None,
     settings = _settings
     if not settings.enabled:
         return
+    if ctx is not None and ctx.logged:
+        return
     error = ctx.error if ctx is not None else None
     failed = (error is not None or (status is not None and status >= 400)
               or (grpc_code is not None and grpc_code != "OK"))
     if not failed and (path in settings.skip or (
             settings.sample < 1.0 and random.random() >= settings.sample)):
         return
+    if ctx is not None:
+        ctx.logged = True
     fields: dict[str, Any] = ({"client": client} if ctx is None
                               else {"request_id": ctx.facts.request_id, "client": client})
     if method is not None:
@@ -184,9 +188,20 @@ class AccessLogger(AbstractAccessLogger):
 def client_gone(request: web.BaseRequest) -> None:
     """The access line of a request whose handler was cancelled (its client left): no
     answer was written, so aiohttp's hook is not called."""
+    _line_now(request, CLIENT_CLOSED, 0)
+
+
+def answered_early(request: web.BaseRequest, response: web.StreamResponse) -> None:
+    """The access line of a stream whose client had its end before the handler's (the
+    shutdown's drain, the driver reading on into the journal): written now, not when
+    aiohttp's hook runs after the handler."""
+    _line_now(request, response.status, response.body_length)
+
+
+def _line_now(request: web.BaseRequest, status: int, bytes_out: int) -> None:
     ctx: CallContext | None = request.get(CALL_KEY)
     seconds = time.monotonic() - ctx.facts.started if ctx is not None else 0.0
-    write(ctx, request.remote, CLIENT_CLOSED, body_bytes_read(request.content), 0,
+    write(ctx, request.remote, status, body_bytes_read(request.content), bytes_out,
           seconds, request.method, request.path)
 
 

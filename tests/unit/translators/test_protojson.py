@@ -149,6 +149,21 @@ def test_values_keep_integers_and_refuse_non_finite_numbers() -> None:
         P10.dump(msg)
 
 
+def test_negative_zero_keeps_its_sign_both_ways() -> None:
+    """-0.0 in a Struct was written as the integer 0 (`int(-0.0)`), so a round trip
+    through JSON lost its sign (found by test_any_send_request_decodes_back)."""
+    msg = pb.Message(message_id="m")
+    P10._into(msg.metadata, {"z": -0.0, "n": [-0.0, 0.0, -3.0]}, "m", 0)
+    dumped = P10.dump(msg)["metadata"]
+    assert math.copysign(1.0, dumped["z"]) == -1.0
+    assert [math.copysign(1.0, x) for x in dumped["n"]] == [-1.0, 1.0, -1.0]
+    assert dumped["n"][1:] == [0, -3] and isinstance(dumped["n"][2], int)
+    again = pb.Message(message_id="m")
+    P10._into(again.metadata, dumped, "m", 0)
+    assert math.copysign(1.0, again.metadata["z"]) == -1.0
+    assert math.copysign(1.0, integral(-0.0)) == -1.0 and integral(-2.0) == -2
+
+
 def test_v03_codec_reads_the_v10_spelling_and_naive_timestamps() -> None:
     status = P03.parse({"state": "TASK_STATE_CANCELED", "timestamp": "2026-01-02T03:04:05"},
                        v03.TaskStatus)

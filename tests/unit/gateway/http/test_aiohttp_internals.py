@@ -27,6 +27,7 @@ from gateway.http.aiohttp_internals import (
     ProtocolSite,
     body_bytes_read,
     http_date,
+    lose_keeping_handler,
 )
 from gateway.ingress import lane_head
 
@@ -205,3 +206,71 @@ async def test_the_response_parser_refuses_a_line_past_its_bound() -> None:
     parser = _Conn().response_parser(asyncio.get_running_loop(), 64)
     with pytest.raises(HttpProcessingError, match="more than 64 bytes"):
         parser.feed_data(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 100 + b"\r\n\r\n")
+
+
+class _Keeping(_Counting):
+    """Loses its connection through lose_keeping_handler when ``keep`` is set."""
+
+    keep = False
+    server: web.Server | None = None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if _Keeping.keep and _Keeping.server is not None:
+            lose_keeping_handler(_Keeping.server, lambda: self._inner.connection_lost(exc))
+        else:
+            self._inner.connection_lost(exc)
+
+
+class _KeepingSite(ProtocolSite):
+    def protocol(self, server: web.Server) -> Callable[[], asyncio.Protocol]:
+        _Keeping.server = server
+        return lambda: _Keeping(server())
+
+
+@pytest.mark.parametrize("keep", [False, True])
+async def test_lose_keeping_handler_spares_the_handler_aiohttp_would_cancel(
+        keep: bool) -> None:
+    """With handler cancellation on (as the gateway runs aiohttp), a client that leaves
+    cancels its handler; lost through lose_keeping_handler, the handler runs on to its
+    end (a journaled stream's driver reads on), and the server's setting is as it was."""
+    entered, go_on = asyncio.Event(), asyncio.Event()
+    ended: list[str] = []
+
+    async def slow(request: web.Request) -> web.Response:
+        entered.set()
+        try:
+            await go_on.wait()
+        except asyncio.CancelledError:
+            ended.append("cancelled")
+            raise
+        ended.append("ran on")
+        return web.Response(text="late")
+
+    app = web.Application()
+    app.router.add_get("/", slow)
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    site = _KeepingSite(runner, "127.0.0.1", 0)
+    await site.start()
+    _Keeping.keep = keep
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", _port(site))
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        await asyncio.wait_for(entered.wait(), 10)
+        writer.close()
+        await writer.wait_closed()
+        assert runner.server is not None
+        for _ in range(200):  # the server sees the loss within a few passes of the loop
+            if ended or not runner.server.connections:
+                break
+            await asyncio.sleep(0.01)
+        go_on.set()
+        for _ in range(200):
+            if ended:
+                break
+            await asyncio.sleep(0.01)
+        assert ended == (["ran on"] if keep else ["cancelled"])
+        assert runner.server.handler_cancellation is True
+    finally:
+        _Keeping.keep = False
+        await runner.cleanup()

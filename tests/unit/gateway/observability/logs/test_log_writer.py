@@ -104,7 +104,9 @@ def test_a_calls_line_is_the_one_structlog_would_write(
         access.configure(AccessLogConfig(), None, worker)
         access.write(ctx, "127.0.0.1", 200, 10, 20, 0.001, "POST", "/")  # off the loop
         access.configure(AccessLogConfig(), LineWriter(ours, stamp), worker)
+        ctx.logged = False  # a call's line is written once: the same call again
         access.write(ctx, "127.0.0.1", 200, 10, 20, 0.001, "POST", "/")
+        ctx.logged = False
         mine, ref = json.loads(ours.getvalue()), json.loads(theirs.getvalue())
         assert mine.pop("timestamp") and ref.pop("timestamp")
         assert list(mine.items()) == list(ref.items())
