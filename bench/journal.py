@@ -12,10 +12,10 @@ gateway → v1.0 JSON-RPC echo stub): each gateway pinned to CPU 0, the load cli
 (bench/fastload.py) and bench/echo_stub.py on CPU 1. Two gateways of the same config, each
 with a SQLite state store of its own: `on` with `state.journal.enabled: true` and the
 journal's defaults (hold on), `off` with it off. Each round: the echo stub's stream
-called directly (the reference for the first event), then each gateway's stream run and
-unary run, the two gateways swapping places every round. Then, in this process on CPU 0,
-the resume of a 1,000-event gap (bench/journal_resume.py). About 90 s at scale 1;
-`--scale` shortens every window. Figures and ratios: bench/journal_report.py.
+called directly (the reference for the first event), then both gateways' stream runs,
+then both gateways' unary runs, the two swapping places every round. Then, in this
+process on CPU 0, the resume of a 1,000-event gap (bench/journal_resume.py). About 90 s
+at scale 1; `--scale` shortens every window. Figures and ratios: bench/journal_report.py.
 """
 
 from __future__ import annotations
@@ -130,8 +130,11 @@ def run_journal(logs: Path, loop: str = "asyncio", rounds: int = ROUNDS,
                            f"journal:stream:direct r{round_no}")
             out_rows.append(journal_report.row(round_no, "direct", "stream", load))
             order = journal_report.GATEWAYS[::1 if round_no % 2 == 0 else -1]
-            for mode in order:
-                for kind in KINDS:
+            # Each pair back to back, so that one window of the machine's falls on both; a
+            # gateway's unary run never right after its own stream run, whose last streams
+            # the gateway may still be finishing.
+            for kind in KINDS:
+                for mode in order:
                     load = measure(Run(kind, PEER, loop), ports[mode], gateways[mode],
                                    f"journal:{kind}:{mode} r{round_no}")
                     out_rows.append(journal_report.row(round_no, mode, kind, load))

@@ -138,8 +138,9 @@ def recorded(metrics: dict[str, float]) -> list[str]:
 
 
 def target_lines(checks: list[dict[str, Any]]) -> list[str]:
-    return [f"{t['why']}: {_f(t['value'], 2)} — **{t['status']}**" for t in checks
-            if t["status"] != "N/A"]
+    # Rates as whole numbers, ratios and milliseconds with two decimals.
+    return [f"{t['why']}: {_f(t['value'], 0 if abs(t['value']) >= 1000 else 2)} — "
+            f"**{t['status']}**" for t in checks if t["status"] != "N/A"]
 
 
 def markdown(data: dict[str, Any]) -> str:
@@ -153,15 +154,15 @@ def markdown(data: dict[str, Any]) -> str:
         "stub). Two gateways of one config, a SQLite state store each: `on` with "
         "`state.journal.enabled: true` and the journal's default settings (hold on), "
         f"`off` without. Event loop `{data['loop']}`. {data['rounds']} rounds; in each, "
-        "the echo stub's stream called directly, then each gateway's stream run and "
-        "unary run (the two gateways swap places every round). Streams: "
+        "the echo stub's stream called directly, then both gateways' stream runs, then "
+        "both gateways' unary runs (the two swap places every round). Streams: "
         f"{t['stream']['connections']} connections, {t['stream']['warmup']:g} s warm-up, "
         f"{t['stream']['duration']:g} s measured, each stream {data['events']} events of "
         f"a task of its own; unary: {t['tput']['connections']} connections, "
         f"{t['tput']['warmup']:g} s warm-up, {t['tput']['duration']:g} s measured. "
         "Events/s: the best round; the first event's added time and the on ÷ off ratios: "
         "the median of the rounds' paired figures (each from one round). Resume: in "
-        f"process, {resume.get('events', '?')} events journaled in a SQLite store served "
+        f"process, {resume.get('events', 0):,} events journaled in a SQLite store served "
         "to a resumed stream (read, re-journaled in the driver's appends of 32), "
         f"{len(resume.get('times_ms', []))} times (bench/journal_resume.py): "
         + ", ".join(f"{x:.1f}" for x in resume.get("times_ms", [])) + " ms; the target "

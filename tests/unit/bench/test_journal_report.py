@@ -114,7 +114,9 @@ def test_the_section_shows_every_run_the_targets_and_what_is_recorded() -> None:
     text = journal_report.markdown(data)
     assert text.startswith("## Stream journal: on vs off (`python -m bench.journal`)")
     assert "16 connections, 1 s warm-up, 3 s measured, each stream 20 events" in text
-    assert "19.0, 12.0, 11.5, 12.5, 30.0 ms" in text
+    assert "1,000 events journaled" in text and "19.0, 12.0, 11.5, 12.5, 30.0 ms" in text
+    assert ("- journal on: ≥ 20,000 translated SSE events/s through one core: 21,000 — "
+            "**PASS**") in text
     assert "| 0 | direct (echo stub) | stream | 40,000 | 5,000.0 | 1.00 | 5.00 | 0.400 | 97 " \
         "| 0 |" in text
     assert "| 2 | journal on | tput |  | 3,100 |  | 9.00 | 0.210 | 99 | 0 |" in text
