@@ -163,9 +163,10 @@ matrix: setup venvs
 # bench/README.md: the gateway against nginx, a bare aiohttp proxy and a direct call, the
 # middle hop pinned to one core (bench.run, peers), one worker vs two (bench.workers), the
 # same with real backends, the push relay's durable queue vs the in-memory relay before it
-# (bench.relay, inside bench.run), then 10,000 idle streams through it to an HTTP and to a gRPC
-# backend (bench.idle_streams), then what recording the task index costs: off, SQLite,
-# Redis (bench.recording).
+# (bench.relay, inside bench.run), the stream journal on vs off and a resume (bench.journal,
+# inside bench.run), then 10,000 idle streams through it to an HTTP and to a gRPC backend
+# (bench.idle_streams), then what recording the task index costs: off, SQLite, Redis
+# (bench.recording).
 # nginx-light (Debian) and uvloop are installed for the bench when missing; without nginx
 # the nginx rows are reported missing; valgrind too (bench.recording counts instructions per
 # call under it: the task index targets). BENCH_ARGS passes options to bench.run.

@@ -260,9 +260,7 @@ def run_peers(logs: Path, primary: str, other: str | None, only: str = "",
     results: list[dict[str, Any]] = []
     loops: dict[str, dict[str, bool]] = {}
     with Processes(logs) as processes:
-        echo = processes.start("echo-stub", ["taskset", "-c", LOAD_CORE, sys.executable, "-m",
-                                             "bench.echo_stub", "--port", str(ports["echo"])],
-                               ports["echo"])
+        echo = start_echo(processes, ports["echo"])
         fixed: dict[str, Proc] = {}
         if binary is None:
             stub, ports["stub"] = echo, ports["echo"]
@@ -287,32 +285,46 @@ def run_peers(logs: Path, primary: str, other: str | None, only: str = "",
                 peer = PEERS[run.peer]
                 hop = peer.hop + ("-echo" if peer.hop == "direct" and peer.backend == "echo"
                                   else "")
-                proc = hops[hop]
                 port = {"direct": ports["stub"], "direct-echo": ports["echo"]}.get(
                     hop, ports.get(hop, 0))
-                load = _load(_spec(run, port, {"hop": proc.pid}))
-                for name, p in {**hops}.items():
-                    if not p.alive():
-                        raise BenchError(f"{name} died during {run.id}:\n{p.log_tail()}")
-                if load["ok"] == 0:
-                    raise BenchError(f"{run.id}: no answer right; first error: "
-                                     f"{load['error_sample']}")
-                cpu = load["cpu_s"]["hop"]
-                load["cpu_ms_per_req"] = cpu / load["ok"] * 1000 if load["ok"] else math.nan
-                load["hop_cpu_util"] = cpu / load["wall_s"] if load["wall_s"] else math.nan
+                load = measure(run, _spec(run, port, {"hop": hops[hop].pid}), hops)
                 _keep_best(results, {"id": run.id, "kind": run.kind, "peer": run.peer,
                                      "loop": run.loop, "load": load})
-                extra = (f"  {load['events_per_s']:>9.0f} ev/s  1st event "
-                         f"{load['first_event_p50_ms']:.2f} ms" if run.kind == "stream" else "")
-                print(f"  {run.id:<28} {load['rps']:>8.0f} req/s  p50 {load['p50_ms']:6.2f} ms"
-                      f"  hop CPU {load['hop_cpu_util']:4.0%} {load['cpu_ms_per_req']:.3f} "
-                      f"ms/req  errors {load['errors']}{extra}", flush=True)
             for p in middle.values():
                 code = processes.stop(p)
                 if code not in (0, -15):
                     raise BenchError(f"{p.name} exited {code} on SIGTERM:\n{p.log_tail()}")
     return {"nginx": nginx_note, "results": results, "loops": loops, "skipped": False,
             "primary": primary, "other": other, "rounds": max(1, rounds)}
+
+
+def start_echo(processes: Processes, port: int, name: str = "echo-stub") -> Proc:
+    """bench/echo_stub.py on the load client's core."""
+    return processes.start(name, ["taskset", "-c", LOAD_CORE, sys.executable, "-m",
+                                  "bench.echo_stub", "--port", str(port)], port)
+
+
+def measure(run: Run, spec: dict[str, Any], procs: dict[str, Proc], label: str = "",
+            ) -> dict[str, Any]:
+    """One load run (``spec`` watches the middle hop as `hop`), checked: every process of
+    ``procs`` still alive, some answer right. Adds the hop's CPU per request and its use
+    of its core, prints one line (``label``, or the run's id) and returns the result."""
+    name = label or run.id
+    load = _load(spec)
+    for proc_name, p in procs.items():
+        if not p.alive():
+            raise BenchError(f"{proc_name} died during {name}:\n{p.log_tail()}")
+    if load["ok"] == 0:
+        raise BenchError(f"{name}: no answer right; first error: {load['error_sample']}")
+    cpu = load["cpu_s"]["hop"]
+    load["cpu_ms_per_req"] = cpu / load["ok"] * 1000
+    load["hop_cpu_util"] = cpu / load["wall_s"] if load["wall_s"] else math.nan
+    extra = (f"  {load['events_per_s']:>9.0f} ev/s  1st event "
+             f"{load['first_event_p50_ms']:.2f} ms" if run.kind == "stream" else "")
+    print(f"  {name:<28} {load['rps']:>8.0f} req/s  p50 {load['p50_ms']:6.2f} ms"
+          f"  hop CPU {load['hop_cpu_util']:4.0%} {load['cpu_ms_per_req']:.3f} "
+          f"ms/req  errors {load['errors']}{extra}", flush=True)
+    return load
 
 
 def _keep_best(results: list[dict[str, Any]], result: dict[str, Any]) -> None:

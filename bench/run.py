@@ -6,7 +6,8 @@ the load client and a fixed-answer backend (nginx `return 200`, bench/echo_stub.
 CPU 1; `--loop` picks the event loop of the gateway and the bare proxy (the other loop is
 measured too, for throughput, unless `--one-loop`). Then the gateway with one and with two
 worker processes (bench/workers.py). Then the groups below, with real backends and
-shared cores.
+shared cores. Then the push relay (bench/relay.py) and the stream journal on vs off
+(bench/journal.py), each pinned as the peers are.
 
 Starts on 127.0.0.1, as real processes: the demo agent (v0.3 JSON-RPC, bench/backend.py),
 the official a2a-sdk 1.3.0 agent (v1.0, tests/interop/peers/agent_v10.py), the plain
@@ -41,7 +42,16 @@ from typing import Any
 import aiohttp
 import yaml
 
-from bench import peers, peers_report, relay, relay_report, report, workers
+from bench import (
+    journal,
+    journal_report,
+    peers,
+    peers_report,
+    relay,
+    relay_report,
+    report,
+    workers,
+)
 from bench.procs import (
     ROOT,
     BenchError,
@@ -54,7 +64,7 @@ from bench.procs import (
     sdk_agent_cmd,
 )
 from bench.scenarios import GROUPS, Group, Scenario, group_spec, scenarios
-from bench.targets import RELAY_TARGETS, evaluate
+from bench.targets import JOURNAL_TARGETS, RELAY_TARGETS, evaluate
 
 HERE = Path(__file__).resolve().parent
 
@@ -190,6 +200,16 @@ def run_relay(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
     return relay.run_relay(logs / "relay", scale=args.scale)
 
 
+def run_journal(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
+    """The stream journal on vs off, and a resume (bench/journal.py, about 90 s)."""
+    if args.skip_journal or not re.search(args.only, "journal"):
+        return {"skipped": True, "rows": []}
+    print(f"stream journal: on vs off, gateways on CPU {peers.MIDDLE_CORE}; loop "
+          f"{args.loop}", flush=True)
+    (logs / "journal").mkdir()
+    return journal.run_journal(logs / "journal", args.loop, scale=args.scale)
+
+
 def run_real(args: argparse.Namespace, logs: Path,
              ) -> tuple[list[dict[str, Any]], list[str], dict[str, float]]:
     """The groups of bench/scenarios.py: real backends, cores shared."""
@@ -233,11 +253,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     workers_data = run_workers(args, logs)
     results, skipped, memory = ([], [], {}) if args.skip_groups else run_real(args, logs)
     relay_data = run_relay(args, logs)
+    journal_data = run_journal(args, logs)
     metrics = report.derive(results)
     metrics.update({f"memory.{k}": v for k, v in memory.items()})
     metrics.update(peers_report.derive(peers_data))
     metrics.update(workers.derive(workers_data))
     metrics.update(relay_report.derive(relay_data["rows"]))
+    metrics.update(journal_report.derive(journal_data))
     shutil.rmtree(logs, ignore_errors=True)
     return {"machine": machine, "elapsed_s": time.monotonic() - started,
             "groups": {g.name: {"concurrency": g.concurrency, "rounds": g.rounds}
@@ -246,7 +268,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "loadavg_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             "results": results, "skipped": skipped, "memory": memory, "metrics": metrics,
             "peers": peers_data, "workers": workers_data, "relay": relay_data,
-            "targets": evaluate(metrics)}
+            "journal": journal_data, "targets": evaluate(metrics)}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -272,6 +294,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="skip the 1-worker vs 2-worker measurement (bench/workers.py)")
     parser.add_argument("--skip-relay", action="store_true",
                         help="skip the push relay's durable queue vs in-memory (bench/relay.py)")
+    parser.add_argument("--skip-journal", action="store_true",
+                        help="skip the stream journal on vs off (bench/journal.py)")
     parser.add_argument("--skip-groups", action="store_true",
                         help="run only the peer comparison, not the real-backend groups")
     parser.add_argument("--render", type=Path, metavar="JSON",
@@ -280,6 +304,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--md", type=Path, default=HERE / "RESULTS.md",
                         help="markdown summary ('-' to skip)")
     return parser.parse_args(argv)
+
+
+def journal_view(data: dict[str, Any]) -> dict[str, Any]:
+    """The journal's data with the whole run's metrics and its targets (a --render of a
+    saved run reads them again)."""
+    return {**data["journal"], "metrics": data["metrics"],
+            "targets": evaluate(data["metrics"], JOURNAL_TARGETS)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -294,6 +325,8 @@ def main(argv: list[str] | None = None) -> int:
         metrics.update(workers.derive(data["workers"]))
         data.setdefault("relay", {"skipped": True, "rows": []})
         metrics.update(relay_report.derive(data["relay"]["rows"]))
+        data.setdefault("journal", {"skipped": True, "rows": []})
+        metrics.update(journal_report.derive(data["journal"]))
         data["metrics"], data["targets"] = metrics, evaluate(metrics)
     else:
         try:
@@ -316,6 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     if data["relay"]["rows"]:
         print()
         relay.print_summary({**data["relay"], "metrics": data["metrics"]})
+    if data["journal"]["rows"]:
+        print()
+        journal.print_summary(journal_view(data))
     print()
     print(report.text_table(report.TARGET_COLUMNS, report.target_rows(data["targets"]),
                             left=3))
@@ -334,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
             text = report.put_section(text, relay.SECTION, relay_report.markdown(
                 {**data["relay"], "metrics": data["metrics"],
                  "targets": evaluate(data["metrics"], RELAY_TARGETS)}))
+        if data["journal"]["rows"]:
+            text = report.put_section(text, journal.SECTION,
+                                      journal_report.markdown(journal_view(data)))
         args.md.write_text(text)
     return report.summarize(data, args.json, args.md, args.strict)
 

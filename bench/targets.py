@@ -6,7 +6,8 @@ means the same on a fast and a slow machine. Metric names are `<group>:<route>.<
 (see bench/scenarios.py and bench/report.py), or `memory.*` and `all.*`; those of
 bench/idle_streams.py are `idle:<case>.<metric>` (IDLE_STREAM_TARGETS), those of
 bench/recording.py `index:<path>.<store>.<metric>` (RECORDING_TARGETS), those of
-bench/relay.py `relay:<store>.<relay>.<metric>` (RELAY_TARGETS, checked by bench.run too).
+bench/relay.py `relay:<store>.<relay>.<metric>` (RELAY_TARGETS), those of bench/journal.py
+`journal:<kind>.<gateway>.<metric>` (JOURNAL_TARGETS); bench.run checks these two too.
 
 A missed target is reported, not fatal: `make bench` exits 0 unless the run broke;
 `python -m bench.run --strict` exits 1 on a miss.
@@ -15,6 +16,7 @@ A missed target is reported, not fatal: `make bench` exits 0 unless the run brok
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +24,7 @@ from typing import Any
 @dataclass(frozen=True)
 class Target:
     metric: str
-    op: str  # "<=" or ">="
+    op: str  # "<=", "<", ">=" or ">"
     limit: float
     why: str
 
@@ -115,6 +117,23 @@ RELAY_TARGETS: list[Target] = [
             "in order per task")]
 TARGETS += RELAY_TARGETS
 
+# bench/journal.py (issue 30, "Streams that survive"): the peers' setup with the stream
+# journal on (SQLite store, default journal settings, hold on) and the same gateway with it
+# off, in the same run, paired by round; and the in-process resume of bench/journal_resume.py.
+JOURNAL_TARGETS: list[Target] = [
+    Target("journal:stream.on.events_per_s", ">=", 20_000.0,
+           "journal on: ≥ 20,000 translated SSE events/s through one core"),
+    Target("journal:tput.on_vs_off", ">=", 0.90,
+           "journal on: translated unary throughput ≥ 90% of the journal off"),
+    Target("journal:stream.on.first_event_added_ms", "<=", 2.0,
+           "journal on: first event of a new translated stream ≤ 2 ms after the backend's, "
+           "16 busy streams"),
+    Target("journal:resume.gap_1000_ms", "<", 50.0,
+           "a resume of a 1,000-event gap served from the journal in < 50 ms"),
+    Target("journal:all.errors", "<=", 0, "no failed or wrong answers, journal on or off"),
+]
+TARGETS += JOURNAL_TARGETS
+
 # bench/idle_streams.py: 10,000 idle streams held open through the gateway, per case
 # (`idle:http-backend`: gRPC in, JSON-RPC/SSE out; `idle:grpc-backend`: JSON-RPC/SSE in,
 # gRPC out). Ratios are to the same unary probe on the idle gateway, in the same run.
@@ -146,6 +165,9 @@ RECORDING_TARGETS: list[Target] = [
 ]
 
 
+_OPS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt}
+
+
 def evaluate(metrics: dict[str, float], targets: list[Target] | None = None,
              ) -> list[dict[str, Any]]:
     """One row per target: the measured value and PASS, FAIL or N/A (not measured)."""
@@ -154,10 +176,8 @@ def evaluate(metrics: dict[str, float], targets: list[Target] | None = None,
         value = metrics.get(target.metric)
         if value is None or math.isnan(value):
             status = "N/A"
-        elif target.op == "<=":
-            status = "PASS" if value <= target.limit else "FAIL"
         else:
-            status = "PASS" if value >= target.limit else "FAIL"
+            status = "PASS" if _OPS[target.op](value, target.limit) else "FAIL"
         rows.append({"metric": target.metric, "op": target.op, "limit": target.limit,
                      "value": value, "status": status, "why": target.why})
     return rows
