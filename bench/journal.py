@@ -24,10 +24,7 @@ import argparse
 import asyncio
 import contextlib
 import os
-import shutil
 import sqlite3
-import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -188,22 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"stream journal: gateways on CPU {MIDDLE_CORE}, load client and echo stub on "
           f"CPU {LOAD_CORE}", flush=True)
-    logs = Path(tempfile.mkdtemp(prefix="a2a-bench-journal-"))
-    try:
-        data = run_journal(logs, args.loop, args.rounds, args.scale)
-    except BenchError as exc:
-        print(f"bench.journal: the run broke: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        shutil.rmtree(logs, ignore_errors=True)
-    print()
-    print_summary(data)
-    if str(args.md) != "-":
-        old = args.md.read_text() if args.md.exists() else ""
-        args.md.write_text(report.put_section(old, SECTION, journal_report.markdown(data)))
-    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
-    print(f"\n{len(missed)} target(s) missed in {data['elapsed_s']:.0f} s")
-    return 1 if args.strict and missed else 0
+    return report.run_section(
+        "journal", lambda logs: run_journal(logs, args.loop, args.rounds, args.scale),
+        print_summary, args.md, SECTION, journal_report.markdown, args.strict)
 
 
 if __name__ == "__main__":

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -198,25 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"push relay: gateways on CPU {MIDDLE_CORE}, agents, receiver and redis on CPU "
           f"{LOAD_CORE}", flush=True)
-    logs = Path(tempfile.mkdtemp(prefix="a2a-bench-relay-"))
-    try:
-        data = run_relay(logs, args.rounds, args.scale)
-    except BenchError as exc:
-        print(f"bench.relay: the run broke: {exc}", file=sys.stderr)
-        return 2
-    finally:
-        shutil.rmtree(logs, ignore_errors=True)
-    print()
+    return report.run_section(
+        "relay", lambda logs: run_relay(logs, args.rounds, args.scale), _summary_and_targets,
+        args.md, SECTION, relay_report.markdown, args.strict)
+
+
+def _summary_and_targets(data: dict[str, Any]) -> None:
     print_summary(data)
-    if str(args.md) != "-":
-        old = args.md.read_text() if args.md.exists() else ""
-        args.md.write_text(report.put_section(old, SECTION, relay_report.markdown(data)))
-    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
     for t in data["targets"]:
         if t["status"] != "N/A":
             print(f"{t['status']:<5} {t['why']} ({t['value']:.2f})")
-    print(f"\n{len(missed)} target(s) missed in {data['elapsed_s']:.0f} s")
-    return 1 if args.strict and missed else 0
 
 
 if __name__ == "__main__":

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import math
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from bench.procs import BenchError
 from bench.scenarios import BY_NAME, REFERENCES
 
 # One raw result per scenario, as bench/run.py collects it: "id", "group", "route",
@@ -227,4 +233,29 @@ def summarize(data: dict[str, Any], json_path: Any, md_path: Any, strict: bool) 
     print(f"\n{len(missed)} target(s) missed; wrote {json_path}"
           + ("" if str(md_path) == "-" else f" and {md_path}")
           + f" in {data['elapsed_s']:.0f} s")
+    return 1 if strict and missed else 0
+
+
+def run_section(name: str, run: Callable[[Path], dict[str, Any]],
+                summary: Callable[[dict[str, Any]], None], md: Path, section_name: str,
+                render: Callable[[dict[str, Any]], str], strict: bool) -> int:
+    """A section of `make bench` run on its own (`python -m bench.<name>`): ``run`` in a
+    scratch directory of logs, its summary printed, its section of ``md`` rewritten
+    (``-``: none). Exit status as bench/run.py's: 2 when the run broke, 1 with
+    ``strict`` and a missed target, else 0."""
+    logs = Path(tempfile.mkdtemp(prefix=f"a2a-bench-{name}-"))
+    try:
+        data = run(logs)
+    except BenchError as exc:
+        print(f"bench.{name}: the run broke: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)
+    print()
+    summary(data)
+    if str(md) != "-":
+        old = md.read_text() if md.exists() else ""
+        md.write_text(put_section(old, section_name, render(data)))
+    missed = [t for t in data["targets"] if t["status"] == "FAIL"]
+    print(f"\n{len(missed)} target(s) missed in {data['elapsed_s']:.0f} s")
     return 1 if strict and missed else 0
