@@ -15,7 +15,6 @@ from typing import Protocol, TypeVar
 
 from gateway.call import Call
 from gateway.config.state import JournalConfig
-from gateway.ingress.connections import GuardedProtocol
 from gateway.observability.metrics import HELD_STREAMS
 from gateway.streams.driver import client_left
 
@@ -33,6 +32,16 @@ class EndsEarly(Protocol[T_co]):
 
     async def end_for_client(self) -> T_co:
         ...
+
+
+class KeptConnection(Protocol):
+    """The client's connection as a kept stream uses it (the ingress's guard,
+    gateway/ingress/connections.py GuardedProtocol; typed here so that streams/ does not
+    import ingress/)."""
+
+    on_lost: Callable[[], None] | None
+
+    def close(self, reason: str) -> None: ...
 
 
 class LeavesAtDrain:
@@ -112,7 +121,7 @@ async def _detached(driving: Awaitable[T], call: Call, hold: float,
 
 
 async def kept(driving: Awaitable[T], call: Call, journal: JournalConfig,
-               early: EndsEarly[T], conn: GuardedProtocol, gone: Callable[[], None]) -> T:
+               early: EndsEarly[T], conn: KeptConnection, gone: Callable[[], None]) -> T:
     """``driving`` in the handler's own task, the journal on with a hold: the loss of the
     client's connection (``conn``) does not cancel it (GuardedProtocol.on_lost) but ends
     the call for the client; the driver reads on into the journal (its next write finds
@@ -154,7 +163,7 @@ async def kept(driving: Awaitable[T], call: Call, journal: JournalConfig,
             timer.cancel()
 
 
-async def _end_closing(early: EndsEarly[T], conn: GuardedProtocol) -> None:
+async def _end_closing(early: EndsEarly[T], conn: KeptConnection) -> None:
     """The drain's end for a kept stream's client, then its connection closed: the
     handler returns only once the driver has read on, and the client's next call must
     not wait for it on this connection."""
