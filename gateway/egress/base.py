@@ -96,15 +96,22 @@ class BackendGone(A2AError):
     """BackendUnavailableError made by the gateway itself: the backend could not be
     reached, or its connection broke (refused, reset, closed mid-answer). Not an answer of
     the backend's (which may name the same error): a stream that meets it mid-task is
-    re-attached (gateway/streams/reattach.py)."""
+    re-attached (gateway/streams/reattach.py). ``sent`` is False when the connection
+    could not be opened, so nothing of the call reached the backend (the migration's
+    canary may then send a new conversation to the primary: gateway/migration)."""
+
+    sent: bool = True
 
 
-def backend_unavailable(call: Call, config: BackendConfig, detail: str) -> A2AError:
+def backend_unavailable(call: Call, config: BackendConfig, detail: str,
+                        sent: bool = True) -> A2AError:
     log.warning("backend unavailable", tenant=call.ctx.tenant, request_id=call.ctx.facts.request_id,
-                backend=config.url or config.card, detail=detail)
-    return BackendGone(BY_NAME["BackendUnavailableError"],
+                backend=config.url or config.card, detail=detail, sent=sent)
+    gone = BackendGone(BY_NAME["BackendUnavailableError"],
                        f"the backend is unavailable ({_where(call)})",
                        {"tenant": call.ctx.tenant or ""})
+    gone.sent = sent
+    return gone
 
 
 def backend_timeout(call: Call, config: BackendConfig, seconds: float, what: str) -> A2AError:

@@ -22,7 +22,7 @@ from gateway.egress.base import (
     bad_response,
     too_large,
 )
-from gateway.egress.http1 import Answer, AnswerTooLarge, Http1Pool, Query
+from gateway.egress.http1 import Answer, AnswerTooLarge, Http1Pool, NotConnected, Query
 from translators.dialects.contract import EventReader
 from translators.errors import A2AError
 
@@ -84,7 +84,9 @@ async def backend_request(session: aiohttp.ClientSession, config: BackendConfig,
         if isinstance(exc, aiohttp.ServerTimeoutError):
             raise backend_timeout(call, config, timeout.total or config.connect_timeout,
                                   "the answer") from None
-        raise backend_unavailable(call, config, str(exc) or type(exc).__name__) from None
+        raise backend_unavailable(call, config, str(exc) or type(exc).__name__,
+                                  sent=not isinstance(exc, aiohttp.ClientConnectorError),
+                                  ) from None
     except TimeoutError:
         raise backend_timeout(call, config, timeout.total or 0, "the answer") from None
 
@@ -154,7 +156,8 @@ async def _pooled(pool: Http1Pool, config: BackendConfig, call: Call, method: st
     except TimeoutError:  # before OSError: it is one
         raise backend_timeout(call, config, total, "the answer") from None
     except (OSError, ValueError) as exc:  # ValueError: a header that cannot be sent
-        raise backend_unavailable(call, config, str(exc) or type(exc).__name__) from None
+        raise backend_unavailable(call, config, str(exc) or type(exc).__name__,
+                                  sent=not isinstance(exc, NotConnected | ValueError)) from None
     call.ctx.outcome.response_headers.update(
         {h: answer.headers[h] for h in ECHOED_HEADERS if h in answer.headers})
     return answer

@@ -51,6 +51,10 @@ class AnswerTooLarge(Exception):
     """The answer is larger than the exchange's limit."""
 
 
+class NotConnected(ConnectionError):
+    """The connection could not be opened: nothing of the request was sent."""
+
+
 class BadAnswer(ConnectionError):
     """What the backend sent is not an HTTP/1.1 answer."""
 
@@ -242,9 +246,14 @@ class Http1Pool:
         conn = self._take(loop)
         if conn is None:
             wait = connect if deadline is None else min(connect, deadline - loop.time())
-            _, conn = await asyncio.wait_for(
-                loop.create_connection(lambda: _Connection(loop), self.host, self.port),
-                max(wait, 0.0))
+            try:
+                _, conn = await asyncio.wait_for(
+                    loop.create_connection(lambda: _Connection(loop), self.host, self.port),
+                    max(wait, 0.0))
+            except OSError as exc:  # not TimeoutError (one too): a timeout stays one
+                if isinstance(exc, TimeoutError):
+                    raise
+                raise NotConnected(exc.errno, str(exc) or type(exc).__name__) from exc
             assert conn is not None
         answer = await conn.exchange(request, limit, deadline)
         self._give_back(conn, loop)

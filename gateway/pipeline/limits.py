@@ -107,6 +107,9 @@ class CallLimits:
         by_address: dict[str, list[BackendConfig]] = {}
         for t in config.tenants.values():
             by_address.setdefault(_address(t.backend), []).append(t.backend)
+            if t.migration is not None:  # the candidate's own slots
+                by_address.setdefault(_address(t.migration.candidate), []).append(
+                    t.migration.candidate)
         self._calls = {a: Slots("backend.max_calls", a, min(b.max_calls for b in bs))
                        for a, bs in by_address.items()}
         self._backend_streams = {a: Slots("backend.max_streams", a,

@@ -55,11 +55,29 @@ class Passage:
     forward: bool = False
     local: Callable[[Call], Awaitable[Answer]] | None = None
     wait: Awaitable[None] | None = None  # a leave's work the answer waits for
+    # A stage needs the canonical answer (a shadow copy compares it): not passed through.
+    canonical: bool = False
+    # The migration's record of the call (gateway/migration/stage.py): its arm, what its
+    # shadow copy compares. None for a tenant without a migration.
+    migration: object | None = None
+
+    def also_wait(self, work: Awaitable[None] | None) -> None:
+        """Have the answer wait for ``work`` too (after what it waits for already)."""
+        if work is None:
+            return
+        self.wait = work if self.wait is None else _both(self.wait, work)
 
     @property
     def to(self) -> Backend:
         assert self.backend is not None, "the router stage picks the backend first"
         return self.backend
+
+
+async def _both(first: Awaitable[None], second: Awaitable[None]) -> None:
+    try:
+        await first
+    finally:
+        await second
 
 
 Enter = Callable[[Call, Passage], Awaitable[None] | None]

@@ -131,7 +131,7 @@ def _task_index(tasks: TaskIndex, listing: TaskLister) -> Stage:
     def leave(call: Call, passage: Passage, answer: Answer) -> Answer:
         # Recorded later, off this call's path, unless it created a task: in the store
         # before the answer goes out.
-        passage.wait = tasks.answered(call, answer)
+        passage.also_wait(tasks.answered(call, answer))
         return answer
 
     return Stage("task index", enter, leave=leave)
@@ -141,7 +141,8 @@ def _pass_through(call: Call, passage: Passage) -> None:
     """Same dialect object on both sides first: a translated call asks no more."""
     client, backend = call.dialect, passage.backend
     assert backend is not None  # the router's
-    if passage.streaming or client is None or client is not backend.dialect \
+    if passage.streaming or passage.canonical or client is None \
+            or client is not backend.dialect \
             or call.wire is None or not passage.route.config.pass_through \
             or not forwardable(call.op, call.request, client, backend.dialect,
                                backend.config.tenant):

@@ -8,7 +8,8 @@ from functools import partial
 from urllib.parse import urlsplit
 
 from gateway.config.auth import AuthConfig
-from gateway.config.models import GatewayConfig, _host_port
+from gateway.config.backend import _host_port
+from gateway.config.models import GatewayConfig
 from gateway.preflight.problems import Problems
 
 

@@ -161,6 +161,14 @@ class Store(JournalStore, Protocol):
         """Atomically bind ``key`` to ``value`` unless already bound; returns the bound
         value (``value`` for the first caller)."""
 
+    async def claimed(self, key: str) -> str | None:
+        """The value ``key`` is bound to (by :meth:`claim` or :meth:`rebind`), or None;
+        binds nothing."""
+
+    async def rebind(self, key: str, value: str, ttl: float) -> None:
+        """Bind ``key`` to ``value`` for ``ttl`` seconds, replacing any binding (a
+        setting an operator moves: the migration's canary share)."""
+
     async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
         """``key`` is spent from ``after`` seconds on, remembered ``ttl`` seconds more.
         The first mark wins; later ones do not move it."""

@@ -221,6 +221,14 @@ class RedisStore(RedisRelayQueue):
         return str(await self._do(lambda: self._script(
             self._claim, [f"{self.prefix}claim:{key}"], [value, _ms(ttl)])))
 
+    async def claimed(self, key: str) -> str | None:
+        value = await self._do(lambda: self._redis.get(f"{self.prefix}claim:{key}"))
+        return None if value is None else str(value)
+
+    async def rebind(self, key: str, value: str, ttl: float) -> None:
+        await self._do(lambda: self._write("SET", f"{self.prefix}claim:{key}", value,
+                                           "PX", _ms(ttl)))
+
     async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
         at = repr(time.time() + after)
         await self._do(lambda: self._write(

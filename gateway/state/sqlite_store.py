@@ -343,6 +343,20 @@ class SqliteStore(SqliteRelayQueue):
                                   (key,)).fetchone()[0])
         return await self._run(self._tx, claim)
 
+    async def claimed(self, key: str) -> str | None:
+        def read() -> str | None:
+            row = self._connection().execute(
+                "SELECT value FROM once WHERE key = ? AND expires > ?",
+                (key, time.time())).fetchone()
+            return None if row is None else str(row[0])
+        return await self._run(read)
+
+    async def rebind(self, key: str, value: str, ttl: float) -> None:
+        def bind(db: sqlite3.Connection) -> None:
+            db.execute("INSERT OR REPLACE INTO once VALUES (?, ?, ?)",
+                       (key, value, time.time() + ttl))
+        await self._run(self._tx, bind)
+
     async def seen_once(self, key: str, ttl: float) -> bool:
         def first(db: sqlite3.Connection) -> bool:
             now = time.time()
