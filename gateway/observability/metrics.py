@@ -73,6 +73,25 @@ PUSH_CIRCUITS_OPEN = Gauge("a2a_gateway_push_circuits_open", "Webhook destinatio
 PUSH_CIRCUIT_OPENINGS = Counter("a2a_gateway_push_circuit_openings_total", "Times a webhook "
                                 "destination's circuit breaker opened (or opened again "
                                 "after a failed probe)")
+# Migration mode (gateway/migration): per tenant and arm (primary | candidate).
+MIGRATION_CALLS = Counter("a2a_gateway_migration_calls_total", "Calls of tenants in migration "
+                          "mode, by the agent that served them and verdict (ok | error | "
+                          "timeout; shadow copies count for the candidate)",
+                          ["tenant", "arm", "verdict"])
+MIGRATION_COMPARISONS = Counter("a2a_gateway_migration_shadow_comparisons_total", "Shadow "
+                                "copies, by verdict (agree | disagree | skipped | failed)",
+                                ["tenant", "verdict"])
+MIGRATION_DIFFS = Counter("a2a_gateway_migration_shadow_differences_total", "Shadow "
+                          "comparisons that found a kind of difference (above the A/A noise)",
+                          ["tenant", "kind"])
+MIGRATION_SHARE = Gauge("a2a_gateway_migration_canary_share", "Share of new conversations "
+                        "the candidate gets now", ["tenant"], multiprocess_mode="mostrecent")
+MIGRATION_MOVES = Counter("a2a_gateway_migration_moves_total", "Canary shares moved: "
+                          "rollbacks and promotions, automatic or by hand",
+                          ["tenant", "action", "by"])
+MIGRATION_FALLBACKS = Counter("a2a_gateway_migration_fallbacks_total", "New conversations "
+                              "the candidate refused to connect for, sent to the primary",
+                              ["tenant"])
 TASK_RECORDS = Counter("a2a_gateway_task_index_records_total",
                        "Task records written to the state store (after coalescing)")
 TASK_DROPS = Counter("a2a_gateway_task_index_dropped_total", "Task observations not "

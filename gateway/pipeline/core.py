@@ -31,6 +31,8 @@ from gateway.egress.grpc import GrpcBackend
 from gateway.egress.http import client_session
 from gateway.egress.jsonrpc import JsonRpcBackend
 from gateway.egress.rest import RestBackend
+from gateway.migration.tenants import Migrations
+from gateway.migration.ticket import Ticket
 from gateway.pipeline.limits import CallLimits
 from gateway.pipeline.stages import Passage
 from gateway.pipeline.standard import standard_stages
@@ -102,9 +104,17 @@ class Gateway:
         # Each SSE stream's journal, for clients that resume (docs/streams.md).
         self.journals = Journals(store, config.state.journal)
         self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index
+        # Tenants with a legacy agent and its successor (gateway/migration): what they
+        # counted outlives a reload.
+        self.migration: Migrations = Migrations(
+            config, self.tenants, lambda name, c: self._route(
+                name, c, session, effective(config.auth, config.tenants[name].auth)
+                .backend_tls),
+            store, previous.migration if previous is not None else None)
+        self.tasks.merged = frozenset(self.migration.active)
         # What every call passes, in order, unary and stream alike.
         self.stages = standard_stages(config, self.auth, self.tasks, self.listing,
-                                      self.relay, self.cards, self.limits)
+                                      self.relay, self.cards, self.limits, self.migration)
         self._in_flight = 0
         self._idle: asyncio.Event | None = None
 
@@ -142,6 +152,7 @@ class Gateway:
 
     async def close(self) -> None:
         await self.relay.close()  # deliveries in flight: finish or log
+        await self.migration.close()  # shadow copies in flight: dropped
         await self.tasks.close()  # observations not written yet
         for route in self.tenants.values():
             await route.close()
@@ -211,4 +222,13 @@ class Gateway:
             passage = self._passage(call, streaming=True)
             await self.stages.enter(call, passage)
             async with self.stages.held(call, passage):
-                yield plan_stream(call, passage.to, self.tasks, self.journals)
+                yield plan_stream(call, passage.to, self.tasks, self.journals,
+                                  _ticket(passage))
+
+
+def _ticket(passage: Passage) -> Ticket | None:
+    """The migration's record of a stream (its owner bound at the first sight of its
+    task, its events recorded for a shadow copy)."""
+    ticket = passage.migration
+    return ticket if isinstance(ticket, Ticket) and not (ticket.done and ticket.events is None
+                                                         ) else None

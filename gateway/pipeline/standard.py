@@ -5,6 +5,9 @@
    is fetched again on the next call; only when auth is configured;
 2. router — the backend the call goes to (a discovered or fallback backend is picked
    here), and the loss policy its dialect applies;
+   migration — for a tenant in migration mode, the agent the call goes to instead (the
+   owner of its task or conversation, the canary's arm), its time and verdict counted,
+   its shadow copy started as its answer goes out (gateway/migration);
 3. precheck — the backend's card, when the tenant checks calls against it;
 4. task index — a task of another principal is not found; ListTasks answered from the
    index where the backend cannot; each answer's tasks recorded;
@@ -37,6 +40,8 @@ from gateway.call import Call
 from gateway.cards.publisher import CardPublisher
 from gateway.config.models import GatewayConfig
 from gateway.egress.base import Backend
+from gateway.migration.tenants import Migrations
+from gateway.migration.ticket import Ticket
 from gateway.observability import tracing
 from gateway.pipeline.limits import CallLimits
 from gateway.pipeline.stages import Answer, Passage, Stage, Stages, build
@@ -110,6 +115,28 @@ def _router(config: GatewayConfig) -> Stage:
         return None
 
     return Stage("router", enter)
+
+
+def _migration(migrations: Migrations) -> Stage | None:
+    tenants = migrations.active
+    if not tenants:
+        return None
+
+    def enter(call: Call, passage: Passage) -> Awaitable[None] | None:
+        m = tenants.get(passage.route.name)
+        return None if m is None else m.choose(call, passage)
+
+    def hold(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] | None:
+        ticket = passage.migration
+        return ticket if isinstance(ticket, Ticket) else None
+
+    def leave(call: Call, passage: Passage, answer: Answer) -> Answer:
+        ticket = passage.migration
+        if isinstance(ticket, Ticket):
+            passage.also_wait(ticket.migration.answered(call, ticket, answer))
+        return answer
+
+    return Stage("migration", enter, hold, leave)
 
 
 async def _fetch_card(call: Call, passage: Passage) -> None:
@@ -193,10 +220,11 @@ def _tracing(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] 
 
 def standard_stages(config: GatewayConfig, auth: GatewayAuth | None, tasks: TaskIndex,
                     listing: TaskLister, relay: PushRelay, cards: CardPublisher,
-                    limits: CallLimits) -> Stages:
+                    limits: CallLimits, migrations: Migrations) -> Stages:
     return build([
         _admission(auth),
         _router(config),
+        _migration(migrations),
         Stage("precheck", _precheck),
         _task_index(tasks, listing),
         Stage("pass-through", _pass_through),

@@ -31,7 +31,7 @@ from gateway.observability.metrics import HELD_STREAMS
 from gateway.observability.observe import finish
 from gateway.streams.deadline import Deadline
 from gateway.streams.events import FinalFlags, close_stream
-from gateway.streams.filters import Bounds, Chain, WrittenFirst
+from gateway.streams.filters import Bounds, Chain, Gate
 from gateway.streams.journal import StreamJournal
 from gateway.streams.registry import Streams
 from gateway.streams.turns import Turn
@@ -50,7 +50,7 @@ class StreamPlan:
     chain: Chain
     bounds: Bounds
     final_flags: FinalFlags | None
-    written_first: WrittenFirst | None
+    written_first: Gate | None
     journal: StreamJournal | None = None  # with the journal on
     # The rest of a read whose events were being written when the client went away: the
     # hold journals them first (a journaled stream only).

@@ -104,6 +104,38 @@ class WrittenFirst:
         self.done = await self.tasks.wrote_first(self.call, item)
 
 
+class Gate(Protocol):
+    """What holds a stream's events until it is done (WrittenFirst, a stage's watcher)."""
+
+    @property
+    def done(self) -> bool: ...
+
+    async def before(self, item: pb.StreamResponse) -> None: ...
+
+
+class Watcher(Gate, StreamFilter, Protocol):
+    """A stage's look at a stream: a filter, and a gate until it is done."""
+
+
+class Gates:
+    """Two gates, in order: done when both are."""
+
+    __slots__ = ("first", "second")
+
+    def __init__(self, first: Gate, second: Gate) -> None:
+        self.first, self.second = first, second
+
+    @property
+    def done(self) -> bool:
+        return self.first.done and self.second.done
+
+    async def before(self, item: pb.StreamResponse) -> None:
+        if not self.first.done:
+            await self.first.before(item)
+        if not self.second.done:
+            await self.second.before(item)
+
+
 class Bounds:
     """How long each read of the backend's stream may take: the first within
     `first_event_timeout`, each next within `stream_idle_timeout`, all of them within

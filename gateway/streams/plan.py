@@ -16,7 +16,10 @@ from gateway.streams.filters import (
     Bounds,
     Chain,
     Counted,
+    Gate,
+    Gates,
     StreamFilter,
+    Watcher,
     WrittenFirst,
     final_flags,
 )
@@ -29,7 +32,10 @@ from translators.versions import V03
 
 
 def plan_stream(call: Call, backend: Backend, tasks: TaskIndex,
-                journals: Journals | None = None) -> StreamPlan:
+                journals: Journals | None = None, watcher: Watcher | None = None,
+                ) -> StreamPlan:
+    """``watcher``: a stage's look at the stream (the migration's: the first sight of its
+    task, its events for a shadow copy), a filter after the others and a gate."""
     v03_backend = backend.config.version == V03
     journal = journals.open(call) if journals is not None else None
     resumed = journal is not None and journal.resumed
@@ -55,13 +61,18 @@ def plan_stream(call: Call, backend: Backend, tasks: TaskIndex,
     if v03_backend:
         filters.append(SettledEnd(backend, call))  # its end settled (reference §3.8)
     filters.append(Counted(call, tasks))  # after the repairs: what the client gets
+    if watcher is not None:
+        filters.append(watcher)
+    written = WrittenFirst(call, tasks) if tasks.creates(call) and not resumed else None
+    gate: Gate | None = written
+    if watcher is not None and not watcher.done:
+        gate = watcher if written is None else Gates(written, watcher)
     return StreamPlan(
         reads=reads,
         chain=Chain(filters),
         bounds=Bounds(backend.config, asyncio.get_running_loop().time()),
         final_flags=final_flags(call),
-        written_first=WrittenFirst(call, tasks) if tasks.creates(call) and not resumed
-        else None,
+        written_first=gate,
         journal=journal)
 
 

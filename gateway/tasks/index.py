@@ -78,6 +78,8 @@ class TaskIndex:
                                       settings.write_timeout, retain=not shared)
                          if store is not None and settings.record else None)
         self._probe: asyncio.Task[None] | None = None  # one store ping while it is failing
+        # Tenants in migration mode: ListTasks shows both agents' tasks, from the index.
+        self.merged: frozenset[str] = frozenset()
         self._owned = {name: settings.ownership if t.task_ownership is None
                        else t.task_ownership for name, t in config.tenants.items()}
 
@@ -196,7 +198,8 @@ class TaskIndex:
         """Whether ListTasks is answered from the index: the backend has none (v0.3), or
         the call sees only its principal's tasks (which no backend can filter)."""
         return call.op.name == ops.LIST_TASKS and (
-            backend_version == V03 or self.owner_scope(call) is not None)
+            backend_version == V03 or call.ctx.tenant in self.merged
+            or self.owner_scope(call) is not None)
 
     def owner_scope(self, call: Call) -> str | None:
         """The owner a call is confined to: its principal's key when ownership applies

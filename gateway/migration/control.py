@@ -1,0 +1,108 @@
+"""The canary's share now, per tenant, the same in every process and replica: the config's
+(by mode: `canary.share` in `canary`, 1 in `cutover`, 0 otherwise) until it is moved — a
+rollback (automatic or by hand) or a promotion — then the moved value, kept in the store
+with the events that moved it. A move is tied to the config it was made under: a config
+that changes the mode or the share starts from its own value again (the operator's word is
+the newer one).
+
+Each process reads the store's record at most every POLL seconds, in the background of the
+calls that ask: a move made in one process reaches the others within that time."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import structlog
+
+from gateway.config.migration import MigrationConfig
+from gateway.state import Store, StoreError
+
+log = structlog.get_logger("a2a_gateway.migration")
+
+POLL = 1.0  # seconds between two reads of the store's record, per process
+RECORD_TTL = 90 * 24 * 3600.0  # a record untouched for this long is forgotten
+Move = Literal["promote", "rollback"]
+
+
+def configured_share(config: MigrationConfig) -> float:
+    return {"canary": config.canary.share, "cutover": 1.0}.get(config.mode, 0.0)
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Control:
+    def __init__(self, tenant: str, config: MigrationConfig, store: Store | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.tenant = tenant
+        self.config = config
+        self.store = store
+        self.clock = clock
+        self.basis = f"{config.mode}:{configured_share(config):g}"
+        self.share = configured_share(config)
+        self.events: list[dict[str, Any]] = []
+        self._read_at = -POLL
+        self._reading: asyncio.Task[None] | None = None
+        self._key = f"migration:{tenant}:control"
+
+    @property
+    def moved(self) -> bool:
+        return self.share != configured_share(self.config)
+
+    def current(self) -> float:
+        """The share now, as last read; starts a read of the store when it is due."""
+        if self.store is not None and self.clock() - self._read_at >= POLL \
+                and (self._reading is None or self._reading.done()):
+            self._read_at = self.clock()
+            self._reading = asyncio.get_running_loop().create_task(self.refresh())
+        return self.share
+
+    async def refresh(self) -> None:
+        if self.store is None:
+            return
+        try:
+            raw = await self.store.claimed(self._key)
+        except StoreError as exc:  # keep the last share read; the next call tries again
+            log.warning("migration control unreadable", tenant=self.tenant, error=str(exc))
+            return
+        self._apply(raw)
+
+    def _apply(self, raw: str | None) -> None:
+        if raw is None:
+            return
+        try:
+            record = json.loads(raw)
+            events = [e for e in record.get("events", []) if isinstance(e, dict)]
+            share = float(record["share"])
+        except (ValueError, KeyError, TypeError, AttributeError):
+            log.warning("migration control record unreadable: ignored", tenant=self.tenant)
+            return
+        self.events = events[: self.config.keep]
+        self.share = share if record.get("basis") == self.basis else configured_share(
+            self.config)
+
+    async def move(self, action: Move, by: str, reason: str) -> None:
+        """Roll the canary back (share 0) or promote the candidate (share 1), say so in
+        the log and the events, and keep it in the store for every process."""
+        await self.refresh()
+        to = 0.0 if action == "rollback" else 1.0
+        event = {"at": _now_iso(), "kind": action, "from_share": self.share,
+                 "to_share": to, "by": by, "reason": reason}
+        self.share = to
+        self.events = [event, *self.events][: self.config.keep]
+        log.warning("migration share moved", tenant=self.tenant, action=action, by=by,
+                    reason=reason, share=to)
+        if self.store is None:
+            return
+        record = json.dumps({"basis": self.basis, "share": to, "events": self.events})
+        try:
+            await self.store.rebind(self._key, record, RECORD_TTL)
+        except StoreError as exc:
+            log.error("migration share moved in this process only: the store refused it",
+                      tenant=self.tenant, error=str(exc))

@@ -1,0 +1,84 @@
+"""A new conversation sent to the candidate, which goes to the primary instead when the
+candidate's connection cannot even be opened (nothing was sent, so nothing is sent twice).
+Unary calls only, and streams whose first read fails so while both agents speak one
+version (a stream's repairs are chosen by its backend's version before it opens)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from google.protobuf.message import Message as ProtoMessage
+
+from gateway.call import Call
+from gateway.egress.base import Backend, BackendGone, EventBatches
+from translators.dialects.base import WireAnswer
+from translators.dialects.contract import Dialect
+
+if TYPE_CHECKING:
+    from gateway.migration.ticket import Ticket
+
+
+def _unsent(err: BackendGone) -> bool:
+    return not err.sent
+
+
+class FallingBack:
+    def __init__(self, candidate: Backend, primary: Backend, ticket: Ticket) -> None:
+        self.candidate = candidate
+        self.primary = primary
+        self.config = candidate.config
+        self.ticket = ticket
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.candidate.dialect
+
+    def _switch(self, call: Call) -> Backend:
+        self.ticket.fell_back()
+        outcome = call.ctx.outcome
+        outcome.backend_version = self.primary.config.version
+        outcome.backend_binding = self.primary.config.binding
+        call.ctx.loss.next_attempt()
+        return self.primary
+
+    async def unary(self, call: Call) -> ProtoMessage | None:
+        try:
+            return await self.candidate.unary(call)
+        except BackendGone as err:
+            if not _unsent(err):
+                raise
+        return await self._switch(call).unary(call)
+
+    async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
+        try:
+            return await self.candidate.forward(call)
+        except BackendGone as err:
+            if not _unsent(err):
+                raise
+        # The client's bytes were for the candidate's dialect: the primary gets the call
+        # translated from its canonical request.
+        return await self._switch(call).unary(call)
+
+    def stream(self, call: Call) -> EventBatches:
+        if self.primary.config.version != self.candidate.config.version:
+            return self.candidate.stream(call)
+        return self._stream(call)
+
+    async def _stream(self, call: Call) -> EventBatches:
+        reads = self.candidate.stream(call)
+        try:
+            first = await anext(reads, None)
+        except BackendGone as err:
+            if not _unsent(err):
+                raise
+            async for batch in self._switch(call).stream(call):
+                yield batch
+            return
+        if first is None:
+            return
+        yield first
+        async for batch in reads:
+            yield batch
+
+    async def close(self) -> None:
+        """Nothing of its own: the candidate and the primary are their routes'."""

@@ -1,0 +1,222 @@
+"""Shadow copies: a call the primary answered, made again to the candidate out of band, and
+the two answers compared by meaning on canonical v1.0 objects (translators/answer_diff.py).
+
+The client never waits for a copy: it is started as the primary's answer goes out, at
+most `shadow.max_concurrent` at once (more are skipped and counted, never queued). A copy
+carries no push config (the candidate would post to the client's webhook), and a task the
+candidate started for it is cancelled once compared. With `aa`, the same call is also made
+again to the primary: what the primary's two answers differ in is noise, not reported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import structlog
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+from gateway.call import Call, CallContext, ClientFacts
+from gateway.config.migration import ShadowConfig
+from gateway.egress.base import Backend
+from gateway.migration.stats import TenantStats, Verdict, above_noise
+from gateway.migration.sticky import CANDIDATE, point
+from gateway.observability.metrics import MIGRATION_COMPARISONS, MIGRATION_DIFFS
+from translators import operations as ops
+from translators.answer_diff import CompareRules, Difference, compare, render
+from translators.answer_view import Outcome
+from translators.errors import A2AError, a2a_error
+from translators.vocabulary import TERMINAL
+
+log = structlog.get_logger("a2a_gateway.migration")
+
+SHADOW_BINDING = "migration-shadow"  # the client binding of a copy (logs, the task index)
+Resolve = Callable[[Call], Awaitable[Backend]]
+
+
+def copy_of(call: Call) -> Call:
+    """The call as a copy sends it: the same canonical request (without a push config)
+    and headers, as the gateway's own call (no client to answer, nothing admitted)."""
+    request = type(call.request)()
+    request.CopyFrom(call.request)
+    if isinstance(request, pb.SendMessageRequest) and request.HasField("configuration"):
+        request.configuration.ClearField("task_push_notification_config")
+    facts = ClientFacts(SHADOW_BINDING, call.ctx.facts.request_id,
+                        call.ctx.backend_headers, internal=True)
+    ctx = CallContext(facts, call.ctx.client_version, tenant=call.ctx.tenant)
+    return Call(call.op, request, ctx)
+
+
+def verdict_of(err: BaseException | None) -> Verdict:
+    if err is None:
+        return "ok"
+    if isinstance(err, A2AError) and err.kind.name == "BackendTimeoutError":
+        return "timeout"
+    if isinstance(err, TimeoutError):
+        return "timeout"
+    return "error" if counts_against(err) else "ok"
+
+
+def counts_against(err: BaseException) -> bool:
+    """Whether an error is the agent's fault (or reaching it failed), not the caller's: a
+    task not found or a bad request is an answer like any other."""
+    if not isinstance(err, A2AError):
+        return True
+    return err.kind.name in {"InternalError", "BackendUnavailableError",
+                             "BackendTimeoutError", "InvalidAgentResponseError",
+                             "StoreUnavailableError"} or err.kind.http >= 500
+
+
+def _task_left(outcome: Outcome) -> str:
+    """The id of a task the candidate's answer left running ("" for none)."""
+    task: Any = None
+    if isinstance(outcome, pb.Task):
+        task = outcome
+    elif isinstance(outcome, pb.SendMessageResponse) and outcome.HasField("task"):
+        task = outcome.task
+    elif isinstance(outcome, Sequence) and not isinstance(outcome, A2AError):
+        ids = [e.task.id for e in outcome if e.HasField("task")] + \
+              [e.status_update.task_id for e in outcome if e.HasField("status_update")]
+        last = [e for e in outcome if e.HasField("status_update") or e.HasField("task")]
+        if ids and last:
+            end = last[-1]
+            state = end.task.status.state if end.HasField("task") else \
+                end.status_update.status.state
+            return "" if state in TERMINAL else ids[0]
+        return ""
+    if task is not None and task.status.state not in TERMINAL:
+        return str(task.id)
+    return ""
+
+
+class Shadow:
+    def __init__(self, tenant: str, config: ShadowConfig, keep: int, stats: TenantStats,
+                 candidate: Resolve, primary: Resolve,
+                 on_verdict: Callable[[], None] = lambda: None) -> None:
+        self.tenant = tenant
+        self.config = config
+        self.stats = stats
+        self.rules = CompareRules(tuple(config.compare.ignore), config.compare.text,
+                                  config.compare.similarity)
+        self._candidate = candidate
+        self._primary = primary
+        self._on_verdict = on_verdict  # the rollback's look at the window
+        self._ops = frozenset(config.operations)
+        self._running: set[asyncio.Task[None]] = set()
+        self.keep = keep
+
+    def wants(self, call: Call) -> bool:
+        """Whether this call of the primary's is copied (its operation, its share)."""
+        return call.op.name in self._ops and (
+            self.config.share >= 1
+            or point(self.tenant, call.ctx.facts.request_id) < self.config.share)
+
+    def mirror(self, call: Call, answer: Outcome, seconds: float) -> None:
+        """Start the copy of ``call``, whose primary answered ``answer`` in ``seconds``;
+        skipped (and counted) when max_concurrent copies are running."""
+        if len(self._running) >= self.config.max_concurrent:
+            self.stats.shadow.skipped += 1
+            MIGRATION_COMPARISONS.labels(self.tenant, "skipped").inc()
+            return
+        task = asyncio.get_running_loop().create_task(self._run(call, answer, seconds))
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
+
+    async def _run(self, call: Call, primary: Outcome, primary_seconds: float) -> None:
+        try:
+            candidate, seconds, err = await self._made(self._candidate, call)
+            self.stats.call(CANDIDATE, seconds, verdict_of(err))
+            noise = None
+            if self.config.aa:
+                again, _, _ = await self._made(self._primary, call)
+                noise = compare(primary, again, self.rules)
+            found = compare(primary, candidate, self.rules)
+            ratio = self.config.compare.latency_ratio
+            if ratio is not None and seconds > ratio * max(primary_seconds, 1e-6):
+                found.append(_latency(primary_seconds, seconds))
+            kept = above_noise(found, noise)
+            agreed = self.stats.compared(kept, noise)
+            MIGRATION_COMPARISONS.labels(self.tenant, "agree" if agreed else "disagree").inc()
+            for kind in sorted({d.kind for d in kept}):
+                MIGRATION_DIFFS.labels(self.tenant, kind).inc()
+            if not agreed:
+                self.stats.disagreements.appendleft(_disagreement(
+                    call, primary, candidate, primary_seconds, seconds, kept))
+            self._on_verdict()
+            left = _task_left(candidate)
+            if left:
+                await self._cancel(call, left)
+        except Exception:  # a copy never troubles the client: logged, counted
+            self.stats.shadow.failed += 1
+            MIGRATION_COMPARISONS.labels(self.tenant, "failed").inc()
+            log.exception("shadow copy failed", tenant=self.tenant,
+                          request_id=call.ctx.facts.request_id)
+
+    async def _made(self, resolve: Resolve, call: Call,
+                    ) -> tuple[Outcome, float, BaseException | None]:
+        """A copy of ``call`` made to the backend ``resolve`` gives: its answer (or
+        error), the seconds it took, and the error."""
+        copy = copy_of(call)
+        started = time.monotonic()
+        try:
+            backend = await resolve(copy)
+            async with asyncio.timeout(self.config.timeout):
+                if call.op.name == ops.STREAM:
+                    outcome: Outcome = await self._events(backend, copy)
+                else:
+                    answer = await backend.unary(copy)
+                    outcome = answer if answer is not None else pb.Task()
+            return outcome, time.monotonic() - started, None
+        except A2AError as err:
+            return err, time.monotonic() - started, err
+        except TimeoutError as exc:
+            late = a2a_error("BackendTimeoutError",
+                             f"the shadow copy took over {self.config.timeout:g} s")
+            return late, time.monotonic() - started, exc
+
+    async def _events(self, backend: Backend, copy: Call) -> list[pb.StreamResponse]:
+        events: list[pb.StreamResponse] = []
+        async for batch in backend.stream(copy):
+            for event in batch:
+                events.append(event)
+                if len(events) >= self.config.max_events:
+                    return events
+        return events
+
+    async def _cancel(self, call: Call, task_id: str) -> None:
+        cancel = copy_of(Call(ops.BY_NAME[ops.CANCEL], pb.CancelTaskRequest(id=task_id),
+                              call.ctx))
+        try:
+            backend = await self._candidate(cancel)
+            async with asyncio.timeout(self.config.timeout):
+                await backend.unary(cancel)
+        except (A2AError, TimeoutError) as err:
+            log.info("shadow task not cancelled", tenant=self.tenant, task_id=task_id[:64],
+                     error=str(err))
+
+    async def close(self) -> None:
+        for task in list(self._running):
+            task.cancel()
+        await asyncio.gather(*self._running, return_exceptions=True)
+
+
+def _latency(primary: float, candidate: float) -> Difference:
+    return Difference("latency", "latency", f"{primary * 1000:.1f} ms",
+                      f"{candidate * 1000:.1f} ms")
+
+
+def _disagreement(call: Call, primary: Outcome, candidate: Outcome, primary_seconds: float,
+                  candidate_seconds: float, found: Sequence[Difference]) -> dict[str, Any]:
+    request: ProtoMessage = call.request
+    return {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "operation": call.op.name, "request_id": call.ctx.facts.request_id,
+            "request": render(request), "primary": render(primary),
+            "candidate": render(candidate),
+            "primary_ms": round(primary_seconds * 1000, 3),
+            "candidate_ms": round(candidate_seconds * 1000, 3),
+            "differences": [{"kind": d.kind, "path": d.path, "primary": d.primary,
+                             "candidate": d.candidate} for d in found]}

@@ -1,0 +1,244 @@
+"""One tenant's migration: its candidate's route, who owns what, the share now, what was
+counted, and the shadow copies; and the choice of the agent a call goes to.
+
+Which agent serves a call:
+
+- a call on a task (GetTask, CancelTask, subscribe, push configs, a message to a task):
+  the agent that owns the task; a task no one bound is the primary's (it predates the
+  migration);
+- a message in a conversation (its contextId) whose owner is bound: that owner;
+- a new conversation: by a stable hash of tenant + contextId (the caller's principal when
+  there is no context yet; the request id without a principal) against the share now;
+  its owner is bound once its answer (or stream) shows its ids;
+- anything else (the extended card): the primary. ListTasks is answered from the task
+  index, which holds both agents' tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+import structlog
+from a2a.types import a2a_pb2 as pb
+
+from gateway.call import Call
+from gateway.config.migration import MigrationConfig
+from gateway.egress.base import Backend
+from gateway.migration.control import Control, Move, configured_share
+from gateway.migration.falling_back import FallingBack
+from gateway.migration.owners import Owners
+from gateway.migration.shadow import Shadow
+from gateway.migration.stats import TenantStats
+from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm, arm_for
+from gateway.migration.ticket import Passage, Ticket, ids_of
+from gateway.observability.metrics import MIGRATION_FALLBACKS, MIGRATION_MOVES, MIGRATION_SHARE
+from gateway.routing.tenants import TenantRoute
+from gateway.state import Store
+from gateway.tasks.index import task_of
+from translators import operations as ops
+
+log = structlog.get_logger("a2a_gateway.migration")
+
+_CONVERSING = frozenset({ops.SEND, ops.STREAM})
+
+
+class TenantMigration:
+    def __init__(self, name: str, config: MigrationConfig, primary: TenantRoute,
+                 candidate: TenantRoute, store: Store | None,
+                 previous: TenantMigration | None = None) -> None:
+        self.name = name
+        self.config = config
+        self.primary = primary
+        self.candidate = candidate
+        self.owners: Owners = (previous.owners if previous is not None
+                               else Owners(store, config.owner_ttl))
+        self.owners.ttl = config.owner_ttl
+        self.control = Control(name, config, store)
+        self.stats = TenantStats(config.rollback, config.keep)
+        if previous is not None:
+            self.stats.carry(previous.stats)
+            self.control.events = previous.control.events
+        self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
+                             candidate.backend, primary.backend, self.check_rollback)
+        self._rolling: asyncio.Task[None] | None = None
+        MIGRATION_SHARE.labels(name).set(self.control.share)
+
+    @property
+    def shadowing(self) -> bool:
+        mode = self.config.mode
+        return mode == "shadow" or (mode == "canary" and self.config.shadow.with_canary)
+
+    # ------------------------------------------------------------ the choice
+
+    def choose(self, call: Call, passage: Passage) -> Awaitable[None] | None:
+        """Pick the agent of ``call`` (the router picked the primary's backend); an
+        awaitable when an owner must be read from the store first."""
+        op = call.op.name
+        task_id = task_of(call)
+        context_id = ""
+        if op in _CONVERSING:
+            request: Any = call.request
+            context_id = str(request.message.context_id)
+        if task_id:
+            arm = self.owners.known(self.name, "task", task_id)
+            if arm is None:
+                return self._looked_up(call, passage, task_id, context_id)
+            return self._go(call, passage, arm, new=False)
+        if op not in _CONVERSING:
+            return self._go(call, passage, PRIMARY, new=False)
+        if context_id:
+            arm = self.owners.known(self.name, "context", context_id)
+            if arm is None:
+                return self._looked_up(call, passage, "", context_id)
+            return self._go(call, passage, arm, new=False)
+        return self._go(call, passage, self._new_arm(call, ""), new=True)
+
+    def _new_arm(self, call: Call, context_id: str) -> Arm:
+        share = self.control.current()
+        if share <= 0:
+            return PRIMARY
+        principal = call.ctx.principal
+        key = context_id or (f"principal:{principal.key}" if principal is not None
+                             else f"request:{call.ctx.facts.request_id}")
+        return arm_for(self.name, key, share)
+
+    async def _looked_up(self, call: Call, passage: Passage, task_id: str,
+                         context_id: str) -> None:
+        arm: Arm | None = None
+        if task_id:
+            arm = await self.owners.owner(self.name, "task", task_id)
+        if arm is None and context_id:
+            arm = await self.owners.owner(self.name, "context", context_id)
+        new = arm is None and not task_id and call.op.name in _CONVERSING
+        if arm is None:
+            arm = self._new_arm(call, context_id) if new else PRIMARY
+        waiting = self._go(call, passage, arm, new=new)
+        if waiting is not None:
+            await waiting
+
+    def _go(self, call: Call, passage: Passage, arm: Arm, new: bool) -> Awaitable[None] | None:
+        ticket = Ticket(self, call, arm, new, passage.streaming)
+        passage.migration = ticket
+        if not ticket.done:  # its owner is bound from the ids its answer shows
+            passage.canonical = True
+        if arm == PRIMARY:
+            if self.shadowing and self.shadow.wants(call):
+                ticket.shadowed = True
+                passage.canonical = True  # the copy compares the canonical answer
+                if passage.streaming:
+                    ticket.events = []
+            return None
+        fixed = self.candidate.fixed_backend
+        if fixed is None:
+            return self._discovered(call, passage, ticket)
+        self._to_candidate(call, passage, ticket, fixed)
+        return None
+
+    async def _discovered(self, call: Call, passage: Passage, ticket: Ticket) -> None:
+        self._to_candidate(call, passage, ticket, await self.candidate.backend(call))
+
+    def _to_candidate(self, call: Call, passage: Passage, ticket: Ticket,
+                      backend: Backend) -> None:
+        primary = passage.to
+        passage.route = self.candidate
+        passage.backend = (FallingBack(backend, primary, ticket)
+                           if ticket.new and self.config.canary.fall_back else backend)
+        outcome = call.ctx.outcome
+        outcome.backend_version = backend.config.version
+        outcome.backend_binding = backend.config.binding
+
+    # ------------------------------------------------------------ after the answer
+
+    def answered(self, call: Call, ticket: Ticket, answer: Any) -> Awaitable[None] | None:
+        """Bind the owner of what a call's answer shows (a new conversation's, or one
+        the candidate serves); mirror the call when it is shadowed."""
+        if ticket.shadowed and isinstance(answer, pb.Task | pb.Message | pb.SendMessageResponse
+                                          | pb.AgentCard):
+            self.shadow.mirror(call, answer, ticket.seconds)
+        if ticket.done:
+            return None
+        task_id, context_id = ids_of(answer)
+        if not (task_id or context_id):
+            return None
+        ticket.done = True
+        return self.bind(call, ticket, task_id, context_id)
+
+    async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str) -> None:
+        """The owners of a conversation and its task: the candidate's before the client
+        learns the ids (a follow-up through any replica must find them); the primary's in
+        the background (an unbound task is the primary's already)."""
+        claims = []
+        if context_id and ticket.new:
+            claims.append(self.owners.claim(self.name, "context", context_id, ticket.arm))
+        if task_id:
+            claims.append(self.owners.claim(self.name, "task", task_id, ticket.arm))
+        if ticket.arm == CANDIDATE:
+            for claim in claims:
+                await claim
+            return
+        for claim in claims:
+            asyncio.ensure_future(claim).add_done_callback(_quiet)
+
+    # ------------------------------------------------------------ rollback
+
+    def fell_back(self, call: Call) -> None:
+        self.stats.arms[CANDIDATE].fell_back += 1
+        self.stats.call(CANDIDATE, 0.0, "error")
+        MIGRATION_FALLBACKS.labels(self.name).inc()
+        log.warning("candidate refused the connection: new conversation sent to the primary",
+                    tenant=self.name, request_id=call.ctx.facts.request_id)
+        self.check_rollback()
+
+    def check_rollback(self) -> None:
+        if self.control.share <= 0 or (self._rolling is not None and not self._rolling.done()):
+            return
+        reason = self.stats.breach()
+        if reason is not None:
+            self._rolling = asyncio.get_running_loop().create_task(
+                self.move("rollback", "automatic", reason))
+
+    async def move(self, action: Move, by: str, reason: str) -> None:
+        await self.control.move(action, by, reason)
+        MIGRATION_MOVES.labels(self.name, action, by).inc()
+        MIGRATION_SHARE.labels(self.name).set(self.control.share)
+
+    # ------------------------------------------------------------ the report
+
+    async def report(self, last: int) -> dict[str, Any]:
+        await self.control.refresh()
+        rules = self.config.rollback
+        return {
+            "tenant": self.name, "mode": self.config.mode, "share": self.control.share,
+            "configured_share": configured_share(self.config),
+            "primary": {"label": _label(self.primary)},
+            "candidate": {"label": _label(self.candidate)},
+            "arms": {arm: counts.view() for arm, counts in self.stats.arms.items()},
+            "shadow": {**self.stats.shadow.view(), "active": self.shadowing,
+                       "operations": list(self.config.shadow.operations),
+                       "aa": self.config.shadow.aa},
+            "rollback": {"enabled": rules.enabled, "window_seconds": rules.window,
+                         "min_calls": rules.min_calls, "max_error_rate": rules.max_error_rate,
+                         "max_timeout_rate": rules.max_timeout_rate,
+                         "max_diff_rate": rules.max_diff_rate,
+                         "rolled_back": any(e.get("kind") == "rollback"
+                                            for e in self.control.events[:1]),
+                         **self.stats.window_view()},
+            "events": list(self.control.events),
+            "disagreements": list(self.stats.disagreements)[:last],
+        }
+
+    async def close(self) -> None:
+        await self.shadow.close()
+
+
+def _label(route: TenantRoute) -> str:
+    config = route.config
+    return route.label or (f"{config.binding}/{config.version}" if config.url
+                           else "discovered from its card")
+
+
+def _quiet(done: asyncio.Future[Any]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.warning("migration owner not bound", error=str(done.exception()))

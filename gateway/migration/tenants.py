@@ -1,0 +1,66 @@
+"""The tenants of one config in migration mode, and what the admin API asks of them
+(gateway/server/admin_migration.py). The stage that sends each call to its agent is in
+gateway/pipeline/standard.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from gateway.config.models import BackendConfig, GatewayConfig
+from gateway.migration.control import Move
+from gateway.migration.tenant import TenantMigration
+from gateway.routing.tenants import TenantRoute
+from gateway.state import Store
+
+RouteFactory = Callable[[str, BackendConfig], TenantRoute]
+
+
+class Migrations:
+    """The tenants of one config that have a migration (mode other than `off`); what
+    they counted is carried over from the config this one replaced."""
+
+    def __init__(self, config: GatewayConfig, routes: dict[str, TenantRoute],
+                 make_route: RouteFactory, store: Store | None,
+                 previous: Migrations | None = None) -> None:
+        self.active: dict[str, TenantMigration] = {}
+        self.configured: list[str] = []  # every tenant with a migration block
+        for name, tenant in config.tenants.items():
+            m = tenant.migration
+            if m is None:
+                continue
+            self.configured.append(name)
+            if m.mode == "off":
+                continue
+            before = previous.active.get(name) if previous is not None else None
+            self.active[name] = TenantMigration(
+                name, m, routes[name], make_route(name, m.candidate), store, before)
+
+    def merged(self, tenant: str) -> bool:
+        """Whether ListTasks of ``tenant`` is answered from the task index (both agents'
+        tasks)."""
+        return tenant in self.active
+
+    # ------------------------------------------------------------ the admin API
+
+    def tenants(self) -> list[str]:
+        return list(self.configured)
+
+    async def report(self, tenant: str, last: int = 20) -> dict[str, Any] | None:
+        m = self.active.get(tenant)
+        if m is None:
+            return None if tenant not in self.configured else {"tenant": tenant,
+                                                                "mode": "off"}
+        return await m.report(last)
+
+    async def move(self, tenant: str, action: Move, by: str) -> dict[str, Any] | None:
+        m = self.active.get(tenant)
+        if m is None:
+            return None
+        await m.move(action, by, f"{action} by hand ({by})")
+        return await m.report(20)
+
+    async def close(self) -> None:
+        for m in self.active.values():
+            await m.close()
+            await m.candidate.close()

@@ -1,0 +1,127 @@
+"""One call's place in a migration: the arm that serves it, whether it starts a
+conversation, and what its shadow copy compares. It is the call's hold around the backend
+(its time and verdict counted for its arm), the first sight of a stream's task (whose
+owner is bound before the client learns its id), and a stream's recorder of events for
+the shadow copy."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol
+
+from a2a.types import a2a_pb2 as pb
+from google.protobuf.message import Message as ProtoMessage
+
+from gateway.call import Call
+from gateway.egress.base import Backend
+from gateway.migration.shadow import verdict_of
+from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
+from gateway.observability.metrics import MIGRATION_CALLS
+from translators.answer_view import Outcome
+from translators.errors import A2AError
+
+if TYPE_CHECKING:
+    from gateway.migration.tenant import TenantMigration
+    from gateway.routing.tenants import TenantRoute
+
+
+class Passage(Protocol):
+    """What the migration reads and decides of a call's passage through the stages
+    (gateway/pipeline/stages.py's Passage, which the pipeline owns)."""
+
+    route: TenantRoute
+    streaming: bool
+    backend: Backend | None
+    canonical: bool
+    migration: object | None
+
+    @property
+    def to(self) -> Backend: ...
+
+
+def ids_of(answer: ProtoMessage | None) -> tuple[str, str]:
+    """The (task id, context id) an answer or event shows ("" for what it lacks)."""
+    item: Any = answer
+    if isinstance(item, pb.SendMessageResponse | pb.StreamResponse):
+        kind = item.WhichOneof("payload")
+        item = getattr(item, kind) if kind else None
+    if isinstance(item, pb.Task):
+        return str(item.id), str(item.context_id)
+    if isinstance(item, pb.Message):
+        return str(item.task_id), str(item.context_id)
+    if isinstance(item, pb.TaskStatusUpdateEvent | pb.TaskArtifactUpdateEvent):
+        return str(item.task_id), str(item.context_id)
+    return "", ""
+
+
+class Ticket:
+    __slots__ = ("arm", "call", "done", "events", "migration", "new", "seconds",
+                 "shadowed", "started", "streaming")
+
+    def __init__(self, migration: TenantMigration, call: Call, arm: Arm, new: bool,
+                 streaming: bool) -> None:
+        self.migration = migration
+        self.call = call
+        self.arm = arm
+        self.new = new  # a new conversation: its owner is bound once its ids are known
+        self.streaming = streaming
+        self.shadowed = False
+        self.started = 0.0
+        self.seconds = 0.0
+        self.done = not (new or arm == CANDIDATE)  # as a stream's first sight
+        self.events: list[pb.StreamResponse] | None = None  # a shadowed stream's events
+
+    def fell_back(self) -> None:
+        """The candidate refused the connection: the primary serves this conversation."""
+        self.migration.fell_back(self.call)
+        self.arm = PRIMARY
+
+    # ------------------------------------------------ the hold around the backend
+
+    async def __aenter__(self) -> None:
+        self.started = time.monotonic()
+
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        outcome = self.call.ctx.outcome
+        took = time.monotonic() - self.started
+        self.seconds = (outcome.backend_seconds if self.streaming
+                        and outcome.backend_seconds is not None else took)
+        verdict = verdict_of(exc) if isinstance(exc, A2AError | TimeoutError) else (
+            "ok" if exc is None else "error")
+        if exc is not None and not isinstance(exc, Exception):  # cancelled: no verdict
+            return
+        m = self.migration
+        m.stats.call(self.arm, self.seconds, verdict)
+        MIGRATION_CALLS.labels(m.name, self.arm, verdict).inc()
+        if self.arm == CANDIDATE and verdict != "ok":
+            m.check_rollback()
+        if self.shadowed and isinstance(exc, A2AError) and not self.streaming:
+            m.shadow.mirror(self.call, exc, self.seconds)
+
+    # ------------------------------------------------ a stream's first sight of its task
+
+    async def before(self, item: pb.StreamResponse) -> None:
+        task_id, context_id = ids_of(item)
+        if task_id or context_id:
+            self.done = True
+            await self.migration.bind(self.call, self, task_id, context_id)
+
+    # ------------------------------------------------ a shadowed stream's recorder
+
+    def event(self, item: pb.StreamResponse) -> Sequence[pb.StreamResponse]:
+        events = self.events
+        if events is not None and len(events) < self.migration.config.shadow.max_events:
+            copy = pb.StreamResponse()
+            copy.CopyFrom(item)
+            events.append(copy)
+        return (item,)
+
+    async def end(self) -> Sequence[pb.StreamResponse]:
+        if self.events is not None:
+            recorded: Outcome = self.events
+            self.migration.shadow.mirror(self.call, recorded,
+                                         self.call.ctx.outcome.backend_seconds or 0.0)
+        return ()
