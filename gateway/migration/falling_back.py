@@ -5,7 +5,7 @@ version (a stream's repairs are chosen by its backend's version before it opens)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from google.protobuf.message import Message as ProtoMessage
 
@@ -14,27 +14,26 @@ from gateway.egress.base import Backend, BackendGone, EventBatches
 from translators.dialects.base import WireAnswer
 from translators.dialects.contract import Dialect
 
-if TYPE_CHECKING:
-    from gateway.migration.ticket import Ticket
-
 
 def _unsent(err: BackendGone) -> bool:
     return not err.sent
 
 
 class FallingBack:
-    def __init__(self, candidate: Backend, primary: Backend, ticket: Ticket) -> None:
+    def __init__(self, candidate: Backend, primary: Backend,
+                 switched: Callable[[], None]) -> None:
+        """``switched``: told when the call goes to the primary instead."""
         self.candidate = candidate
         self.primary = primary
         self.config = candidate.config
-        self.ticket = ticket
+        self._switched = switched
 
     @property
     def dialect(self) -> Dialect:
         return self.candidate.dialect
 
     def _switch(self, call: Call) -> Backend:
-        self.ticket.fell_back()
+        self._switched()
         outcome = call.ctx.outcome
         outcome.backend_version = self.primary.config.version
         outcome.backend_binding = self.primary.config.binding

@@ -143,7 +143,7 @@ class TenantMigration:
                       backend: Backend) -> None:
         primary = passage.to
         passage.route = self.candidate
-        passage.backend = (FallingBack(backend, primary, ticket)
+        passage.backend = (FallingBack(backend, primary, ticket.fell_back)
                            if ticket.new and self.config.canary.fall_back else backend)
         outcome = call.ctx.outcome
         outcome.backend_version = backend.config.version

@@ -7,7 +7,7 @@ the shadow copy."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -15,16 +15,35 @@ from a2a.types import a2a_pb2 as pb
 from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
+from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
-from gateway.migration.shadow import verdict_of
+from gateway.migration.shadow import Shadow, verdict_of
+from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
 from gateway.observability.metrics import MIGRATION_CALLS
 from translators.answer_view import Outcome
 from translators.errors import A2AError
 
 if TYPE_CHECKING:
-    from gateway.migration.tenant import TenantMigration
     from gateway.routing.tenants import TenantRoute
+
+
+class Migrating(Protocol):
+    """What a ticket needs of its tenant's migration (gateway/migration/tenant.py)."""
+
+    name: str
+    config: MigrationConfig
+    stats: TenantStats
+    shadow: Shadow
+
+    def check_rollback(self) -> None: ...
+
+    def answered(self, call: Call, ticket: Ticket, answer: Any) -> Awaitable[None] | None: ...
+
+    def fell_back(self, call: Call) -> None: ...
+
+    async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str,
+                   ) -> None: ...
 
 
 class Passage(Protocol):
@@ -60,7 +79,7 @@ class Ticket:
     __slots__ = ("arm", "call", "done", "events", "migration", "new", "seconds",
                  "shadowed", "started", "streaming")
 
-    def __init__(self, migration: TenantMigration, call: Call, arm: Arm, new: bool,
+    def __init__(self, migration: Migrating, call: Call, arm: Arm, new: bool,
                  streaming: bool) -> None:
         self.migration = migration
         self.call = call
