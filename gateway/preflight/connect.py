@@ -153,5 +153,8 @@ async def connect_problems(config: GatewayConfig, timeout: float = CONNECT_TIMEO
             continue  # the built-in demo agent: `serve` starts it, nothing runs it now
         tls = effective(config.auth, tenant.auth).backend_tls
         targets.extend(_backend(f"tenants.{name}.backend", tenant.backend, tls))
+        if tenant.migration is not None and tenant.migration.mode != "off":
+            targets.extend(_backend(f"tenants.{name}.migration.candidate",
+                                    tenant.migration.candidate, tls))
     found = await asyncio.gather(*(_attempt(target, timeout) for target in targets))
     return [line for line in found if line is not None]

@@ -51,10 +51,13 @@ def check_urls(problems: Problems, config: GatewayConfig) -> None:
         ("card_signing.jku", config.card_signing.jku if config.card_signing else None),
         *_auth_urls("auth", config.auth)]
     for name, tenant in config.tenants.items():
-        backend = tenant.backend
-        if backend.binding != "GRPC":
-            urls.append((f"tenants.{name}.backend.url", backend.url))
-        urls.append((f"tenants.{name}.backend.card", backend.card))
+        backends = [(f"tenants.{name}.backend", tenant.backend)]
+        if tenant.migration is not None:
+            backends.append((f"tenants.{name}.migration.candidate", tenant.migration.candidate))
+        for where, backend in backends:
+            if backend.binding != "GRPC":
+                urls.append((f"{where}.url", backend.url))
+            urls.append((f"{where}.card", backend.card))
         urls.extend(_auth_urls(f"tenants.{name}.auth", tenant.auth))
     for path, url in urls:
         if url is not None:

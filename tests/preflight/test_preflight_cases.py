@@ -153,3 +153,20 @@ def test_check_config_and_serve_refuse_a_missing_file_in_one_line(
         assert done.stderr.splitlines() == [
             f"a2a-gateway: {option}: cannot read {'secret file ' if 'api_keys' in option else ''}"
             f"{files[option]}: No such file or directory"], done
+
+
+def test_a_migration_candidate_is_checked_as_a_backend_is(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = _minimal()
+    config["tenants"]["d"]["migration"] = {
+        "candidate": {"card": "http://successor.example:port/card"}, "mode": "canary"}
+    err = _check(capsys, tmp_path, config)
+    assert err == ["a2a-gateway: tenants.d.migration.candidate.card: "
+                   "'http://successor.example:port/card' has a bad port"]
+    config["tenants"]["d"]["migration"] = {
+        "candidate": {"url": "http://successor.example/", "version": "1.0"},
+        "shadow": {"operations": ["CreateTaskPushNotificationConfig"]}}
+    err = _check(capsys, tmp_path, config)
+    assert len(err) == 1 and err[0].startswith(
+        f"a2a-gateway: {tmp_path / 'gw.yaml'}: tenants.d.migration.shadow: Value error, "
+        "shadow.operations: 'CreateTaskPushNotificationConfig' cannot be mirrored"), err
