@@ -101,6 +101,12 @@ def _check_config(args: argparse.Namespace) -> int:
     for name, tenant in config.tenants.items():
         b = tenant.backend
         print(f"  {name}: {b.url} (A2A {b.version}, {b.binding})")
+        m = tenant.migration
+        if m is not None:
+            c = m.candidate
+            share = f", share {m.canary.share:g}" if m.mode == "canary" else ""
+            print(f"    migration {m.mode}{share}: candidate {c.url or c.card} "
+                  f"(A2A {c.version or 'from its card'}, {c.binding})")
     state = config.state
     print(f"  state: {state.backend} at {describe_store(state)}")
     count, why = worker_count(config)

@@ -110,8 +110,9 @@ class Shadow:
         self.keep = keep
 
     def wants(self, call: Call) -> bool:
-        """Whether this call of the primary's is copied (its operation, its share)."""
-        return call.op.name in self._ops and (
+        """Whether this call of the primary's is copied (its operation, its share); the
+        gateway's own calls (the task index refreshing ListTasks, the relay) never are."""
+        return call.op.name in self._ops and call.dialect is not None and (
             self.config.share >= 1
             or point(self.tenant, call.ctx.facts.request_id) < self.config.share)
 

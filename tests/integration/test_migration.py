@@ -12,6 +12,7 @@ import pytest
 
 from gateway.demo.agent import start_demo_agent
 from tests.support.helpers import MakeGateway, free_port
+from tests.support.waiting import wait_until
 
 
 @pytest.fixture
@@ -58,3 +59,75 @@ async def test_canary_sends_a_share_of_new_conversations_and_follow_ups_to_their
         follow = await call(http, gw, "message/send", {"message": message(
             "again", taskId=task["id"], contextId=task["contextId"])})
         assert "error" not in follow or follow["error"]["code"] != -32001, follow
+
+
+async def _report(http: aiohttp.ClientSession, gw: str) -> dict[str, Any]:
+    async with http.get(gw + "/migration/shop") as resp:
+        assert resp.status == 200, await resp.text()
+        report: dict[str, Any] = await resp.json()
+        return report
+
+
+async def test_a_candidate_that_stops_is_rolled_back_and_new_conversations_fall_back(
+        make_gateway: MakeGateway, http: aiohttp.ClientSession) -> None:
+    ports = free_port(), free_port()
+    primary = await start_demo_agent("127.0.0.1", ports[0])
+    candidate = await start_demo_agent("127.0.0.1", ports[1])
+    try:
+        gw = await make_gateway({"shop": tenant(
+            f"http://127.0.0.1:{ports[0]}/", f"http://127.0.0.1:{ports[1]}/",
+            mode="canary", canary={"share": 0.5},
+            rollback={"window": 600, "min_calls": 5, "max_error_rate": 0.3})})
+        owned: list[dict[str, Any]] = []  # conversations the candidate serves
+        while len(owned) < 3:
+            reply = await call(http, gw, "message/send", {"message": message("task: x")})
+            report = await _report(http, gw)
+            if report["arms"]["candidate"]["calls"] > len(owned):
+                owned.append(reply["result"])
+        await candidate.cleanup()  # the candidate goes away mid-run
+        for _ in range(20):  # new conversations: none fails, the primary takes them
+            reply = await call(http, gw, "message/send", {"message": message("task: y")})
+            assert reply["result"]["status"]["state"] == "completed", reply
+        for task in owned:  # already the candidate's: a proper error, not the primary's
+            got = await call(http, gw, "tasks/get", {"id": task["id"]})
+            assert got["error"]["code"] == -32603, got
+            assert got["error"]["data"][0]["reason"] == "BACKEND_UNAVAILABLE", got
+        report = await _report(http, gw)
+        assert report["share"] == 0.0
+        assert report["events"][0]["kind"] == "rollback"
+        assert report["events"][0]["by"] == "automatic"
+        assert "candidate error rate" in report["events"][0]["reason"]
+        assert report["arms"]["candidate"]["fell_back"] >= 1
+    finally:
+        await primary.cleanup()
+
+
+async def test_shadow_copies_of_an_identical_agent_agree(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession) -> None:
+    primary, candidate = two_agents
+    gw = await make_gateway({"shop": tenant(primary, candidate, mode="shadow", shadow={
+        "operations": ["SendMessage", "SendStreamingMessage", "GetTask"], "aa": True})})
+    for i in range(5):
+        reply = await call(http, gw, "message/send", {"message": message(f"task: {i}")})
+        got = await call(http, gw, "tasks/get", {"id": reply["result"]["id"]})
+        assert got["result"]["id"] == reply["result"]["id"]  # the primary answers
+    body = {"jsonrpc": "2.0", "id": 2, "method": "message/stream",
+            "params": {"message": message("task: streamed")}}
+    async with http.post(gw + "/shop/", json=body) as resp:
+        assert b"completed" in await resp.read()
+
+    async def compared() -> dict[str, Any]:
+        report = await _report(http, gw)
+        return report if report["shadow"]["compared"] >= 11 else {}
+
+    report = await wait_until(compared, "11 shadow comparisons")
+    shadow = report["shadow"]
+    # Both agents answer "task: N" alike; the GetTask copies of the primary's tasks find
+    # none at the candidate, which is a real difference (the answer's kind).
+    assert shadow["skipped"] == 0 and shadow["failed"] == 0, shadow
+    kinds = {d["kind"] for d in report["disagreements"][0]["differences"]}
+    assert kinds == {"answer"}, report["disagreements"][0]
+    assert all(d["operation"] == "GetTask" for d in report["disagreements"])
+    assert shadow["agreed"] == 6, shadow  # 5 messages and the stream
+    assert report["arms"]["primary"]["calls"] == 11
