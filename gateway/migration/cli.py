@@ -59,8 +59,8 @@ def add_parser(sub: Any, config_help: str) -> None:
     actions = p.add_subparsers(dest="action", required=True)
     for name, what in (("report", "show a tenant's migration report (without a tenant: "
                                   "the tenants in migration)"),
-                       ("promote", "move the candidate's share up by hand"),
-                       ("rollback", "move the candidate's share back by hand")):
+                       ("promote", "by hand: the candidate gets every new conversation"),
+                       ("rollback", "by hand: the candidate gets no new conversation")):
         a = actions.add_parser(name, help=what)
         if name == "report":
             a.add_argument("tenant", nargs="?", help="the tenant (default: list them all)")

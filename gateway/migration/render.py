@@ -74,6 +74,8 @@ def _list(value: Any) -> list[Any]:
 # What the report says, as rows and sentences both outputs share.
 
 def _headline(report: dict[str, Any]) -> str:
+    if report.get("mode") == "off":
+        return "the primary answers every call"
     share, configured = report.get("share"), report.get("configured_share")
     line = f"the candidate gets {_pct(share)} of new conversations"
     return line + ("" if configured == share else f" (configured: {_pct(configured)})")
@@ -88,7 +90,7 @@ def _label(report: dict[str, Any], arm: str) -> str:
     return _text(_dict(report.get(arm)).get("label"))
 
 
-_ARM_HEADER = ("arm", "calls", "errors", "timeouts", "p50", "p95")
+_ARM_HEADER = ("arm", "calls", "errors", "timeouts", "fell back", "p50", "p95")
 
 
 def _arm_rows(report: dict[str, Any]) -> list[list[str]]:
@@ -97,15 +99,19 @@ def _arm_rows(report: dict[str, Any]) -> list[list[str]]:
     for name in ("primary", "candidate"):
         arm = _dict(arms.get(name))
         rows.append([name, _text(arm.get("calls", 0)), _text(arm.get("errors", 0)),
-                     _text(arm.get("timeouts", 0)), _ms(arm.get("p50_ms")),
+                     _text(arm.get("timeouts", 0)), _text(arm.get("fell_back", 0)),
+                     _ms(arm.get("p50_ms")),
                      _ms(arm.get("p95_ms"))])
     return rows
 
 
 def _shadow_line(shadow: dict[str, Any]) -> str:
-    return (f"{_text(shadow.get('compared', 0))} compared, {_text(shadow.get('agreed', 0))} "
+    line = (f"{_text(shadow.get('compared', 0))} compared, {_text(shadow.get('agreed', 0))} "
             f"agreed ({_pct(shadow.get('agreement_rate'))}), "
             f"{_text(shadow.get('skipped', 0))} skipped")
+    if "failed" in shadow:  # copies that could not be compared
+        line += f", {_text(shadow['failed'])} failed"
+    return line + (" (no copies made in this mode)" if shadow.get("active") is False else "")
 
 
 _KIND_HEADER = ("kind", "differences", "A/A noise")
@@ -118,14 +124,14 @@ def _kind_rows(shadow: dict[str, Any]) -> list[list[str]]:
 
 
 def _rollback_state(rollback: dict[str, Any]) -> str:
+    if not rollback:  # a migration in mode `off` reports none
+        return "-"
     if rollback.get("rolled_back"):
         return "rolled back"
     return "off (no automatic rollback)" if rollback.get("enabled") is False else "armed"
 
 
 def _rollback_rule(rollback: dict[str, Any]) -> str:
-    if not rollback:
-        return "no thresholds reported"
     limits = [f"error rate > {_pct(rollback.get('max_error_rate'))}",
               f"timeout rate > {_pct(rollback.get('max_timeout_rate'))}"]
     diff = rollback.get("max_diff_rate")
@@ -133,8 +139,12 @@ def _rollback_rule(rollback: dict[str, Any]) -> str:
         limits.append(f"difference rate > {_pct(diff)}")
     window = rollback.get("window_seconds")
     span = f"{window:g} s" if isinstance(window, int | float) else _text(window)
-    return (f"over the last {span}, once it holds {_text(rollback.get('min_calls'))} calls: "
+    rule = (f"over the last {span}, once it holds {_text(rollback.get('min_calls'))} calls: "
             f"the candidate's {', '.join(limits[:-1])} or {limits[-1]}")
+    if "candidate_calls" in rollback:  # what the window holds now
+        rule += (f" (now {_text(rollback['candidate_calls'])} calls, "
+                 f"{_text(rollback.get('comparisons', 0))} comparisons)")
+    return rule
 
 
 _EVENT_HEADER = ("at", "event", "share", "by", "reason")
@@ -184,6 +194,8 @@ def _columns(rows: Sequence[Sequence[str]], header: Sequence[str] | None = None,
 
 def table(report: dict[str, Any]) -> str:
     """One tenant's report for a terminal (`a2a-gateway migration report TENANT`)."""
+    if "arms" not in report:  # a migration in mode `off`: nothing counted
+        return summary(report) + "\n"
     shadow, rollback = _dict(report.get("shadow")), _dict(report.get("rollback"))
     lines = [summary(report),
              *_columns([["primary", _label(report, "primary")],
@@ -193,7 +205,8 @@ def table(report: dict[str, Any]) -> str:
     kinds = _kind_rows(shadow)
     lines += _columns(kinds, _KIND_HEADER) if kinds else ["  no kind of difference above "
                                                           "the noise"]
-    lines += ["", f"rollback: {_rollback_state(rollback)}, {_rollback_rule(rollback)}"]
+    lines += ["", f"rollback: {_rollback_state(rollback)}, {_rollback_rule(rollback)}"
+              if rollback else "rollback: none reported"]
     events = [_dict(e) for e in _list(report.get("events"))]
     lines.append("")
     if events:
@@ -294,7 +307,8 @@ def page(report: dict[str, Any]) -> str:
         "<p>No kind of difference above the noise.</p>",
         "<h2>Rollback</h2>",
         f"<p><strong class=\"{'bad' if state == 'rolled back' else 'ok'}\">{_h(state)}"
-        f"</strong>: {_h(_rollback_rule(rollback))}.</p>",
+        f"</strong>: {_h(_rollback_rule(rollback))}.</p>" if rollback else
+        "<p>None reported.</p>",
         "<h2>Events</h2>",
         _html_table(events, _EVENT_HEADER) if events else "<p>None yet.</p>",
         f"<h2>Disagreements <small>(the last {len(disagreements)}, newest first; "

@@ -1,6 +1,7 @@
 """Migration mode's report on the admin endpoints (docs/migration.md, "The report"): what
 `a2a-gateway migration` shows, as JSON and as web pages, from the gateway's
-``migration`` (a :class:`~gateway.migration.api.MigrationAdmin`):
+``migration`` (gateway/migration/tenants.py, read as a
+:class:`~gateway.migration.api.MigrationAdmin`):
 
 - ``GET /_admin/migration`` the tenants in migration (their reports, without events and
   disagreements); ``GET /_admin/migration/page`` the same as a web page;
@@ -13,7 +14,7 @@
 Served where /readyz and /metrics are, under their rule (admin.py). Under /_admin/ as the
 relay's dead letters are: the main listener routes ``/{tenant}/…`` to tenants, so a bare
 ``/migration/…`` would hide the calls of a tenant named "migration". A bad ``last`` is
-400, a tenant without migration 404, a store that cannot answer 503 with Retry-After.
+400, a tenant without migration 404 (409 for a move of one whose mode is `off`), a store that cannot answer 503 with Retry-After.
 The pages quote answers of agents the operator does not control: they are escaped
 (gateway/migration/render.py) and served under a Content-Security-Policy that allows
 no script and nothing from elsewhere.
@@ -51,10 +52,9 @@ def _html(text: str) -> web.Response:
                         headers=PAGE_HEADERS)
 
 
-def _migration(request: web.Request) -> MigrationAdmin | None:
-    # None on a gateway whose migration core is not there (nothing to report).
-    found: MigrationAdmin | None = getattr(gateway_of(request), "migration", None)
-    return found
+def _migration(request: web.Request) -> MigrationAdmin:
+    migration: MigrationAdmin = gateway_of(request).migration  # gateway/migration/tenants.py
+    return migration
 
 
 def _last(request: web.Request) -> int | None:
@@ -65,17 +65,18 @@ def _last(request: web.Request) -> int | None:
     return last if 1 <= last <= LAST_MAX else None
 
 
-def _missing(request: web.Request, tenant: str) -> web.Response:
+def _missing(request: web.Request, tenant: str, action: str | None) -> web.Response:
+    if action is not None and tenant in _migration(request).tenants():
+        return _error(409, f"tenant {tenant!r} has its migration off (mode off): nothing "
+                      f"to {action}")
     if tenant in gateway_of(request).tenants:  # a configured name: safe to echo whole
         return _error(404, f"tenant {tenant!r} has no migration block "
                       f"(tenants.{tenant}.migration in the config)")
     return _error(404, f"no tenant {tenant[:_NAME_SHOWN]!r}")
 
 
-async def _listing(migration: MigrationAdmin | None) -> dict[str, Any]:
+async def _listing(migration: MigrationAdmin) -> dict[str, Any]:
     """GET /_admin/migration: each tenant's report but its events and disagreements."""
-    if migration is None:
-        return {"tenants": []}
     listed = []
     for tenant in migration.tenants():
         report = await migration.report(tenant, last=1)
@@ -103,15 +104,13 @@ def add_migration_routes(app: web.Application, refusal: Refusal) -> None:
             if last is None:
                 return _error(400, f"last must be a whole number from 1 to {LAST_MAX} "
                               f"(the disagreements shown; default {LAST_DEFAULT})")
-            if migration is None:
-                return _missing(request, tenant)
             if action is None:
                 report = await migration.report(tenant, last=last)
             else:  # the route admits only the two moves
                 report = await migration.move(tenant, "promote" if action == "promote"
                                               else "rollback", _by(request))
             if report is None:
-                return _missing(request, tenant)
+                return _missing(request, tenant, action)
             return _html(render.page(report)) if as_page else web.json_response(report)
         except StoreError as exc:
             return _error(503, f"state store unavailable: {exc}",

@@ -7,13 +7,15 @@ main listener).
 
 The gateway's ``migration`` here is a small in-test MigrationAdmin (the interface the
 routes read, gateway/migration/api.py) serving the sample report: these tests are about
-showing a report, not making one.
+showing a report, not making one (tests/integration/test_migration.py reads the core's
+through the same routes).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -64,6 +66,9 @@ class InTestMigration:
         found["share"] = to
         return await self.report(tenant)
 
+    async def close(self) -> None:  # the gateway closes its migration when it stops
+        return None
+
 
 @dataclass
 class Served:
@@ -85,7 +90,7 @@ async def served(agent: str, *, admin_listener: bool = True,
                                   **extra}))
     await server.start()
     migration = InTestMigration()
-    server.holder.current.migration = migration  # type: ignore[attr-defined]
+    server.holder.current.migration = migration  # type: ignore[assignment]
     try:
         yield Served(f"http://127.0.0.1:{admin if admin_listener else port}", migration)
     finally:
@@ -217,3 +222,52 @@ async def test_on_the_main_listener_a_gateway_wide_key_is_needed(demo_agent: str
         code, out, _ = await migration_cli(gw.url, "report", "travel", "--api-key-env",
                                            "OPS_KEY", env={"OPS_KEY": KEY})
         assert code == 0 and out.startswith("travel (canary)")
+
+
+async def test_the_cores_report_through_the_api_the_page_and_the_cli(demo_agent: str) -> None:
+    # The gateway's own migration this time: a canary whose candidate is the same agent,
+    # and a tenant whose migration is off.
+    port, admin = free_port(), free_port()
+    backend = {"url": demo_agent, "version": "0.3"}
+    migration = {"candidate": backend, "mode": "canary", "canary": {"share": 0.5}}
+    server = Server(parse_config({
+        "listen": {"http": f"127.0.0.1:{port}", "admin": f"127.0.0.1:{admin}"},
+        "state": {"path": ":memory:"},
+        "tenants": {"shop": {"backend": backend, "migration": migration},
+                    "legacy": {"backend": backend, "migration": {**migration,
+                                                                 "mode": "off"}}}}))
+    await server.start()
+    base = f"http://127.0.0.1:{admin}"
+    try:
+        async with aiohttp.ClientSession() as http:
+            for i in range(6):
+                body = {"jsonrpc": "2.0", "id": i, "method": "message/send", "params": {
+                    "message": {"kind": "message", "messageId": f"m{i}", "role": "user",
+                                "parts": [{"kind": "text", "text": f"task: {i}"}]}}}
+                async with http.post(f"http://127.0.0.1:{port}/shop/", json=body) as resp:
+                    assert "result" in await resp.json()
+            status, report = await _get(http, base + "/_admin/migration/shop")
+            assert status == 200 and report["mode"] == "canary"
+            arms = report["arms"]
+            assert arms["primary"]["calls"] + arms["candidate"]["calls"] == 6
+            status, listing = await _get(http, base + "/_admin/migration")
+            assert [t["tenant"] for t in listing["tenants"]] == ["shop", "legacy"]
+            async with http.get(base + "/_admin/migration/shop/page") as resp:
+                assert resp.status == 200 and "Migration: shop" in await resp.text()
+            async with http.post(base + "/_admin/migration/legacy/promote") as resp:
+                assert resp.status == 409
+                assert (await resp.json())["error"] == (
+                    "tenant 'legacy' has its migration off (mode off): nothing to promote")
+        code, out, err = await migration_cli(base, "report", "shop")
+        assert (code, err) == (0, "")
+        assert out.startswith("shop (canary): the candidate gets 50% of new conversations\n")
+        code, out, _ = await migration_cli(base, "rollback", "shop")
+        assert (code, out) == (0, "rollback: shop (canary): the candidate gets 0% of new "
+                                  "conversations (configured: 50%)\n")
+        code, out, _ = await migration_cli(base, "report", "shop", "--json")
+        event = json.loads(out)["events"][0]
+        assert event["kind"] == "rollback" and event["by"] == "admin API (127.0.0.1)"
+        assert (await migration_cli(base, "report", "legacy"))[1] == (
+            "legacy (off): the primary answers every call\n")
+    finally:
+        await server.stop()

@@ -1,5 +1,5 @@
-"""A migration report in the shape docs/migration.md ("The report") gives, for the tests of
-what shows it (gateway/migration/render.py, the admin API, the CLI). Its candidate
+"""A migration report in the shape docs/migration.md ("The report") gives and
+gateway/migration/tenant.py makes, for the tests of what shows it (gateway/migration/render.py, the admin API, the CLI). Its candidate
 answered with markup and a terminal escape: what an untrusted agent may send."""
 
 from __future__ import annotations
@@ -17,13 +17,17 @@ _REPORT: dict[str, Any] = {
     "primary": {"label": "JSONRPC/0.3"},
     "candidate": {"label": "JSONRPC/1.0"},
     "arms": {
-        "primary": {"calls": 120, "errors": 0, "timeouts": 0, "p50_ms": 3.1, "p95_ms": 7.9},
-        "candidate": {"calls": 52, "errors": 1, "timeouts": 2, "p50_ms": 4.0, "p95_ms": 9.2},
+        "primary": {"calls": 120, "errors": 0, "timeouts": 0, "fell_back": 0, "p50_ms": 3.1,
+                    "p95_ms": 7.9},
+        "candidate": {"calls": 52, "errors": 1, "timeouts": 2, "fell_back": 5, "p50_ms": 4.0,
+                      "p95_ms": 9.2},
     },
     "shadow": {"compared": 200, "agreed": 197, "agreement_rate": 0.985, "skipped": 4,
-               "diffs_by_kind": {"text": 3}, "noise_by_kind": {"text": 0.005}},
-    "rollback": {"window_seconds": 60, "min_calls": 20, "max_error_rate": 0.2,
-                 "max_timeout_rate": 0.25, "max_diff_rate": 0.5, "rolled_back": False},
+               "failed": 1, "diffs_by_kind": {"text": 3}, "noise_by_kind": {"text": 0.005},
+               "active": True, "operations": ["GetTask"], "aa": True},
+    "rollback": {"enabled": True, "window_seconds": 60, "min_calls": 20,
+                 "max_error_rate": 0.2, "max_timeout_rate": 0.25, "max_diff_rate": 0.5,
+                 "rolled_back": False, "candidate_calls": 17, "comparisons": 30},
     "events": [
         {"at": "2026-12-05T13:00:00Z", "kind": "rollback", "from_share": 0.3,
          "to_share": 0.0, "by": "automatic",

@@ -51,14 +51,15 @@ def test_the_table_says_every_figure_of_the_report() -> None:
     assert "JSONRPC/0.3" in text and "JSONRPC/1.0" in text
     lines = text.splitlines()
     primary = next(line for line in lines if line.strip().startswith("primary    120"))
-    assert primary.split() == ["primary", "120", "0", "0", "3.1", "ms", "7.9", "ms"]
+    assert primary.split() == ["primary", "120", "0", "0", "0", "3.1", "ms", "7.9", "ms"]
     candidate = next(line for line in lines if line.strip().startswith("candidate  52"))
-    assert candidate.split() == ["candidate", "52", "1", "2", "4.0", "ms", "9.2", "ms"]
-    assert "shadow: 200 compared, 197 agreed (98.5%), 4 skipped" in text
+    assert candidate.split() == ["candidate", "52", "1", "2", "5", "4.0", "ms", "9.2", "ms"]
+    assert "shadow: 200 compared, 197 agreed (98.5%), 4 skipped, 1 failed\n" in text
     assert next(line for line in lines if line.startswith("  text ")).split() == \
         ["text", "3", "0.5%"]
     assert ("rollback: armed, over the last 60 s, once it holds 20 calls: the candidate's "
-            "error rate > 20%, timeout rate > 25% or difference rate > 50%") in text
+            "error rate > 20%, timeout rate > 25% or difference rate > 50% (now 17 calls, "
+            "30 comparisons)\n") in text
     assert "events, newest first (2 of 2)" in text
     assert "candidate error rate 0.45 over 60 s (min 20 calls) > 0.2" in text
     assert "30% → 0%" in text and "10% → 30%" in text
@@ -93,17 +94,33 @@ def test_the_table_says_a_rollback_a_configured_share_and_a_long_value_cut() -> 
                                          "(configured: 30%)")
     # max_diff_rate 1: differences never roll back, so the rule does not name them.
     assert ("rollback: rolled back, over the last 60 s, once it holds 20 calls: the "
-            "candidate's error rate > 20% or timeout rate > 25%") in text
+            "candidate's error rate > 20% or timeout rate > 25% (now") in text
     assert '"completed" → "' + "x" * 58 + "…" in text
 
 
 def test_the_table_of_a_report_without_any_activity() -> None:
     text = table({"tenant": "quiet", "mode": "shadow", "share": 0.0, "configured_share": 0.0,
-                  "shadow": {"compared": 0, "agreed": 0, "agreement_rate": None}})
+                  "arms": {}, "shadow": {"compared": 0, "agreed": 0, "agreement_rate": None}})
     assert "shadow: 0 compared, 0 agreed (-), 0 skipped" in text
     assert "no kind of difference above the noise" in text
     assert "events: none yet" in text and "disagreements: none kept" in text
     assert "p50" in text and "-" in text
+
+
+def test_the_table_of_a_tenant_whose_migration_is_off() -> None:
+    # What the core reports for a migration block in mode `off`: little.
+    assert table({"tenant": "legacy", "mode": "off"}) == (
+        "legacy (off): the primary answers every call\n")
+    report = sample_report(mode="off")
+    del report["rollback"]
+    assert "\nrollback: none reported\n" in table(report)
+    assert "<p>None reported.</p>" in page({"tenant": "legacy", "mode": "off"})
+
+
+def test_a_mode_that_makes_no_copies_says_so() -> None:
+    report = sample_report(mode="canary")
+    report["shadow"]["active"] = False
+    assert "4 skipped, 1 failed (no copies made in this mode)" in table(report)
 
 
 def test_the_tenants_table() -> None:
@@ -163,7 +180,7 @@ def test_the_page_says_every_figure_of_the_report() -> None:
     parsed = Parsed(page(report))
     cells = parsed.cells
     at = cells.index("candidate", cells.index("timeouts"))
-    assert cells[at:at + 6] == ["candidate", "52", "1", "2", "4.0 ms", "9.2 ms"]
+    assert cells[at:at + 7] == ["candidate", "52", "1", "2", "5", "4.0 ms", "9.2 ms"]
     assert cells[cells.index("text"):cells.index("text") + 3] == ["text", "3", "0.5%"]
     at = cells.index("2026-12-05T13:00:00Z")
     assert cells[at:at + 5] == ["2026-12-05T13:00:00Z", "rollback", "30% → 0%", "automatic",
@@ -171,7 +188,7 @@ def test_the_page_says_every_figure_of_the_report() -> None:
     text = page(report)
     assert "the candidate gets 0% of new conversations (configured: 30%)" in text
     assert '<strong class="bad">rolled back</strong>' in text
-    assert "200 compared, 197 agreed (98.5%), 4 skipped" in text
+    assert "200 compared, 197 agreed (98.5%), 4 skipped, 1 failed." in text
     assert "<title>Migration: travel</title>" in text
 
 
