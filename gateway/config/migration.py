@@ -50,7 +50,9 @@ class ShadowConfig(_Model):
     operations: list[str] = Field(default_factory=lambda: list(READ_ONLY),
                                   description="Operations copied: the read-only ones by "
                                   "default; add SendMessage / SendStreamingMessage only for a "
-                                  "candidate that is a sandbox (it will act on them)")
+                                  "candidate that is a sandbox (it will act on them). A copy "
+                                  "that names a task or conversation a message's copy started "
+                                  "names the candidate's own")
     max_concurrent: int = Field(16, gt=0, le=10_000, description="Shadow copies in flight at "
                                 "once; more are skipped and counted, never queued behind "
                                 "the client")

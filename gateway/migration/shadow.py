@@ -4,7 +4,9 @@ the two answers compared by meaning on canonical v1.0 objects (translators/answe
 The client never waits for a copy: it is started as the primary's answer goes out, at
 most `shadow.max_concurrent` at once (more are skipped and counted, never queued). A copy
 carries no push config (the candidate would post to the client's webhook), and a task the
-candidate started for it is cancelled once compared. With `aa`, the same call is also made
+candidate started for it is cancelled once compared. A copy names the candidate's own
+task and conversation where a copy of the message that started them learned them
+(counterparts.py). With `aa`, the same call is also made
 again to the primary: what the primary's two answers differ in is noise, not reported.
 """
 
@@ -23,6 +25,7 @@ from google.protobuf.message import Message as ProtoMessage
 from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.migration import ShadowConfig
 from gateway.egress.base import Backend
+from gateway.migration.counterparts import Counterparts, Learn, Wanted
 from gateway.migration.stats import TenantStats, Verdict, above_noise
 from gateway.migration.sticky import CANDIDATE, point
 from gateway.observability.metrics import MIGRATION_COMPARISONS, MIGRATION_DIFFS
@@ -108,6 +111,7 @@ class Shadow:
         self._ops = frozenset(config.operations)
         self._running: set[asyncio.Task[None]] = set()
         self.keep = keep
+        self.counterparts = Counterparts()
 
     def wants(self, call: Call) -> bool:
         """Whether this call of the primary's is copied (its operation, its share); the
@@ -123,13 +127,21 @@ class Shadow:
             self.stats.shadow.skipped += 1
             MIGRATION_COMPARISONS.labels(self.tenant, "skipped").inc()
             return
-        task = asyncio.get_running_loop().create_task(self._run(call, answer, seconds))
+        # The ids the copy names are looked up before its own answer's are expected.
+        wanted = self.counterparts.wanted(call.request)
+        learn = (self.counterparts.expect(answer) if call.op.name in (ops.SEND, ops.STREAM)
+                 else None)
+        task = asyncio.get_running_loop().create_task(
+            self._run(call, answer, seconds, wanted, learn))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
-    async def _run(self, call: Call, primary: Outcome, primary_seconds: float) -> None:
+    async def _run(self, call: Call, primary: Outcome, primary_seconds: float,
+                   wanted: Wanted, learn: Learn | None) -> None:
         try:
-            candidate, seconds, err = await self._made(self._candidate, call)
+            candidate, seconds, err = await self._made(self._candidate, call, wanted)
+            if learn is not None:  # before the comparison: a copy waiting goes on now
+                learn(candidate)
             self.stats.call(CANDIDATE, seconds, verdict_of(err))
             noise = None
             if self.config.aa:
@@ -156,12 +168,18 @@ class Shadow:
             MIGRATION_COMPARISONS.labels(self.tenant, "failed").inc()
             log.exception("shadow copy failed", tenant=self.tenant,
                           request_id=call.ctx.facts.request_id)
+        finally:
+            if learn is not None:  # learned already, or never will be
+                learn(None)
 
-    async def _made(self, resolve: Resolve, call: Call,
+    async def _made(self, resolve: Resolve, call: Call, wanted: Wanted | None = None,
                     ) -> tuple[Outcome, float, BaseException | None]:
         """A copy of ``call`` made to the backend ``resolve`` gives: its answer (or
-        error), the seconds it took, and the error."""
+        error), the seconds it took, and the error. ``wanted``: the counterparts of the
+        ids it names (the candidate's copy)."""
         copy = copy_of(call)
+        if wanted:
+            await Counterparts.translate(copy.request, wanted, self.config.timeout)
         started = time.monotonic()
         try:
             backend = await resolve(copy)

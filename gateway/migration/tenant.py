@@ -27,12 +27,13 @@ from gateway.call import Call
 from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
 from gateway.migration.control import Control, Move, configured_share
+from gateway.migration.counterparts import ids_of
 from gateway.migration.falling_back import FallingBack
 from gateway.migration.owners import Owners
 from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm, arm_for
-from gateway.migration.ticket import Passage, Ticket, ids_of
+from gateway.migration.ticket import Passage, Ticket
 from gateway.observability.metrics import MIGRATION_FALLBACKS, MIGRATION_MOVES, MIGRATION_SHARE
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store

@@ -12,11 +12,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from a2a.types import a2a_pb2 as pb
-from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
+from gateway.migration.counterparts import ids_of
 from gateway.migration.shadow import Shadow, verdict_of
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
@@ -58,21 +58,6 @@ class Passage(Protocol):
 
     @property
     def to(self) -> Backend: ...
-
-
-def ids_of(answer: ProtoMessage | None) -> tuple[str, str]:
-    """The (task id, context id) an answer or event shows ("" for what it lacks)."""
-    item: Any = answer
-    if isinstance(item, pb.SendMessageResponse | pb.StreamResponse):
-        kind = item.WhichOneof("payload")
-        item = getattr(item, kind) if kind else None
-    if isinstance(item, pb.Task):
-        return str(item.id), str(item.context_id)
-    if isinstance(item, pb.Message):
-        return str(item.task_id), str(item.context_id)
-    if isinstance(item, pb.TaskStatusUpdateEvent | pb.TaskArtifactUpdateEvent):
-        return str(item.task_id), str(item.context_id)
-    return "", ""
 
 
 class Ticket:
