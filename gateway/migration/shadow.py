@@ -4,10 +4,12 @@ the two answers compared by meaning on canonical v1.0 objects (translators/answe
 The client never waits for a copy: it is started as the primary's answer goes out, at
 most `shadow.max_concurrent` at once (more are skipped and counted, never queued). A copy
 carries no push config (the candidate would post to the client's webhook), and a task the
-candidate started for it is cancelled once compared. A copy names the candidate's own
-task and conversation where a copy of the message that started them learned them
-(counterparts.py). With `aa`, the same call is also made
-again to the primary: what the primary's two answers differ in is noise, not reported.
+candidate started for it (a message's copy; never a task a GetTask copy found) is
+cancelled once compared, unless it waits for its client. A copy names the candidate's
+own task and conversation where a copy of the message that started them learned them
+(counterparts.py). With `aa`, the same call is also made again to the primary (naming the
+tasks of its own A/A copies likewise): what the primary's two answers differ in is noise,
+not reported.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from translators import operations as ops
 from translators.answer_diff import CompareRules, Difference, compare, render
 from translators.answer_view import Outcome
 from translators.errors import A2AError, a2a_error
-from translators.vocabulary import TERMINAL
+from translators.vocabulary import ends_stream
 
 log = structlog.get_logger("a2a_gateway.migration")
 
@@ -75,7 +77,9 @@ def counts_against(err: BaseException) -> bool:
 
 
 def _task_left(outcome: Outcome) -> str:
-    """The id of a task the candidate's answer left running ("" for none)."""
+    """The id of a task the candidate's answer left running ("" for none). A task that
+    waits for its client (input or auth required) is not running: the client's next
+    message, copied in its turn, carries it on."""
     task: Any = None
     if isinstance(outcome, pb.Task):
         task = outcome
@@ -89,11 +93,28 @@ def _task_left(outcome: Outcome) -> str:
             end = last[-1]
             state = end.task.status.state if end.HasField("task") else \
                 end.status_update.status.state
-            return "" if state in TERMINAL else ids[0]
+            return "" if ends_stream(state) else ids[0]
         return ""
-    if task is not None and task.status.state not in TERMINAL:
+    if task is not None and not ends_stream(task.status.state):
         return str(task.id)
     return ""
+
+
+class _Ids:
+    """One copy's counterparts: those of the ids it names (looked up as it is made, before
+    its own answer's are expected: a message that opens a conversation must not wait for
+    the one it will itself teach), and the learning of its answer's."""
+
+    __slots__ = ("learn", "wanted")
+
+    def __init__(self, ids: Counterparts, call: Call, primary: Outcome) -> None:
+        self.wanted: Wanted = ids.wanted(call.request)
+        learns = call.op.name in (ops.SEND, ops.STREAM)
+        self.learn: Learn = ids.expect(primary) if learns else _nothing
+
+
+def _nothing(_: Outcome | None) -> None:
+    return None
 
 
 class Shadow:
@@ -111,7 +132,8 @@ class Shadow:
         self._ops = frozenset(config.operations)
         self._running: set[asyncio.Task[None]] = set()
         self.keep = keep
-        self.counterparts = Counterparts()
+        self.counterparts = Counterparts()  # the candidate's ids for the primary's
+        self.aa_counterparts = Counterparts()  # the A/A copies' ids for the primary's
 
     def wants(self, call: Call) -> bool:
         """Whether this call of the primary's is copied (its operation, its share); the
@@ -120,6 +142,11 @@ class Shadow:
             self.config.share >= 1
             or point(self.tenant, call.ctx.facts.request_id) < self.config.share)
 
+    @property
+    def in_flight(self) -> int:
+        """Copies running now (compared or not yet)."""
+        return len(self._running)
+
     def mirror(self, call: Call, answer: Outcome, seconds: float) -> None:
         """Start the copy of ``call``, whose primary answered ``answer`` in ``seconds``;
         skipped (and counted) when max_concurrent copies are running."""
@@ -127,25 +154,21 @@ class Shadow:
             self.stats.shadow.skipped += 1
             MIGRATION_COMPARISONS.labels(self.tenant, "skipped").inc()
             return
-        # The ids the copy names are looked up before its own answer's are expected.
-        wanted = self.counterparts.wanted(call.request)
-        learn = (self.counterparts.expect(answer) if call.op.name in (ops.SEND, ops.STREAM)
-                 else None)
-        task = asyncio.get_running_loop().create_task(
-            self._run(call, answer, seconds, wanted, learn))
+        copies = [_Ids(self.counterparts, call, answer)]
+        if self.config.aa:
+            copies.append(_Ids(self.aa_counterparts, call, answer))
+        task = asyncio.get_running_loop().create_task(self._run(call, answer, seconds, copies))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
     async def _run(self, call: Call, primary: Outcome, primary_seconds: float,
-                   wanted: Wanted, learn: Learn | None) -> None:
+                   copies: list[_Ids]) -> None:
         try:
-            candidate, seconds, err = await self._made(self._candidate, call, wanted)
-            if learn is not None:  # before the comparison: a copy waiting goes on now
-                learn(candidate)
+            candidate, seconds, err = await self._made(self._candidate, call, copies[0])
             self.stats.call(CANDIDATE, seconds, verdict_of(err))
             noise = None
             if self.config.aa:
-                again, _, _ = await self._made(self._primary, call)
+                again, _, _ = await self._made(self._primary, call, copies[1])
                 noise = compare(primary, again, self.rules)
             found = compare(primary, candidate, self.rules)
             ratio = self.config.compare.latency_ratio
@@ -160,7 +183,7 @@ class Shadow:
                 self.stats.disagreements.appendleft(_disagreement(
                     call, primary, candidate, primary_seconds, seconds, kept))
             self._on_verdict()
-            left = _task_left(candidate)
+            left = _task_left(candidate) if call.op.name in (ops.SEND, ops.STREAM) else ""
             if left:
                 await self._cancel(call, left)
         except Exception:  # a copy never troubles the client: logged, counted
@@ -169,22 +192,27 @@ class Shadow:
             log.exception("shadow copy failed", tenant=self.tenant,
                           request_id=call.ctx.facts.request_id)
         finally:
-            if learn is not None:  # learned already, or never will be
-                learn(None)
+            for ids in copies:  # learned already, or never will be
+                ids.learn(None)
 
-    async def _made(self, resolve: Resolve, call: Call, wanted: Wanted | None = None,
+    async def _made(self, resolve: Resolve, call: Call, ids: _Ids,
                     ) -> tuple[Outcome, float, BaseException | None]:
         """A copy of ``call`` made to the backend ``resolve`` gives: its answer (or
-        error), the seconds it took, and the error. ``wanted``: the counterparts of the
-        ids it names (the candidate's copy)."""
+        error), the seconds it took, and the error; the ids its answer shows are learned
+        as counterparts before the comparison (a copy waiting for them goes on)."""
         copy = copy_of(call)
-        if wanted:
-            await Counterparts.translate(copy.request, wanted, self.config.timeout)
+        await Counterparts.translate(copy.request, ids.wanted, self.config.timeout)
+        outcome, took, err = await self._sent(resolve, copy)
+        ids.learn(outcome)
+        return outcome, took, err
+
+    async def _sent(self, resolve: Resolve, copy: Call,
+                    ) -> tuple[Outcome, float, BaseException | None]:
         started = time.monotonic()
         try:
             backend = await resolve(copy)
             async with asyncio.timeout(self.config.timeout):
-                if call.op.name == ops.STREAM:
+                if copy.op.name == ops.STREAM:
                     outcome: Outcome = await self._events(backend, copy)
                 else:
                     answer = await backend.unary(copy)

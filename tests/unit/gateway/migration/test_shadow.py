@@ -1,0 +1,148 @@
+"""Shadow copies against scripted agents: which tasks a copy leaves behind is cancelled, and
+which ids a copy names (gateway/migration/shadow.py, counterparts.py)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from a2a.types import a2a_pb2 as pb
+
+from gateway.call import Call, CallContext, ClientFacts
+from gateway.config.migration import RollbackConfig, ShadowConfig
+from gateway.migration.shadow import Shadow
+from gateway.migration.stats import TenantStats
+from tests.support.waiting import wait_until
+from translators import operations as ops
+from translators.errors import a2a_error
+
+INPUT = pb.TaskState.TASK_STATE_INPUT_REQUIRED
+WORKING = pb.TaskState.TASK_STATE_WORKING
+DONE = pb.TaskState.TASK_STATE_COMPLETED
+CANCELED = pb.TaskState.TASK_STATE_CANCELED
+
+
+class Agent:
+    """`ask` opens a task that waits for input, which the next message completes; `work`
+    one that keeps working; GetTask and CancelTask as an agent answers them."""
+
+    def __init__(self, name: str, tasks: dict[str, pb.Task] | None = None) -> None:
+        self.name = name
+        self.tasks = {} if tasks is None else tasks  # shared: one storage for two agents
+        self.ids = itertools.count()
+        self.calls: list[tuple[str, Any]] = []
+
+    async def unary(self, call: Call) -> Any:
+        request: Any = call.request
+        self.calls.append((call.op.name, request))
+        if call.op.name == ops.GET_TASK:
+            return self._task(request.id)
+        if call.op.name == ops.CANCEL:
+            task = self._task(request.id)
+            task.status.state = CANCELED
+            return task
+        message = request.message
+        if message.task_id:
+            task = self._task(message.task_id)
+            if task.status.state != INPUT:
+                raise a2a_error("UnsupportedOperationError", "the task is over")
+            task.status.state = DONE
+            return pb.SendMessageResponse(task=task)
+        n = next(self.ids)
+        task = pb.Task(id=f"{self.name}-task-{n}", context_id=message.context_id
+                       or f"{self.name}-ctx-{n}")
+        task.status.state = INPUT if message.parts[0].text == "ask" else WORKING
+        self.tasks[task.id] = task
+        return pb.SendMessageResponse(task=task)
+
+    def _task(self, task_id: str) -> pb.Task:
+        if task_id not in self.tasks:
+            raise a2a_error("TaskNotFoundError", "no such task")
+        return self.tasks[task_id]
+
+    def sent(self, op: str) -> list[Any]:
+        return [request for name, request in self.calls if name == op]
+
+
+def make_shadow(primary: Agent, candidate: Agent, **config: Any) -> Shadow:
+    stats = TenantStats(RollbackConfig(), keep=10)
+
+    async def resolve_candidate(_: Call) -> Any:
+        return candidate
+
+    async def resolve_primary(_: Call) -> Any:
+        return primary
+
+    settings = ShadowConfig.model_validate({"operations": ["SendMessage", "GetTask"],
+                                            **config})
+    return Shadow("t", settings, 10, stats, resolve_candidate, resolve_primary)
+
+
+def call(op: str, request: Any) -> Call:
+    return Call(ops.BY_NAME[op], request, CallContext(ClientFacts("JSONRPC"), "1.0", tenant="t"))
+
+
+def message(text: str, task_id: str = "", context_id: str = "") -> pb.SendMessageRequest:
+    return pb.SendMessageRequest(message=pb.Message(
+        message_id="m", role=pb.Role.ROLE_USER, parts=[pb.Part(text=text)], task_id=task_id,
+        context_id=context_id))
+
+
+async def answered(shadow: Shadow, primary: Agent, op: str, request: Any) -> Any:
+    """The primary answers ``request``; the shadow copies it; once the copy is over (its
+    comparison, and the cancel of a task it left), the answer."""
+    made = call(op, request)
+    answer = await primary.unary(made)
+    shadow.mirror(made, answer, 0.001)
+    assert shadow.in_flight == 1
+    await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
+    return answer
+
+
+async def test_a_conversation_that_waits_for_its_client_is_carried_on_at_the_candidate(
+        ) -> None:
+    primary, candidate = Agent("p"), Agent("c")
+    shadow = make_shadow(primary, candidate)
+    first = await answered(shadow, primary, ops.SEND, message("ask"))
+    await answered(shadow, primary, ops.SEND, message("Paris", first.task.id,
+                                                       first.task.context_id))
+    await answered(shadow, primary, ops.GET_TASK, pb.GetTaskRequest(id=first.task.id))
+    # Not cancelled while it waited for input: the follow-up's copy completed it.
+    assert candidate.sent(ops.CANCEL) == []
+    assert candidate.tasks["c-task-0"].status.state == DONE
+    assert [r.message.task_id for r in candidate.sent(ops.SEND)] == ["", "c-task-0"]
+    assert [r.id for r in candidate.sent(ops.GET_TASK)] == ["c-task-0"]
+    assert shadow.stats.shadow.agreed == 3 and not shadow.stats.disagreements
+
+
+async def test_a_task_a_message_copy_left_working_is_cancelled_and_a_found_one_is_not() -> None:
+    """A candidate that shares the primary's storage finds the primary's own task on a
+    GetTask copy: that task is the client's, never cancelled by the shadow."""
+    tasks: dict[str, pb.Task] = {}
+    primary, candidate = Agent("p", tasks), Agent("c", tasks)
+    shadow = make_shadow(primary, candidate)
+    sent = await answered(shadow, primary, ops.SEND, message("work"))
+    assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-task-0"]  # the copy's own
+    working = pb.Task(id="before-the-shadow", context_id="x")
+    working.status.state = WORKING
+    tasks[working.id] = working
+    await answered(shadow, primary, ops.GET_TASK, pb.GetTaskRequest(id=working.id))
+    assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-task-0"]
+    assert tasks[working.id].status.state == WORKING
+    assert tasks[sent.task.id].status.state == WORKING  # the primary's, never touched
+
+
+async def test_the_a_a_copies_carry_on_their_own_conversation() -> None:
+    """With `aa`, a follow-up's copy to the primary names the task of the first message's
+    A/A copy, not the client's (which the real follow-up has completed): else every
+    follow-up is 'noise', and the candidate's own differences there are never reported."""
+    primary, candidate = Agent("p"), Agent("c")
+    shadow = make_shadow(primary, candidate, aa=True)
+    first = await answered(shadow, primary, ops.SEND, message("ask"))
+    await answered(shadow, primary, ops.SEND, message("Paris", first.task.id,
+                                                       first.task.context_id))
+    # The client's task p-task-0; the A/A copy's p-task-1, completed by the second copy.
+    assert [r.message.task_id for r in primary.sent(ops.SEND)] == [
+        "", "", "p-task-0", "p-task-1"]
+    counts = shadow.stats.shadow
+    assert (counts.agreed, counts.aa_compared, dict(counts.noise)) == (2, 2, {})
