@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
+from _owner_scenarios import owner_scenarios
 from _peer_common import ANSWER_ARTIFACT_ID, STREAM_ARTIFACT_ID
 
 TRANSPORTS = ("JSONRPC", "HTTP+JSON", "GRPC")
@@ -45,8 +46,9 @@ SCENARIOS = (
     "list_tasks",
     "subscribe",
 )
-# Run only when named (not by "all"): ListTasks' v1.0 semantics in depth.
-EXTRA_SCENARIOS = ("list_paging",)
+# Run only when named (not by "all"): ListTasks' v1.0 semantics in depth; one conversation
+# carried on across calls (_owner_scenarios.py).
+EXTRA_SCENARIOS = ("list_paging", "owner_start", "owner_follow")
 
 
 def client_args(description: str) -> argparse.Namespace:
@@ -60,7 +62,8 @@ def client_args(description: str) -> argparse.Namespace:
                         help="tenant to name: the v1.0 interface's `tenant`; over GRPC the "
                         "v0.3 client sends it as `x-a2a-tenant` metadata")
     parser.add_argument("--context", default=None,
-                        help="the contextId list_tasks uses (default: a fresh one)")
+                        help="the contextId list_tasks and owner_* use (default: a fresh one)")
+    parser.add_argument("--task", default=None, help="the task owner_follow carries on")
     parser.add_argument("--api-key", default=None,
                         help="client_v10: authenticate with this API key (the apiKey scheme "
                         "of the card at --card-url drives the SDK's AuthInterceptor)")
@@ -202,6 +205,7 @@ def _artifact_text(task: dict[str, Any], artifact_id: str) -> str | None:
 def build_scenarios(
     peer: PeerClient, webhook: str, describe_error: ErrorDescriber | None = None,
     context: str | None = None,
+    task: str | None = None,
 ) -> dict[str, Callable[[], Awaitable[Any]]]:
     async def step(call: Callable[[], Awaitable[Any]]) -> Any:
         """One push list/delete call: its result, {"skipped"} or {"error"} (not fatal)."""
@@ -383,6 +387,7 @@ def build_scenarios(
         "list_tasks": list_tasks,
         "subscribe": subscribe,
         "list_paging": list_paging,
+        **owner_scenarios(peer, webhook, step, context, task),
     }
 
 
@@ -392,9 +397,10 @@ async def run_client(
     webhook: str,
     describe_error: Callable[[BaseException], dict[str, Any]],
     context: str | None = None,
+    task: str | None = None,
 ) -> None:
     """Run one scenario (or all) and print exactly one JSON object on stdout."""
-    scenarios = build_scenarios(peer, webhook, describe_error, context)
+    scenarios = build_scenarios(peer, webhook, describe_error, context, task)
 
     async def one(name: str) -> Any:
         try:

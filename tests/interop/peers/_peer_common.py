@@ -69,6 +69,33 @@ def stream_chunk(index: int, count: int) -> tuple[str, bool, bool]:
     return f"chunk {index}", index > 0, index == count - 1
 
 
+ANSWER_VARIANTS = ("artifact-text",)
+
+
+@dataclass(frozen=True)
+class Voice:
+    """How an agent words the texts it writes. By default as the table in README.md says;
+    ``name`` (`--name`) signs each of them with `` [name]``, so a test that fronts two
+    agents with one tenant (migration mode) sees which one answered each call, whatever
+    the client's dialect; ``variant`` `artifact-text` (`--answer-variant`) words a `task:`
+    result's text differently, for a comparison that must find that difference."""
+
+    name: str | None = None
+    variant: str | None = None
+
+    def says(self, text: str) -> str:
+        return f"{text} [{self.name}]" if self.name else text
+
+    def built(self, subject: str) -> str:
+        """The text part of a `task: X` result."""
+        text = f"built {subject}"
+        return self.says(f"{text} (v2)" if self.variant == "artifact-text" else text)
+
+
+def voice_of(args: argparse.Namespace) -> Voice:
+    return Voice(args.name, args.answer_variant)
+
+
 # --------------------------------------------------------------------------- #
 # Agent process runner
 # --------------------------------------------------------------------------- #
@@ -77,6 +104,10 @@ def agent_args(description: str) -> argparse.Namespace:
     parser.add_argument("--jsonrpc-port", type=int, required=True)
     parser.add_argument("--rest-port", type=int)
     parser.add_argument("--grpc-port", type=int)
+    parser.add_argument("--name", default=None,
+                        help="sign every text the agent writes with ` [NAME]` (Voice)")
+    parser.add_argument("--answer-variant", default=None, choices=ANSWER_VARIANTS,
+                        help="word one part of the answers differently (Voice)")
     return parser.parse_args()
 
 

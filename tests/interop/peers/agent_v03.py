@@ -27,12 +27,14 @@ from _peer_common import (
     RESULT_ARTIFACT_ID,
     SLOW_TIMEOUT_S,
     STREAM_ARTIFACT_ID,
+    Voice,
     agent_args,
     grpc_target,
     http_url,
     parse_command,
     run_agent,
     stream_chunk,
+    voice_of,
 )
 from a2a.grpc import a2a_pb2_grpc
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -76,8 +78,15 @@ def _first_text(message: Message | None) -> str:
 class PeerExecutor(AgentExecutor):
     """The scripted behaviour shared by both peer agents (see README)."""
 
-    def __init__(self) -> None:
+    def __init__(self, voice: Voice) -> None:
         self._awaiting_input: dict[str, str] = {}  # task id -> subject of `input: X`
+        self.voice = voice
+
+    def _note(self, updater: TaskUpdater, text: str) -> Message | None:
+        """A status message saying who the agent is, when it has a name (else none)."""
+        if not self.voice.name:
+            return None
+        return updater.new_agent_message([_text(self.voice.says(text))])
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = _first_text(context.message)
@@ -90,7 +99,7 @@ class PeerExecutor(AgentExecutor):
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             subject = self._awaiting_input.pop(task.id)
             await updater.add_artifact(
-                [_text(f"{subject} from {text}")],
+                [_text(self.voice.says(f"{subject} from {text}"))],
                 artifact_id=ANSWER_ARTIFACT_ID,
                 name=ANSWER_ARTIFACT_ID,
             )
@@ -99,7 +108,9 @@ class PeerExecutor(AgentExecutor):
 
         command = parse_command(text)
         if command.kind == "echo":
-            reply = new_agent_text_message(f"echo: {text}", context_id=context.context_id)
+            reply = new_agent_text_message(
+                self.voice.says(f"echo: {text}"), context_id=context.context_id
+            )
             await event_queue.enqueue_event(reply)
             return
 
@@ -112,7 +123,7 @@ class PeerExecutor(AgentExecutor):
         if command.kind == "task":
             await updater.add_artifact(
                 [
-                    _text(f"built {command.arg}"),
+                    _text(self.voice.built(command.arg)),
                     Part(
                         root=FilePart(
                             file=FileWithBytes(
@@ -129,12 +140,12 @@ class PeerExecutor(AgentExecutor):
             )
             await updater.complete()
         elif command.kind == "stream":
-            await updater.start_work()
+            await updater.start_work(self._note(updater, "working"))
             for index in range(command.count):
                 await asyncio.sleep(command.interval)
                 chunk, append, last = stream_chunk(index, command.count)
                 await updater.add_artifact(
-                    [_text(chunk)],
+                    [_text(self.voice.says(chunk))],
                     artifact_id=STREAM_ARTIFACT_ID,
                     name=STREAM_ARTIFACT_ID,
                     append=append,
@@ -144,9 +155,10 @@ class PeerExecutor(AgentExecutor):
         elif command.kind == "input":
             self._awaiting_input[task.id] = command.arg
             # final=True ends this turn's event stream in the 0.3 SDK.
-            await updater.requires_input(updater.new_agent_message([_text(QUESTION)]), final=True)
+            question = updater.new_agent_message([_text(self.voice.says(QUESTION))])
+            await updater.requires_input(question, final=True)
         elif command.kind == "slow":
-            await updater.start_work()
+            await updater.start_work(self._note(updater, "working"))
             # The SDK cancels this coroutine when tasks/cancel arrives.
             await asyncio.sleep(SLOW_TIMEOUT_S)
             await updater.complete()
@@ -155,7 +167,8 @@ class PeerExecutor(AgentExecutor):
         if context.task_id is None or context.context_id is None:
             return
         self._awaiting_input.pop(context.task_id, None)
-        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+        updater = TaskUpdater(event_queue, context.task_id, context.context_id)
+        await updater.cancel(self._note(updater, "canceled"))
 
 
 def build_cards(
@@ -202,7 +215,7 @@ async def main() -> None:
     push_store = InMemoryPushNotificationConfigStore()
     push_client = httpx.AsyncClient(timeout=5)
     handler = DefaultRequestHandler(
-        agent_executor=PeerExecutor(),
+        agent_executor=PeerExecutor(voice_of(args)),
         task_store=InMemoryTaskStore(),
         push_config_store=push_store,
         push_sender=BasePushNotificationSender(push_client, push_store),

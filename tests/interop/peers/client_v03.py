@@ -400,7 +400,8 @@ class V03Peer:
 async def main() -> None:
     args = client_args("a2a-sdk 0.3.26 interop client")
     async with V03Peer(args.url, args.transport, args.tenant) as peer:
-        await run_client(args.scenario, peer, args.webhook, describe_error)
+        await run_client(args.scenario, peer, args.webhook, describe_error, args.context,
+                         args.task)
 
 
 if __name__ == "__main__":

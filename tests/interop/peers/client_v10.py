@@ -334,7 +334,8 @@ async def main() -> None:
         with urllib.request.urlopen(request, timeout=10) as resp:
             auth = PeerAuth("apiKey", args.api_key, json.loads(resp.read()))
     async with V10Peer(args.url, args.transport, args.tenant, auth=auth) as peer:
-        await run_client(args.scenario, peer, args.webhook, describe_error, args.context)
+        await run_client(args.scenario, peer, args.webhook, describe_error, args.context,
+                         args.task)
 
 
 if __name__ == "__main__":
