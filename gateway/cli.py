@@ -1,6 +1,7 @@
 """`a2a-gateway`: serve, check a config, print the config schema, make keys (keygen), run
 the demo agent, probe an agent (doctor), read who still calls a gateway (usage), hash an
-API key, handle the push relay's dead letters (relay)."""
+API key, handle the push relay's dead letters (relay), read and steer a migration
+(migration)."""
 
 from __future__ import annotations
 
@@ -278,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     from gateway.relay import admin_cli
 
     admin_cli.add_parser(sub, config_help)
+    from gateway.migration import cli as migration_cli
+
+    migration_cli.add_parser(sub, config_help)
     p = sub.add_parser("usage", help="which client versions and bindings call a gateway "
                        "(from its /metrics)")
     p.add_argument("url", help="the gateway's base URL (or its /metrics URL)")

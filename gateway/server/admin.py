@@ -15,6 +15,7 @@ from gateway.auth.peer import http_peer_cert
 from gateway.ingress.common import GATEWAY_KEY, gateway_of, refused
 from gateway.observability.metrics import exposition
 from gateway.pipeline.holder import GatewayHolder
+from gateway.server.admin_migration import add_migration_routes
 from gateway.server.admin_relay import add_dead_letter_routes
 from gateway.server.lifecycle import readiness
 from translators.dialects.rest import REST_V10
@@ -69,6 +70,7 @@ def add_admin_routes(app: web.Application, *, probes_only: bool) -> None:
         app.router.add_get("/readyz", readyz)
         app.router.add_get("/metrics", metrics)
         add_dead_letter_routes(app, _refusal)
+        add_migration_routes(app, _refusal)
 
 
 def build_admin_app(holder: GatewayHolder) -> web.Application:

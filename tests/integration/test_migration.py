@@ -62,7 +62,7 @@ async def test_canary_sends_a_share_of_new_conversations_and_follow_ups_to_their
 
 
 async def _report(http: aiohttp.ClientSession, gw: str) -> dict[str, Any]:
-    async with http.get(gw + "/migration/shop") as resp:
+    async with http.get(gw + "/_admin/migration/shop") as resp:
         assert resp.status == 200, await resp.text()
         report: dict[str, Any] = await resp.json()
         return report

@@ -12,6 +12,8 @@ from tests.support.helpers import MakeGateway, free_port
 KEY = "card-key-0123456789"
 # The push relay's dead letters (gateway/server/admin_relay.py): an admin endpoint too.
 DEAD_LETTERS = "/_admin/relay/dead-letters?tenant=t"
+# Migration mode's report (gateway/server/admin_migration.py): one too.
+MIGRATION = "/_admin/migration"
 
 
 async def test_cards_name_the_gateways_schemes_in_both_shapes(
@@ -63,10 +65,10 @@ async def test_the_admin_listener_takes_metrics_and_readiness(
                             listen_admin=f"127.0.0.1:{admin}")
     async with aiohttp.ClientSession() as http:
         for path, status in (("/healthz", 200), ("/metrics", 404), ("/readyz", 404),
-                             (DEAD_LETTERS, 404)):
+                             (DEAD_LETTERS, 404), (MIGRATION, 404)):
             async with http.get(gw + path) as resp:
                 assert resp.status == status, path
-        for path in ("/healthz", "/metrics", "/readyz", DEAD_LETTERS):
+        for path in ("/healthz", "/metrics", "/readyz", DEAD_LETTERS, MIGRATION):
             async with http.get(f"http://127.0.0.1:{admin}{path}") as resp:
                 assert resp.status == 200, path
         async with http.get(f"http://127.0.0.1:{admin}/metrics") as resp:
@@ -83,7 +85,7 @@ async def test_admin_endpoints_on_the_main_listener_need_a_credential(
     async with aiohttp.ClientSession() as http:
         async with http.get(gw + "/healthz") as resp:
             assert resp.status == 200
-        for path in ("/metrics", "/readyz", DEAD_LETTERS):
+        for path in ("/metrics", "/readyz", DEAD_LETTERS, MIGRATION):
             async with http.get(gw + path) as resp:
                 assert resp.status == 401 and "WWW-Authenticate" in resp.headers
                 body = await resp.json()
@@ -110,7 +112,7 @@ async def test_admin_endpoints_refuse_a_credential_bound_to_a_tenant(
     behind = await make_gateway(tenants, auth={"api_keys": gateway_keys},
                                 listen_admin=f"127.0.0.1:{admin}")
     async with aiohttp.ClientSession() as http:
-        for path in ("/metrics", "/readyz", DEAD_LETTERS):
+        for path in ("/metrics", "/readyz", DEAD_LETTERS, MIGRATION):
             for key in ("bound-0123456789", "bob-key-0123456789"):
                 async with http.get(gw + path, headers={"X-API-Key": key}) as resp:
                     body = await resp.json()
@@ -135,7 +137,7 @@ async def test_admin_endpoints_with_only_tenant_credentials_are_on_the_admin_lis
     gw = await make_gateway({"b": {"backend": {"url": demo_agent, "version": "0.3"},
                                    "auth": {"api_keys": keys(bob=KEY)}}})
     async with aiohttp.ClientSession() as http:
-        for path in ("/metrics", "/readyz", DEAD_LETTERS):
+        for path in ("/metrics", "/readyz", DEAD_LETTERS, MIGRATION):
             for headers in ({}, {"X-API-Key": KEY}):
                 async with http.get(gw + path, headers=headers) as resp:
                     assert resp.status == 403, (path, headers)
