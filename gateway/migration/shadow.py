@@ -25,7 +25,7 @@ from gateway.config.migration import ShadowConfig
 from gateway.egress.base import Backend
 from gateway.migration.stats import TenantStats, Verdict, above_noise
 from gateway.migration.sticky import CANDIDATE, point
-from gateway.observability.metrics import MIGRATION_COMPARISONS, MIGRATION_DIFFS
+from gateway.observability.metrics import MIGRATION_CALLS, MIGRATION_COMPARISONS, MIGRATION_DIFFS
 from translators import operations as ops
 from translators.answer_diff import CompareRules, Difference, compare, render
 from translators.answer_view import Outcome
@@ -130,7 +130,11 @@ class Shadow:
     async def _run(self, call: Call, primary: Outcome, primary_seconds: float) -> None:
         try:
             candidate, seconds, err = await self._made(self._candidate, call)
-            self.stats.call(CANDIDATE, seconds, verdict_of(err))
+            verdict = verdict_of(err)
+            # Counted for the candidate as its rollback counts it: in shadow mode the
+            # copies are all that the candidate answers.
+            self.stats.call(CANDIDATE, seconds, verdict)
+            MIGRATION_CALLS.labels(self.tenant, CANDIDATE, verdict).inc()
             noise = None
             if self.config.aa:
                 again, _, _ = await self._made(self._primary, call)

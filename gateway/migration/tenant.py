@@ -55,15 +55,15 @@ class TenantMigration:
         self.owners: Owners = (previous.owners if previous is not None
                                else Owners(store, config.owner_ttl))
         self.owners.ttl = config.owner_ttl
-        self.control = Control(name, config, store)
+        self.control = Control(name, config, store,
+                               on_share=MIGRATION_SHARE.labels(name).set)
         self.stats = TenantStats(config.rollback, config.keep)
         if previous is not None:
             self.stats.carry(previous.stats)
-            self.control.events = previous.control.events
+            self.control.carry(previous.control)
         self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
                              candidate.backend, primary.backend, self.check_rollback)
         self._rolling: asyncio.Task[None] | None = None
-        MIGRATION_SHARE.labels(name).set(self.control.share)
 
     @property
     def shadowing(self) -> bool:
@@ -202,7 +202,6 @@ class TenantMigration:
     async def move(self, action: Move, by: str, reason: str) -> None:
         await self.control.move(action, by, reason)
         MIGRATION_MOVES.labels(self.name, action, by).inc()
-        MIGRATION_SHARE.labels(self.name).set(self.control.share)
 
     # ------------------------------------------------------------ the report
 
