@@ -17,18 +17,18 @@ import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
 from gateway.config.migration import MigrationConfig
+from gateway.migration.api import Move
 from gateway.state import Store, StoreError
 
 log = structlog.get_logger("a2a_gateway.migration")
 
 POLL = 1.0  # seconds between two reads of the store's record, per process
 RECORD_TTL = 90 * 24 * 3600.0  # a record untouched for this long is forgotten
-Move = Literal["promote", "rollback"]
 
 
 def configured_share(config: MigrationConfig) -> float:

@@ -26,7 +26,8 @@ from a2a.types import a2a_pb2 as pb
 from gateway.call import Call
 from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
-from gateway.migration.control import Control, Move, configured_share
+from gateway.migration.api import Move
+from gateway.migration.control import Control, configured_share
 from gateway.migration.falling_back import FallingBack
 from gateway.migration.owners import Owners
 from gateway.migration.shadow import Shadow

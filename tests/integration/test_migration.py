@@ -91,7 +91,7 @@ async def test_a_candidate_that_stops_is_rolled_back_and_new_conversations_fall_
         for task in owned:  # already the candidate's: a proper error, not the primary's
             got = await call(http, gw, "tasks/get", {"id": task["id"]})
             assert got["error"]["code"] == -32603, got
-            assert got["error"]["data"][0]["reason"] == "BACKEND_UNAVAILABLE", got
+            assert got["error"]["data"]["reason"] == "BACKEND_UNAVAILABLE", got
         report = await _report(http, gw)
         assert report["share"] == 0.0
         assert report["events"][0]["kind"] == "rollback"
