@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -34,6 +35,7 @@ from translators.vocabulary import TERMINAL
 
 log = structlog.get_logger("a2a_gateway.migration")
 
+TWINS = 10_000  # the candidate's task ids remembered per tenant (the oldest go)
 SHADOW_BINDING = "migration-shadow"  # the client binding of a copy (logs, the task index)
 Resolve = Callable[[Call], Awaitable[Backend]]
 
@@ -69,6 +71,21 @@ def counts_against(err: BaseException) -> bool:
     return err.kind.name in {"InternalError", "BackendUnavailableError",
                              "BackendTimeoutError", "InvalidAgentResponseError",
                              "StoreUnavailableError"} or err.kind.http >= 500
+
+
+def task_id_of(outcome: Outcome) -> str:
+    """The id of the task an answer or a stream shows ("" for none)."""
+    if isinstance(outcome, pb.Task):
+        return str(outcome.id)
+    if isinstance(outcome, pb.SendMessageResponse) and outcome.HasField("task"):
+        return str(outcome.task.id)
+    if isinstance(outcome, Sequence) and not isinstance(outcome, A2AError):
+        for event in outcome:
+            if event.HasField("task"):
+                return str(event.task.id)
+            if event.HasField("status_update"):
+                return str(event.status_update.task_id)
+    return ""
 
 
 def _task_left(outcome: Outcome) -> str:
@@ -107,11 +124,27 @@ class Shadow:
         self._on_verdict = on_verdict  # the rollback's look at the window
         self._ops = frozenset(config.operations)
         self._running: set[asyncio.Task[None]] = set()
+        # The primary's task id -> the candidate's, for the tasks of copied messages.
+        self._twins_kept = bool(self._ops & {ops.SEND, ops.STREAM})
+        self._twins: OrderedDict[str, str] = OrderedDict()
         self.keep = keep
+
+    def _twin_of(self, call: Call) -> str | None:
+        """The candidate's id for the task a GetTask names: when messages are copied too,
+        the candidate has tasks of its own (its twins of the primary's, remembered as
+        they are compared); None when it has no twin of that task (no copy is made).
+        Without message copies the two agents are taken to share their tasks (a
+        successor over the same data): the same id."""
+        request: Any = call.request
+        if call.op.name != ops.GET_TASK or not self._twins_kept:
+            return str(request.id) if call.op.name == ops.GET_TASK else None
+        return self._twins.get(str(request.id))
 
     def wants(self, call: Call) -> bool:
         """Whether this call of the primary's is copied (its operation, its share); the
         gateway's own calls (the task index refreshing ListTasks, the relay) never are."""
+        if call.op.name == ops.GET_TASK and self._twin_of(call) is None:
+            return False
         return call.op.name in self._ops and call.dialect is not None and (
             self.config.share >= 1
             or point(self.tenant, call.ctx.facts.request_id) < self.config.share)
@@ -129,7 +162,9 @@ class Shadow:
 
     async def _run(self, call: Call, primary: Outcome, primary_seconds: float) -> None:
         try:
-            candidate, seconds, err = await self._made(self._candidate, call)
+            candidate, seconds, err = await self._made(self._candidate, call, twin=True)
+            if self._twins_kept:
+                self._twin(primary, candidate)
             verdict = verdict_of(err)
             # Counted for the candidate as its rollback counts it: in shadow mode the
             # copies are all that the candidate answers.
@@ -161,11 +196,21 @@ class Shadow:
             log.exception("shadow copy failed", tenant=self.tenant,
                           request_id=call.ctx.facts.request_id)
 
-    async def _made(self, resolve: Resolve, call: Call,
+    def _twin(self, primary: Outcome, candidate: Outcome) -> None:
+        ours, theirs = task_id_of(primary), task_id_of(candidate)
+        if ours and theirs:
+            self._twins[ours] = theirs
+            if len(self._twins) > TWINS:
+                self._twins.popitem(last=False)
+
+    async def _made(self, resolve: Resolve, call: Call, twin: bool = False,
                     ) -> tuple[Outcome, float, BaseException | None]:
         """A copy of ``call`` made to the backend ``resolve`` gives: its answer (or
-        error), the seconds it took, and the error."""
+        error), the seconds it took, and the error. ``twin``: the candidate's copy, which
+        names the candidate's own task."""
         copy = copy_of(call)
+        if twin and isinstance(copy.request, pb.GetTaskRequest):
+            copy.request.id = self._twin_of(call) or copy.request.id
         started = time.monotonic()
         try:
             backend = await resolve(copy)

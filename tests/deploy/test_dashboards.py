@@ -261,9 +261,10 @@ async def _scrape(http: aiohttp.ClientSession, base: str) -> str:
 
 @pytest.fixture
 async def candidate_agent() -> AsyncIterator[str]:
-    """A second demo agent on 127.0.0.1: a migrating tenant's candidate."""
+    """A second demo agent on 127.0.0.1: a migrating tenant's candidate, which words a
+    task's first artifact differently (its shadow copies disagree)."""
     port = free_port()
-    runner = await start_demo_agent("127.0.0.1", port)
+    runner = await start_demo_agent("127.0.0.1", port, answer_variant="artifact-text")
     yield f"http://127.0.0.1:{port}/"
     await runner.cleanup()
 
@@ -290,8 +291,8 @@ def _request_ids(tenant: str) -> dict[str, str]:
 async def _migrate(http: aiohttp.ClientSession, base: str) -> None:
     """Calls of the two migrating tenants. `shop` (canary, shadow copies of what the
     primary answers): a new conversation per arm; the primary's copied to the candidate,
-    which answers it alike (agree); a GetTask of the primary's task, copied too, which the
-    candidate does not know (disagree, an `answer` difference). `gone` (every new
+    which words its artifact differently (disagree, a `text` difference); a GetTask of the
+    primary's task (not copied). `gone` (every new
     conversation to a candidate that refuses connections): fallbacks to the primary, until
     the second makes the rollback's window breach and the canary is rolled back.
 
@@ -313,13 +314,12 @@ async def _migrate(http: aiohttp.ClientSession, base: str) -> None:
     shop_candidate = {"tenant": "shop", "arm": "candidate", "verdict": "ok"}
     counted = {  # series -> labels -> the rise these calls make
         "a2a_gateway_migration_shadow_comparisons_total": [
-            ({"tenant": "shop", "verdict": "agree"}, 1),  # the SendMessage copy
-            ({"tenant": "shop", "verdict": "disagree"}, 1)],  # the GetTask copy
+            ({"tenant": "shop", "verdict": "disagree"}, 1)],  # the SendMessage copy
         "a2a_gateway_migration_shadow_differences_total": [
-            ({"tenant": "shop", "kind": "answer"}, 1)],
-        # one conversation the candidate served and the two shadow copies it answered
+            ({"tenant": "shop", "kind": "text"}, 1)],
+        # one conversation the candidate served and the shadow copy it answered
         "a2a_gateway_migration_calls_total": [
-            (shop_candidate, 3), ({"tenant": "shop", "arm": "primary", "verdict": "ok"}, 2),
+            (shop_candidate, 2), ({"tenant": "shop", "arm": "primary", "verdict": "ok"}, 2),
             ({"tenant": "gone", "arm": "primary", "verdict": "ok"}, 2)],
         "a2a_gateway_migration_fallbacks_total": [({"tenant": "gone"}, 2)],
         "a2a_gateway_migration_moves_total": [
@@ -357,7 +357,7 @@ async def exposition(demo_agent: str, candidate_agent: str,
         "shop": _migrating(demo_agent, candidate_agent, mode="canary",
                            canary={"share": CANARY_SHARE},
                            shadow={"with_canary": True,
-                                   "operations": ["SendMessage", "GetTask"]}),
+                                   "operations": ["SendMessage"]}),
         "gone": _migrating(demo_agent, refusing, mode="canary", canary={"share": 1.0},
                            rollback={"window": 3600, "min_calls": 2, "max_error_rate": 0.5}),
     }
@@ -541,7 +541,7 @@ async def test_dashboard_metrics_exist(exposition: Exposition) -> None:
             ("a2a_gateway_migration_calls_total", {"tenant": "shop", "arm": "candidate",
                                                    "verdict": "ok"}),
             ("a2a_gateway_migration_shadow_differences_total", {"tenant": "shop",
-                                                                "kind": "answer"}),
+                                                                "kind": "text"}),
             ("a2a_gateway_migration_canary_share", {"tenant": "shop"}),
             ("a2a_gateway_migration_fallbacks_total", {"tenant": "gone"}),
             ("a2a_gateway_migration_moves_total", {"tenant": "gone", "action": "rollback",
