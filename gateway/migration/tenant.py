@@ -37,6 +37,7 @@ from gateway.migration.ticket import Passage, Ticket, ids_of
 from gateway.observability.metrics import MIGRATION_FALLBACKS, MIGRATION_MOVES, MIGRATION_SHARE
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
+from gateway.streams.journal import read_cursor
 from gateway.tasks.index import task_of
 from translators import operations as ops
 
@@ -77,7 +78,7 @@ class TenantMigration:
         """Pick the agent of ``call`` (the router picked the primary's backend); an
         awaitable when an owner must be read from the store first."""
         op = call.op.name
-        task_id = task_of(call)
+        task_id = task_of(call) or _resumed(call)
         context_id = ""
         if op in _CONVERSING:
             request: Any = call.request
@@ -231,6 +232,14 @@ class TenantMigration:
 
     async def close(self) -> None:
         await self.shadow.close()
+
+
+def _resumed(call: Call) -> str:
+    """The task a stream resumed by its `Last-Event-ID` goes on with ("" for none): the
+    agent that owns it serves the resumed stream, whatever its message says."""
+    named = call.ctx.facts.resume_from
+    cursor = read_cursor(named) if named else None
+    return cursor[0] if cursor is not None else ""
 
 
 def _label(route: TenantRoute) -> str:

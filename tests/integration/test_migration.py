@@ -4,6 +4,8 @@ a candidate that refuses connections, the automatic rollback."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,7 +39,6 @@ async def call(http: aiohttp.ClientSession, gw: str, method: str, params: Any) -
 
 
 def message(text: str, **extra: Any) -> dict[str, Any]:
-    import uuid
     return {"kind": "message", "messageId": str(uuid.uuid4()), "role": "user",
             "parts": [{"kind": "text", "text": text}], **extra}
 
@@ -132,3 +133,44 @@ async def test_shadow_copies_of_an_identical_agent_agree(
     assert (shadow["agreed"], shadow["skipped"], shadow["failed"]) == (11, 0, 0), report
     assert report["disagreements"] == []
     assert report["arms"]["primary"]["calls"] == 11
+
+
+async def _first_event(http: aiohttp.ClientSession, url: str, body: dict[str, Any],
+                       headers: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """The first SSE event of a stream (its id and its result); the client then leaves."""
+    async with http.post(url, json=body, headers=headers) as resp:
+        raw = b""
+        while b"\n\n" not in raw:
+            raw += await resp.content.readany()
+    fields = dict(line.split(": ", 1) for line in raw.decode().split("\n\n")[0].splitlines()
+                  if ": " in line)
+    return fields["id"], json.loads(fields["data"])
+
+
+async def test_a_resumed_stream_goes_on_at_the_agent_that_owns_its_task(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession) -> None:
+    primary, candidate = two_agents
+    gw = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                            canary={"share": 1.0})},
+                            state={"path": ":memory:", "journal": {"enabled": True}})
+    body = {"jsonrpc": "2.0", "id": 3, "method": "message/stream",
+            "params": {"message": message("slow")}}
+    event_id, first = await _first_event(http, gw + "/shop/", body)
+    task_id = first["result"]["id"]
+    async with http.post(gw + "/_admin/migration/shop/rollback") as resp:
+        assert (await resp.json())["share"] == 0.0  # new conversations: the primary's now
+    # The same call again, resumed: it carries no task id, yet it goes on at the candidate
+    # (the primary knows no such task: its subscription would end in an error).
+    async with http.post(gw + "/shop/", json=body,
+                         headers={"Last-Event-ID": event_id}) as resp:
+        raw = b""
+        while b"\n\n" not in raw:
+            raw += await resp.content.readany()
+        cancelled = await call(http, gw, "tasks/cancel", {"id": task_id})  # by its owner
+        assert cancelled["result"]["status"]["state"] == "canceled", cancelled
+        raw += await resp.content.read()
+    results = [json.loads(line[len("data: "):]) for line in raw.decode().splitlines()
+               if line.startswith("data: ")]
+    assert all("error" not in r for r in results), results
+    assert results[-1]["result"]["status"]["state"] == "canceled", results[-1]
