@@ -9,7 +9,7 @@ WORKERS ?= 1
 LOG_FORMAT ?= console
 PIP_FLAGS := --disable-pip-version-check -q
 
-.PHONY: run test setup venvs lint unit bench clean matrix redis nginx test-aiohttp-range docs docs-refs image-test
+.PHONY: run test setup venvs lint unit bench clean matrix redis nginx chromium demo-migration test-aiohttp-range docs docs-refs image-test
 
 # Two markers in one .venv: `.runtime` (the gateway's own dependencies, all `make run`
 # needs) and `.installed` (those plus the dev toolchain, for `make test`). The dev install
@@ -70,11 +70,25 @@ LOG_ENV = A2A_GATEWAY__LOG__FORMAT=$(LOG_FORMAT)
 run: $(VENV)/.runtime
 	A2A_GATEWAY__WORKERS=$(WORKERS) $(LOG_ENV) $(BIN)/a2a-gateway serve --config $(CONFIG)
 
+# Migration mode on one machine (README "Migrating an agent"): a v1.0 demo agent on :9010
+# that words one artifact differently (the candidate), the gateway in front of the built-in
+# v0.3 demo agent (the primary) in canary + shadow, 30 conversations sent through it; then
+# the report's URL. Ctrl-C stops both.
+demo-migration: $(VENV)/.runtime
+	@$(BIN)/a2a-gateway demo-agent --port 9010 --protocol 1.0 --answer-variant artifact-text & \
+	candidate=$$!; \
+	$(LOG_ENV) $(BIN)/a2a-gateway serve --config config/migration-demo.yaml & gateway=$$!; \
+	trap 'kill $$candidate $$gateway 2>/dev/null' EXIT INT TERM; \
+	$(BIN)/python -m gateway.demo.traffic http://127.0.0.1:8080/shop/ --count 30 && \
+	echo "migration report: http://127.0.0.1:8081/_admin/migration/shop/page" && \
+	echo "  or: $(BIN)/a2a-gateway migration report shop --config config/migration-demo.yaml" && \
+	wait $$gateway
+
 lint: setup
 	$(BIN)/ruff check gateway translators tests bench docsgen
 	$(BIN)/mypy --strict translators gateway
 
-test: setup venvs lint redis nginx docs
+test: setup venvs lint redis nginx chromium docs
 	$(BIN)/pytest -q -p no:cacheprovider
 	$(MAKE) --no-print-directory image-test
 
@@ -112,6 +126,18 @@ nginx:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null; \
 	else echo "nginx is missing and this is not root: see docs/testing.md " \
 	  "(A2A_TEST_NGINX)" >&2; exit 1; fi
+
+# The migration report's web page is rendered in a real headless browser
+# (tests/integration/test_migration_page.py): Debian's chromium, installed as redis-server
+# is; without root, set A2A_TEST_CHROMIUM to a chromium binary.
+chromium:
+	@if [ -n "$$A2A_TEST_CHROMIUM" ]; then test -x "$$A2A_TEST_CHROMIUM" || \
+	  { echo "A2A_TEST_CHROMIUM=$$A2A_TEST_CHROMIUM is not executable" >&2; exit 1; }; \
+	elif command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium is missing and this is not root: see docs/testing.md " \
+	  "(A2A_TEST_CHROMIUM)" >&2; exit 1; fi
 
 # The aiohttp-facing tests against the oldest and the newest aiohttp that pyproject.toml
 # admits (docs/architecture.md, "aiohttp versions"), each in a venv of its own (under

@@ -17,6 +17,7 @@ from typing import Any
 from gateway.config.env import CONFIG_PATH_ENV
 from gateway.config.models import ConfigError, json_schema, load_config
 from gateway.config.state import describe_store
+from gateway.demo.options import add_demo_arguments
 from gateway.preflight import ConfigProblems, preflight, problems_of
 from gateway.workers.count import worker_count
 
@@ -149,7 +150,10 @@ def _dev_cert(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from gateway.demo.agent import main as demo_main
 
-    return demo_main(["--host", args.host, "--port", str(args.port)])
+    argv = ["--host", args.host, "--port", str(args.port), "--protocol", args.protocol]
+    if args.answer_variant is not None:
+        argv += ["--answer-variant", args.answer_variant]
+    return demo_main(argv)
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -259,11 +263,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", action="append", help="a DNS name or IP the certificate names "
                    "(repeatable; default localhost and 127.0.0.1)")
     p.set_defaults(func=_dev_cert)
-    p = sub.add_parser("demo-agent", help="run only the built-in v0.3 demo agent")
+    p = sub.add_parser("demo-agent", help="run only the built-in demo agent (A2A v0.3 "
+                       "JSON-RPC, or v1.0 with --protocol 1.0)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on "
                    "(default: %(default)s)")
     p.add_argument("--port", type=int, default=9009, help="port to listen on "
                    "(default: %(default)s)")
+    add_demo_arguments(p)
     p.set_defaults(func=_demo)
     p = sub.add_parser("doctor", help="probe an agent: what it speaks, and what the gateway "
                        "would do in front of it (exit 1 when a target cannot be served)")

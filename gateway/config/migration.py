@@ -50,9 +50,9 @@ class ShadowConfig(_Model):
     operations: list[str] = Field(default_factory=lambda: list(READ_ONLY),
                                   description="Operations copied: the read-only ones by "
                                   "default; add SendMessage / SendStreamingMessage only for a "
-                                  "candidate that is a sandbox (it will act on them). A copy "
-                                  "that names a task or conversation a message's copy started "
-                                  "names the candidate's own")
+                                  "candidate that is a sandbox (it will act on them); with "
+                                  "them, a copy names the candidate's own twin of the task or "
+                                  "conversation, and none is made for a task without one")
     max_concurrent: int = Field(16, gt=0, le=10_000, description="Shadow copies in flight at "
                                 "once; more are skipped and counted, never queued behind "
                                 "the client")

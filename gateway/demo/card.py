@@ -1,8 +1,12 @@
-"""The demo agent's v0.3 agent cards (J03 shape)."""
+"""The demo agent's agent cards: J03 (v0.3), and with `--protocol 1.0` the same cards the
+v1.0 way (P10), translated by the gateway's own card translator."""
 
 from __future__ import annotations
 
 from gateway.demo.wire import JSON
+from translators.j03.cards import card_to_p10
+from translators.loss import LossReport
+from translators.versions import V10
 
 NAME = "a2a-gateway demo agent"
 VERSION = "0.1.0"
@@ -57,11 +61,16 @@ _SECRET_SKILL: JSON = {
 }
 
 
+_DESCRIPTION = (
+    "Built-in A2A {} JSON-RPC agent that ships with a2a-gateway, "
+    "so the gateway has something to bridge to out of the box."
+)
+
+
 def public_card(url: str) -> JSON:
     return {
         "name": NAME,
-        "description": "Built-in A2A v0.3 JSON-RPC agent that ships with a2a-gateway, "
-        "so the gateway has something to bridge to out of the box.",
+        "description": _DESCRIPTION.format("v0.3"),
         "url": url,
         "version": VERSION,
         "protocolVersion": "0.3.0",
@@ -78,3 +87,16 @@ def extended_card(url: str) -> JSON:
     card = public_card(url)
     card["skills"].append(dict(_SECRET_SKILL))
     return card
+
+
+def as_v10(card: JSON) -> JSON:
+    """A J03 card of ours as the v1.0 agent serves it: one interface, JSON-RPC, 1.0.
+
+    The translator marks interfaces from a v0.3 card as 0.3 (what such a card speaks);
+    this agent speaks 1.0 at the same URL, so the interface says so.
+    """
+    p10 = card_to_p10(card, LossReport())
+    p10["description"] = _DESCRIPTION.format("v1.0")
+    for interface in p10["supportedInterfaces"]:
+        interface["protocolVersion"] = V10
+    return p10

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gateway.demo.push import PushSender
+from gateway.demo.variants import check_variant, vary
 from gateway.demo.wire import (
     JSON,
     TASK_NOT_CANCELABLE,
@@ -88,10 +89,16 @@ class Subscription:
 
 
 class Engine:
-    def __init__(self, push: PushSender) -> None:
+    def __init__(self, push: PushSender, answer_variant: str | None = None) -> None:
         self.push = push
+        # gateway.demo.variants: how the first artifact of every task is changed, if at all.
+        self.answer_variant = check_variant(answer_variant)
         self._tasks: dict[str, TaskRecord] = {}
         self._workers: set[asyncio.Task[None]] = set()
+
+    def records(self) -> list[TaskRecord]:
+        """Every task the agent knows, oldest first (v1.0 ListTasks reads them)."""
+        return list(self._tasks.values())
 
     def get(self, task_id: str) -> TaskRecord:
         record = self._tasks.get(task_id)
@@ -160,6 +167,10 @@ class Engine:
         self, record: TaskRecord, artifact: JSON, *, append: bool = False, last_chunk: bool = True
     ) -> None:
         artifacts: list[JSON] = record.task.setdefault("artifacts", [])
+        if self.answer_variant is not None and not append and (
+            not artifacts or artifacts[0]["artifactId"] == artifact["artifactId"]
+        ):
+            artifact = vary(self.answer_variant, artifact)
         existing = next((a for a in artifacts if a["artifactId"] == artifact["artifactId"]), None)
         if existing is not None and append:
             existing["parts"].extend(copy.deepcopy(artifact["parts"]))

@@ -6,7 +6,9 @@ that changes the mode or the share starts from its own value again (the operator
 the newer one).
 
 Each process reads the store's record at most every POLL seconds, in the background of the
-calls that ask: a move made in one process reaches the others within that time."""
+calls that ask: a move made in one process reaches the others within that time. Whatever
+sets the share tells `on_share` (the gauge a2a_gateway_migration_canary_share), so each
+process shows the share it uses, a move read from the store included."""
 
 from __future__ import annotations
 
@@ -15,18 +17,18 @@ import json
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 
 from gateway.config.migration import MigrationConfig
+from gateway.migration.api import Move
 from gateway.state import Store, StoreError
 
 log = structlog.get_logger("a2a_gateway.migration")
 
 POLL = 1.0  # seconds between two reads of the store's record, per process
 RECORD_TTL = 90 * 24 * 3600.0  # a record untouched for this long is forgotten
-Move = Literal["promote", "rollback"]
 
 
 def configured_share(config: MigrationConfig) -> float:
@@ -39,17 +41,33 @@ def _now_iso() -> str:
 
 class Control:
     def __init__(self, tenant: str, config: MigrationConfig, store: Store | None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_share: Callable[[float], None] = lambda share: None) -> None:
         self.tenant = tenant
         self.config = config
         self.store = store
         self.clock = clock
         self.basis = f"{config.mode}:{configured_share(config):g}"
-        self.share = configured_share(config)
+        self._on_share = on_share
+        self.share = 0.0
+        self._set(configured_share(config))
         self.events: list[dict[str, Any]] = []
         self._read_at = -POLL
         self._reading: asyncio.Task[None] | None = None
         self._key = f"migration:{tenant}:control"
+
+    def _set(self, share: float) -> None:
+        self.share = share
+        self._on_share(share)
+
+    def carry(self, previous: Control) -> None:
+        """Keep what the control of the config this one replaced (a reload) knew: its
+        events, and its moved share while the basis is the same. Without it, calls made
+        before the first read of the store would go by the configured share again: the
+        first new conversation after a reload could reach a rolled-back candidate."""
+        self.events = previous.events
+        if previous.basis == self.basis:
+            self._set(previous.share)
 
     @property
     def moved(self) -> bool:
@@ -84,8 +102,8 @@ class Control:
             log.warning("migration control record unreadable: ignored", tenant=self.tenant)
             return
         self.events = events[: self.config.keep]
-        self.share = share if record.get("basis") == self.basis else configured_share(
-            self.config)
+        self._set(share if record.get("basis") == self.basis else configured_share(
+            self.config))
 
     async def move(self, action: Move, by: str, reason: str) -> None:
         """Roll the canary back (share 0) or promote the candidate (share 1), say so in
@@ -94,7 +112,7 @@ class Control:
         to = 0.0 if action == "rollback" else 1.0
         event = {"at": _now_iso(), "kind": action, "from_share": self.share,
                  "to_share": to, "by": by, "reason": reason}
-        self.share = to
+        self._set(to)
         self.events = [event, *self.events][: self.config.keep]
         log.warning("migration share moved", tenant=self.tenant, action=action, by=by,
                     reason=reason, share=to)

@@ -74,6 +74,15 @@ class Counterparts:
                 found[name] = future
         return found
 
+    def has_task(self, request: ProtoMessage) -> bool:
+        """Whether the task ``request`` names (if it names one) has a counterpart, or one
+        is being learned."""
+        for _, kind, ident in _id_fields(request):
+            if kind == "task" and ident:
+                future = self._ids.get(f"task:{ident}")
+                return future is not None and not (future.done() and not future.result())
+        return True
+
     def expect(self, primary: Outcome) -> Learn:
         """A copy of a message whose primary answer was ``primary`` is on its way to the
         candidate: the ids it shows that have no counterpart yet get one, from the

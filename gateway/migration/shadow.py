@@ -7,7 +7,8 @@ carries no push config (the candidate would post to the client's webhook), and a
 candidate started for it (a message's copy; never a task a GetTask copy found) is
 cancelled once compared, unless it waits for its client. A copy names the candidate's
 own task and conversation where a copy of the message that started them learned them
-(counterparts.py). With `aa`, the same call is also made again to the primary (naming the
+(counterparts.py); when messages are copied, a call on a task the candidate has no
+counterpart of is not copied. With `aa`, the same call is also made again to the primary (naming the
 tasks of its own A/A copies likewise): what the primary's two answers differ in is noise,
 not reported.
 """
@@ -30,7 +31,7 @@ from gateway.egress.base import Backend
 from gateway.migration.counterparts import Counterparts, Learn, Wanted
 from gateway.migration.stats import TenantStats, Verdict, above_noise
 from gateway.migration.sticky import CANDIDATE, point
-from gateway.observability.metrics import MIGRATION_COMPARISONS, MIGRATION_DIFFS
+from gateway.observability.metrics import MIGRATION_CALLS, MIGRATION_COMPARISONS, MIGRATION_DIFFS
 from translators import operations as ops
 from translators.answer_diff import CompareRules, Difference, compare, render
 from translators.answer_view import Outcome
@@ -132,12 +133,20 @@ class Shadow:
         self._ops = frozenset(config.operations)
         self._running: set[asyncio.Task[None]] = set()
         self.keep = keep
+        # When messages are copied, the candidate has tasks of its own: the primary's
+        # task ids -> the candidate's, learned from the messages' copies. Without, the
+        # two agents are taken to share their tasks (a successor over the same data).
+        self._learns = bool(self._ops & {ops.SEND, ops.STREAM})
         self.counterparts = Counterparts()  # the candidate's ids for the primary's
         self.aa_counterparts = Counterparts()  # the A/A copies' ids for the primary's
 
     def wants(self, call: Call) -> bool:
         """Whether this call of the primary's is copied (its operation, its share); the
-        gateway's own calls (the task index refreshing ListTasks, the relay) never are."""
+        gateway's own calls (the task index refreshing ListTasks, the relay) never are; nor,
+        when messages are copied, a call on a task the candidate has no counterpart of (it
+        could only say it knows no such task)."""
+        if self._learns and not self.counterparts.has_task(call.request):
+            return False
         return call.op.name in self._ops and call.dialect is not None and (
             self.config.share >= 1
             or point(self.tenant, call.ctx.facts.request_id) < self.config.share)
@@ -165,7 +174,11 @@ class Shadow:
                    copies: list[_Ids]) -> None:
         try:
             candidate, seconds, err = await self._made(self._candidate, call, copies[0])
-            self.stats.call(CANDIDATE, seconds, verdict_of(err))
+            verdict = verdict_of(err)
+            # Counted for the candidate as its rollback counts it: in shadow mode the
+            # copies are all that the candidate answers.
+            self.stats.call(CANDIDATE, seconds, verdict)
+            MIGRATION_CALLS.labels(self.tenant, CANDIDATE, verdict).inc()
             noise = None
             if self.config.aa:
                 again, _, _ = await self._made(self._primary, call, copies[1])

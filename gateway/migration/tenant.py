@@ -26,7 +26,8 @@ from a2a.types import a2a_pb2 as pb
 from gateway.call import Call
 from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
-from gateway.migration.control import Control, Move, configured_share
+from gateway.migration.api import Move
+from gateway.migration.control import Control, configured_share
 from gateway.migration.counterparts import ids_of
 from gateway.migration.falling_back import FallingBack
 from gateway.migration.owners import Owners
@@ -37,6 +38,7 @@ from gateway.migration.ticket import Passage, Ticket
 from gateway.observability.metrics import MIGRATION_FALLBACKS, MIGRATION_MOVES, MIGRATION_SHARE
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
+from gateway.streams.journal import read_cursor
 from gateway.tasks.index import task_of
 from translators import operations as ops
 
@@ -56,15 +58,15 @@ class TenantMigration:
         self.owners: Owners = (previous.owners if previous is not None
                                else Owners(store, config.owner_ttl))
         self.owners.ttl = config.owner_ttl
-        self.control = Control(name, config, store)
+        self.control = Control(name, config, store,
+                               on_share=MIGRATION_SHARE.labels(name).set)
         self.stats = TenantStats(config.rollback, config.keep)
         if previous is not None:
             self.stats.carry(previous.stats)
-            self.control.events = previous.control.events
+            self.control.carry(previous.control)
         self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
                              candidate.backend, primary.backend, self.check_rollback)
         self._rolling: asyncio.Task[None] | None = None
-        MIGRATION_SHARE.labels(name).set(self.control.share)
 
     @property
     def shadowing(self) -> bool:
@@ -77,7 +79,7 @@ class TenantMigration:
         """Pick the agent of ``call`` (the router picked the primary's backend); an
         awaitable when an owner must be read from the store first."""
         op = call.op.name
-        task_id = task_of(call)
+        task_id = task_of(call) or _resumed(call)
         context_id = ""
         if op in _CONVERSING:
             request: Any = call.request
@@ -203,7 +205,6 @@ class TenantMigration:
     async def move(self, action: Move, by: str, reason: str) -> None:
         await self.control.move(action, by, reason)
         MIGRATION_MOVES.labels(self.name, action, by).inc()
-        MIGRATION_SHARE.labels(self.name).set(self.control.share)
 
     # ------------------------------------------------------------ the report
 
@@ -232,6 +233,14 @@ class TenantMigration:
 
     async def close(self) -> None:
         await self.shadow.close()
+
+
+def _resumed(call: Call) -> str:
+    """The task a stream resumed by its `Last-Event-ID` goes on with ("" for none): the
+    agent that owns it serves the resumed stream, whatever its message says."""
+    named = call.ctx.facts.resume_from
+    cursor = read_cursor(named) if named else None
+    return cursor[0] if cursor is not None else ""
 
 
 def _label(route: TenantRoute) -> str:

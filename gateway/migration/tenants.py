@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gateway.config.models import BackendConfig, GatewayConfig
-from gateway.migration.control import Move
+from gateway.migration.api import Move
 from gateway.migration.tenant import TenantMigration
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store

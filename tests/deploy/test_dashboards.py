@@ -4,8 +4,10 @@ against what a real gateway exposes.
 A gateway runs in this process, from a config file, in front of the built-in demo agent. Real
 calls make the labelled series exist: v0.3 and v1.0 JSON-RPC, a v0.3 stream, a REST call, a
 v1.0 call that loses a field toward the v0.3 agent, errors from the agent, a push notification
-relayed to a webhook, and two config reloads (one taken, one refused). Then, from its
-`/metrics`:
+relayed to a webhook, two tenants in migration mode (a canary with shadow copies to a
+second demo agent, whose copies agree and disagree; a candidate that refuses connections,
+falls back and is rolled back by itself), and two config reloads (one taken, one refused).
+Then, from its `/metrics`:
   - every metric named in a panel query, a template variable or an alert rule is a series of an
     exposed family (a counter `a2a_gateway_x` is queried as `a2a_gateway_x_total`, a histogram
     as `_bucket`, `_sum`, `_count`); families no call here reaches (limit refusals) are still
@@ -27,7 +29,7 @@ import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import aiohttp
 import pytest
@@ -35,11 +37,16 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.config.models import load_config
+from gateway.demo.agent import start_demo_agent
+from gateway.migration.control import Move
+from gateway.migration.stats import Verdict
+from gateway.migration.sticky import Arm, arm_for
 from gateway.relay.delivery import RelayCounters
 from gateway.server.app import Server
 from tests.deploy.deploy_support import DEPLOY, load_file
 from tests.support.helpers import free_port, receiving_webhooks, v03, write_config
 from tests.support.waiting import wait_until
+from translators.answer_diff import KINDS as DIFFERENCE_KINDS
 from translators.errors import ERROR_KINDS
 from translators.operations import OPERATIONS
 
@@ -48,20 +55,29 @@ ALERTS = DEPLOY / "prometheus" / "a2a-gateway-alerts.yaml"
 DS_UID = "${DS_PROMETHEUS}"
 V10 = {"A2A-Version": "1.0"}
 
-# Every family the issue asks the dashboard to show: calls and errors by dialect pair, added
+# Migration mode's families (issue 32): calls per arm and verdict, shadow comparisons and
+# their differences, the canary share, rollbacks and promotions, fallbacks to the primary.
+MIGRATION_FAMILIES = {
+    "a2a_gateway_migration_calls", "a2a_gateway_migration_shadow_comparisons",
+    "a2a_gateway_migration_shadow_differences", "a2a_gateway_migration_canary_share",
+    "a2a_gateway_migration_moves", "a2a_gateway_migration_fallbacks",
+}
+# Every family the issues ask the dashboard to show: calls and errors by dialect pair, added
 # and backend latency, open streams, stream events, losses, relay deliveries, limits tripped,
-# backend errors, card cache, config reloads.
+# backend errors, card cache, config reloads, and migration mode.
 DASHBOARD_FAMILIES = {
     "a2a_gateway_calls", "a2a_gateway_added_seconds", "a2a_gateway_backend_duration_seconds",
     "a2a_gateway_open_streams", "a2a_gateway_stream_events",
     "a2a_gateway_translation_losses", "a2a_gateway_push_deliveries",
     "a2a_gateway_limit_refusals", "a2a_gateway_backend_errors", "a2a_gateway_card_cache_hits",
-    "a2a_gateway_card_refreshes", "a2a_gateway_config_reloads",
+    "a2a_gateway_card_refreshes", "a2a_gateway_config_reloads", *MIGRATION_FAMILIES,
 }
-# ...and the alert rules: backend errors, relay failures, added latency, config reloads.
+# ...and the alert rules: backend errors, relay failures, added latency, config reloads,
+# a migration's rollback and its shadow agreement.
 ALERT_FAMILIES = {
     "a2a_gateway_backend_errors", "a2a_gateway_push_deliveries", "a2a_gateway_added_seconds",
-    "a2a_gateway_config_reloads",
+    "a2a_gateway_config_reloads", "a2a_gateway_migration_moves",
+    "a2a_gateway_migration_shadow_comparisons",
 }
 SCRAPE_LABELS = {"instance", "job"}  # added by Prometheus when it scrapes
 SEVERITIES = {"critical", "warning", "info"}
@@ -143,6 +159,13 @@ def _label_values() -> dict[tuple[str, str], set[str]]:
             f.name for f in dataclasses.fields(RelayCounters)},
         ("a2a_gateway_config_reloads", "outcome"): {"ok", "refused"},  # lifecycle.ConfigWatcher
         ("a2a_gateway_card_refreshes", "outcome"): {"ok", "error"},  # cards.backend
+        ("a2a_gateway_migration_calls", "arm"): set(get_args(Arm)),
+        ("a2a_gateway_migration_calls", "verdict"): set(get_args(Verdict)),
+        ("a2a_gateway_migration_shadow_comparisons", "verdict"): {  # migration.shadow.Shadow
+            "agree", "disagree", "skipped", "failed"},
+        ("a2a_gateway_migration_shadow_differences", "kind"): {  # shadow: latency_ratio's
+            *DIFFERENCE_KINDS, "latency"},
+        ("a2a_gateway_migration_moves", "action"): set(get_args(Move)),
         ("*", "operation"): {op.name for op in OPERATIONS},
         ("*", "client_version"): {"0.3", "1.0"},
         ("*", "backend_version"): {"0.3", "1.0", "none"},  # metrics.record_call: "none"
@@ -163,7 +186,7 @@ class Exposition:
         self.series: dict[str, str] = {}  # series name -> family
         self.labels: dict[str, set[str]] = {}
         self.sampled: set[str] = set()  # families with at least one sample
-        self.samples: list[tuple[str, dict[str, str]]] = []
+        self.samples: list[tuple[str, dict[str, str], float]] = []
         for family in text_string_to_metric_families(text):
             self.families[family.name] = family.type
             for suffix in SERIES_SUFFIXES.get(family.type, ("",)):
@@ -172,7 +195,7 @@ class Exposition:
             for sample in family.samples:
                 labels.update(sample.labels)
                 self.sampled.add(family.name)
-                self.samples.append((sample.name, dict(sample.labels)))
+                self.samples.append((sample.name, dict(sample.labels), sample.value))
             if family.type == "histogram":
                 labels.add("le")
         # Families without a sample yet have no label in the text: take the declared ones.
@@ -182,7 +205,12 @@ class Exposition:
 
     def has(self, series: str, **labels: str) -> bool:
         return any(name == series and labels.items() <= got.items()
-                   for name, got in self.samples)
+                   for name, got, _ in self.samples)
+
+    def value(self, series: str, **labels: str) -> float:
+        """The sum of the samples of ``series`` with these labels (0 for none)."""
+        return sum(value for name, got, value in self.samples
+                   if name == series and labels.items() <= got.items())
 
     def family_of(self, series: str) -> str | None:
         return self.series.get(series)
@@ -232,12 +260,109 @@ async def _scrape(http: aiohttp.ClientSession, base: str) -> str:
 
 
 @pytest.fixture
-async def exposition(demo_agent: str, webhook: tuple[str, asyncio.Queue[Any]],
+async def candidate_agent() -> AsyncIterator[str]:
+    """A second demo agent on 127.0.0.1: a migrating tenant's candidate, which words a
+    task's first artifact differently (its shadow copies disagree)."""
+    port = free_port()
+    runner = await start_demo_agent("127.0.0.1", port, answer_variant="artifact-text")
+    yield f"http://127.0.0.1:{port}/"
+    await runner.cleanup()
+
+
+CANARY_SHARE = 0.5
+
+
+def _migrating(primary: str, candidate: str, **migration: Any) -> dict[str, Any]:
+    return {**v03(primary), "migration": {"candidate": v03(candidate)["backend"], **migration}}
+
+
+def _request_ids(tenant: str) -> dict[str, str]:
+    """arm -> a request id whose stable hash sends a new conversation (no context, no
+    principal) of ``tenant`` to that arm at CANARY_SHARE: each arm gets one, by design."""
+    chosen: dict[str, str] = {}
+    i = 0
+    while len(chosen) < 2:
+        rid = f"dashboard-{i}"
+        chosen.setdefault(arm_for(tenant, f"request:{rid}", CANARY_SHARE), rid)
+        i += 1
+    return chosen
+
+
+async def _migrate(http: aiohttp.ClientSession, base: str) -> None:
+    """Calls of the two migrating tenants. `shop` (canary, shadow copies of what the
+    primary answers): a new conversation per arm; the primary's copied to the candidate,
+    which words its artifact differently (disagree, a `text` difference); a GetTask of the
+    primary's task (not copied). `gone` (every new
+    conversation to a candidate that refuses connections): fallbacks to the primary, until
+    the second makes the rollback's window breach and the canary is rolled back.
+
+    The counters are the process's (other tests' gateways count in them too): what these
+    calls counted is the rise from a scrape before them."""
+    before = Exposition(await _scrape(http, base))
+    tasks: dict[str, str] = {}
+    for arm, rid in sorted(_request_ids("shop").items()):
+        sent = await _rpc(http, base + "/shop/", "message/send", _m03(f"task: {arm}"),
+                          {"X-Request-ID": rid})
+        assert sent["result"]["status"]["state"] == "completed", sent
+        tasks[arm] = sent["result"]["id"]
+    got = await _rpc(http, base + "/shop/", "tasks/get", {"id": tasks["primary"]})
+    assert got["result"]["id"] == tasks["primary"], got
+    for i in range(2):
+        sent = await _rpc(http, base + "/gone/", "message/send", _m03(f"gone {i}"))
+        assert sent["result"]["parts"][0]["text"] == f"echo: gone {i}", sent  # the primary
+
+    shop_candidate = {"tenant": "shop", "arm": "candidate", "verdict": "ok"}
+    counted = {  # series -> labels -> the rise these calls make
+        "a2a_gateway_migration_shadow_comparisons_total": [
+            ({"tenant": "shop", "verdict": "disagree"}, 1)],  # the SendMessage copy
+        "a2a_gateway_migration_shadow_differences_total": [
+            ({"tenant": "shop", "kind": "text"}, 1)],
+        # one conversation the candidate served and the shadow copy it answered
+        "a2a_gateway_migration_calls_total": [
+            (shop_candidate, 2), ({"tenant": "shop", "arm": "primary", "verdict": "ok"}, 2),
+            ({"tenant": "gone", "arm": "primary", "verdict": "ok"}, 2)],
+        "a2a_gateway_migration_fallbacks_total": [({"tenant": "gone"}, 2)],
+        "a2a_gateway_migration_moves_total": [
+            ({"tenant": "gone", "action": "rollback", "by": "automatic"}, 1)]}
+
+    def rises(exposed: Exposition) -> dict[tuple[str, str], float]:
+        return {(series, str(labels)): exposed.value(series, **labels)
+                - before.value(series, **labels)
+                for series, wanted in counted.items() for labels, _ in wanted}
+
+    expected = {(series, str(labels)): rise
+                for series, wanted in counted.items() for labels, rise in wanted}
+    behind = [key for key in expected if "comparisons" in key[0] or "moves" in key[0]]
+
+    async def settled() -> dict[tuple[str, str], float] | None:  # the copies and the
+        seen = rises(Exposition(await _scrape(http, base)))  # rollback run behind the
+        return seen if all(seen[key] for key in behind) else None  # answers
+
+    seen = await wait_until(settled, "the shadow comparisons and the rollback counted",
+                            interval=0.05)
+    assert seen == expected
+
+
+@pytest.fixture
+async def exposition(demo_agent: str, candidate_agent: str,
+                     webhook: tuple[str, asyncio.Queue[Any]],
                      tmp_path: Path) -> AsyncIterator[Exposition]:
     """`/metrics` of a real gateway (from a config file, so it can reload) in front of the
-    demo agent, after real calls of several dialects, a relayed push and two reloads."""
+    demo agent, after real calls of several dialects, a relayed push, two tenants in
+    migration mode and two reloads."""
     port = free_port()
-    raw = {"listen": {"http": f"127.0.0.1:{port}"}, "tenants": {"demo": v03(demo_agent)},
+    refusing = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
+    tenants = {
+        "demo": v03(demo_agent),
+        "shop": _migrating(demo_agent, candidate_agent, mode="canary",
+                           canary={"share": CANARY_SHARE},
+                           shadow={"with_canary": True,
+                                   "operations": ["SendMessage"]}),
+        "gone": _migrating(demo_agent, refusing, mode="canary", canary={"share": 1.0},
+                           rollback={"window": 3600, "min_calls": 2, "max_error_rate": 0.5}),
+    }
+    raw = {"listen": {"http": f"127.0.0.1:{port}"}, "tenants": tenants,
+           "default_tenant": "demo",
            "push_relay": {"webhook_allowlist": ["127.0.0.1"]}, "reload_interval": 0}
     path = write_config(tmp_path / "gateway.yaml", raw)
     server = Server(load_config(path), path)
@@ -270,6 +395,7 @@ async def exposition(demo_agent: str, webhook: tuple[str, asyncio.Queue[Any]],
                 "configuration": {"taskPushNotificationConfig": {"url": url}}}, V10)
             assert "task" in pushed["result"]
             await asyncio.wait_for(received.get(), 10)
+            await _migrate(http, base)
             # Two reloads of the config file: one taken, one refused.
             watcher = server.watch_config()
             assert watcher is not None
@@ -396,7 +522,8 @@ async def test_dashboard_metrics_exist(exposition: Exposition) -> None:
                    "a2a_gateway_stream_events", "a2a_gateway_translation_losses",
                    "a2a_gateway_backend_errors", "a2a_gateway_card_refreshes",
                    "a2a_gateway_open_streams", "a2a_gateway_limit_capacity",
-                   "a2a_gateway_push_deliveries", "a2a_gateway_config_reloads"):
+                   "a2a_gateway_push_deliveries", "a2a_gateway_config_reloads",
+                   *MIGRATION_FAMILIES):
         assert family in exposition.sampled, f"{family} has no sample after real calls"
     for series, labels in [
             ("a2a_gateway_calls_total", {"client_version": "0.3", "client_binding": "JSONRPC",
@@ -408,8 +535,21 @@ async def test_dashboard_metrics_exist(exposition: Exposition) -> None:
             ("a2a_gateway_backend_errors_total", {"tenant": "demo", "kind": "TASK_NOT_FOUND"}),
             ("a2a_gateway_push_deliveries_total", {"outcome": "delivered"}),
             ("a2a_gateway_config_reloads_total", {"outcome": "ok"}),
-            ("a2a_gateway_config_reloads_total", {"outcome": "refused"})]:
+            ("a2a_gateway_config_reloads_total", {"outcome": "refused"}),
+            ("a2a_gateway_migration_calls_total", {"tenant": "shop", "arm": "primary",
+                                                   "verdict": "ok"}),
+            ("a2a_gateway_migration_calls_total", {"tenant": "shop", "arm": "candidate",
+                                                   "verdict": "ok"}),
+            ("a2a_gateway_migration_shadow_differences_total", {"tenant": "shop",
+                                                                "kind": "text"}),
+            ("a2a_gateway_migration_canary_share", {"tenant": "shop"}),
+            ("a2a_gateway_migration_fallbacks_total", {"tenant": "gone"}),
+            ("a2a_gateway_migration_moves_total", {"tenant": "gone", "action": "rollback",
+                                                   "by": "automatic"})]:
         assert exposition.has(series, **labels), f"no {series} {labels} after real calls"
+    # The rolled-back canary shows as such, after the reload too.
+    assert exposition.value("a2a_gateway_migration_canary_share", tenant="gone") == 0.0
+    assert exposition.value("a2a_gateway_migration_canary_share", tenant="shop") == 0.5
 
     used = _check_queries(list(_queries(_dashboard())), exposition)
     assert used >= DASHBOARD_FAMILIES, f"the dashboard leaves out {DASHBOARD_FAMILIES - used}"

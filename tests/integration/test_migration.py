@@ -4,6 +4,8 @@ a candidate that refuses connections, the automatic rollback."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,7 +39,6 @@ async def call(http: aiohttp.ClientSession, gw: str, method: str, params: Any) -
 
 
 def message(text: str, **extra: Any) -> dict[str, Any]:
-    import uuid
     return {"kind": "message", "messageId": str(uuid.uuid4()), "role": "user",
             "parts": [{"kind": "text", "text": text}], **extra}
 
@@ -91,7 +92,7 @@ async def test_a_candidate_that_stops_is_rolled_back_and_new_conversations_fall_
         for task in owned:  # already the candidate's: a proper error, not the primary's
             got = await call(http, gw, "tasks/get", {"id": task["id"]})
             assert got["error"]["code"] == -32603, got
-            assert got["error"]["data"]["reason"] == "BACKEND_UNAVAILABLE", got  # v0.3: flat
+            assert got["error"]["data"]["reason"] == "BACKEND_UNAVAILABLE", got
         report = await _report(http, gw)
         assert report["share"] == 0.0
         assert report["events"][0]["kind"] == "rollback"
@@ -108,25 +109,68 @@ async def test_shadow_copies_of_an_identical_agent_agree(
     primary, candidate = two_agents
     gw = await make_gateway({"shop": tenant(primary, candidate, mode="shadow", shadow={
         "operations": ["SendMessage", "SendStreamingMessage", "GetTask"], "aa": True})})
+    tasks = []
     for i in range(5):
         reply = await call(http, gw, "message/send", {"message": message(f"task: {i}")})
-        got = await call(http, gw, "tasks/get", {"id": reply["result"]["id"]})
-        assert got["result"]["id"] == reply["result"]["id"]  # the primary answers
+        tasks.append(reply["result"]["id"])
     body = {"jsonrpc": "2.0", "id": 2, "method": "message/stream",
             "params": {"message": message("task: streamed")}}
     async with http.post(gw + "/shop/", json=body) as resp:
         assert b"completed" in await resp.read()
 
-    async def compared() -> dict[str, Any]:
-        report = await _report(http, gw)
-        return report if report["shadow"]["compared"] >= 11 else {}
+    def compared(at_least: int) -> Any:
+        async def enough() -> dict[str, Any]:
+            report = await _report(http, gw)
+            return report if report["shadow"]["compared"] >= at_least else {}
+        return enough
 
-    report = await wait_until(compared, "11 shadow comparisons")
+    await wait_until(compared(6), "the messages' copies compared")
+    for task_id in tasks:  # the candidate is asked for its own twin of each task
+        got = await call(http, gw, "tasks/get", {"id": task_id})
+        assert got["result"]["id"] == task_id  # the primary answers
+    report = await wait_until(compared(11), "the GetTask copies compared")
     shadow = report["shadow"]
-    # Both agents answer "task: N" alike. Each GetTask copy asks the candidate for its own
-    # task, the one the SendMessage copy started (gateway/migration/counterparts.py):
-    # with the primary's task id it could only say it has none, and all five disagreed.
-    assert shadow["skipped"] == 0 and shadow["failed"] == 0, shadow
-    assert report["disagreements"] == [], report["disagreements"][0]
-    assert shadow["agreed"] == 11 and shadow["diffs_by_kind"] == {}, shadow
+    assert (shadow["agreed"], shadow["skipped"], shadow["failed"]) == (11, 0, 0), report
+    assert report["disagreements"] == []
     assert report["arms"]["primary"]["calls"] == 11
+
+
+async def _first_event(http: aiohttp.ClientSession, url: str, body: dict[str, Any],
+                       headers: dict[str, str] | None = None) -> tuple[str, dict[str, Any]]:
+    """The first SSE event of a stream (its id and its result); the client then leaves."""
+    async with http.post(url, json=body, headers=headers) as resp:
+        raw = b""
+        while b"\n\n" not in raw:
+            raw += await resp.content.readany()
+    fields = dict(line.split(": ", 1) for line in raw.decode().split("\n\n")[0].splitlines()
+                  if ": " in line)
+    return fields["id"], json.loads(fields["data"])
+
+
+async def test_a_resumed_stream_goes_on_at_the_agent_that_owns_its_task(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession) -> None:
+    primary, candidate = two_agents
+    gw = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                            canary={"share": 1.0})},
+                            state={"path": ":memory:", "journal": {"enabled": True}})
+    body = {"jsonrpc": "2.0", "id": 3, "method": "message/stream",
+            "params": {"message": message("slow")}}
+    event_id, first = await _first_event(http, gw + "/shop/", body)
+    task_id = first["result"]["id"]
+    async with http.post(gw + "/_admin/migration/shop/rollback") as resp:
+        assert (await resp.json())["share"] == 0.0  # new conversations: the primary's now
+    # The same call again, resumed: it carries no task id, yet it goes on at the candidate
+    # (the primary knows no such task: its subscription would end in an error).
+    async with http.post(gw + "/shop/", json=body,
+                         headers={"Last-Event-ID": event_id}) as resp:
+        raw = b""
+        while b"\n\n" not in raw:
+            raw += await resp.content.readany()
+        cancelled = await call(http, gw, "tasks/cancel", {"id": task_id})  # by its owner
+        assert cancelled["result"]["status"]["state"] == "canceled", cancelled
+        raw += await resp.content.read()
+    results = [json.loads(line[len("data: "):]) for line in raw.decode().splitlines()
+               if line.startswith("data: ")]
+    assert all("error" not in r for r in results), results
+    assert results[-1]["result"]["status"]["state"] == "canceled", results[-1]

@@ -27,6 +27,8 @@ CASES = [
     ("1.0", J, "a10"),
     ("0.3", J, "demo"),
     ("1.0", J, "demo"),
+    ("0.3", J, "demo10"),  # → the demo agent serving v1.0 (`--protocol 1.0`)
+    ("1.0", J, "demo10"),
     ("0.3", J, "r10"),  # → v1.0 agent over REST
     ("1.0", J, "r10"),  # JSON-RPC → REST, same version
     ("0.3", J, "r03"),  # → v0.3 agent over REST (P03 bodies)

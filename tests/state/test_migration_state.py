@@ -59,3 +59,27 @@ async def test_a_new_config_starts_from_its_own_share(make_store: MakeStore) -> 
     await new.refresh()
     assert new.share == 0.5  # the operator's newer word
     assert new.events[0]["kind"] == "rollback"  # the history stays
+
+
+async def test_the_share_each_process_uses_is_the_one_it_shows(make_store: MakeStore) -> None:
+    shown: dict[str, list[float]] = {"one": [], "two": []}
+    one = Control("shop", _config(), make_store(), on_share=shown["one"].append)
+    two = Control("shop", _config(), make_store(), on_share=shown["two"].append)
+    await one.move("rollback", "automatic", "candidate error rate 0.50")
+    await two.refresh()  # the move made in the other process
+    assert shown == {"one": [0.3, 0.0], "two": [0.3, 0.0]}
+
+
+async def test_a_reload_keeps_the_moved_share_before_the_store_is_read(
+        make_store: MakeStore) -> None:
+    old = Control("shop", _config(), make_store())
+    await old.move("rollback", "automatic", "too many errors")
+    shown: list[float] = []
+    same = Control("shop", _config(), make_store(), on_share=shown.append)
+    same.carry(old)
+    assert same.share == 0.0 and shown == [0.3, 0.0]  # no call goes by 0.3 meanwhile
+    assert same.events[0]["kind"] == "rollback"
+    changed = Control("shop", _config(canary={"share": 0.5}), make_store())
+    changed.carry(old)
+    assert changed.share == 0.5  # the operator's newer word
+    assert changed.events[0]["kind"] == "rollback"

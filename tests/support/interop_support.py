@@ -36,6 +36,9 @@ class Deployment:
     # The session's webhook receiver (webhook_receiver.py): every POST, one JSON line.
     webhook_base: str = ""
     hooks: Path | None = None
+    # The built-in demo agent serving v1.0 (`demo-agent --protocol 1.0`), a process of
+    # its own: the gateway's tenant `demo10`, and a peer the SDK clients call directly.
+    demo10: int = 0
 
     def url(self, tenant: str) -> str:
         return f"http://127.0.0.1:{self.gateway_http}/{tenant}"
@@ -95,6 +98,12 @@ def deployment_running(logs: Path) -> Iterator[Deployment]:
         tenants = tenants_for(agents)
         tenants["demo"] = {"backend": {"url": f"http://127.0.0.1:{demo_port}/",
                                        "version": "0.3"}}
+        demo10 = free_port()
+        stack.enter_context(running(
+            [sys.executable, "-m", "gateway.cli", "demo-agent", "--port", str(demo10),
+             "--protocol", "1.0"], demo10, log=logs / "demo10.log"))
+        tenants["demo10"] = {"backend": {"url": f"http://127.0.0.1:{demo10}/",
+                                         "version": "1.0", "binding": "JSONRPC"}}
         config = write_config(logs / "gateway.yaml", {
             "listen": {"http": f"127.0.0.1:{port}", "grpc": f"127.0.0.1:{grpc_port}"},
             "demo_agent": {"listen": f"127.0.0.1:{demo_port}"},
@@ -112,7 +121,8 @@ def deployment_running(logs: Path) -> Iterator[Deployment]:
             [sys.executable, str(PEERS / "webhook_receiver.py"), "--port", str(hook_port),
              "--out", str(logs / "hooks.jsonl")], hook_port, log=logs / "receiver.log"))
         yield Deployment(agents, port, logs, gateway_grpc=grpc_port,
-                         webhook_base=f"http://127.0.0.1:{hook_port}", hooks=logs / "hooks.jsonl")
+                         webhook_base=f"http://127.0.0.1:{hook_port}", hooks=logs / "hooks.jsonl",
+                         demo10=demo10)
 
 
 def read_hooks(out: Path, path: str) -> list[dict[str, Any]]:

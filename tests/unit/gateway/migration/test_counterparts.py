@@ -96,3 +96,14 @@ async def test_it_remembers_a_bounded_number_of_ids() -> None:
         ids.expect(task(f"p-{i}", f"p-ctx-{i}"))(task(f"c-{i}", f"c-ctx-{i}"))
     oldest, newest = pb.GetTaskRequest(id="p-0"), pb.GetTaskRequest(id="p-2")
     assert ids.wanted(oldest) == {} and "id" in ids.wanted(newest)
+
+
+async def test_whether_a_task_has_a_counterpart_known_or_coming() -> None:
+    ids = Counterparts()
+    learn = ids.expect(task("p-task", "p-ctx"))
+    assert ids.has_task(pb.GetTaskRequest(id="p-task"))  # coming
+    assert not ids.has_task(pb.GetTaskRequest(id="older"))
+    assert not ids.has_task(follow_up("older", "p-ctx"))
+    assert ids.has_task(follow_up(context_id="anything"))  # names no task
+    learn(a2a_error("BackendUnavailableError"))  # the copy failed: none
+    assert not ids.has_task(pb.GetTaskRequest(id="p-task"))

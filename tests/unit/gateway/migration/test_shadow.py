@@ -14,6 +14,7 @@ from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
 from tests.support.waiting import wait_until
 from translators import operations as ops
+from translators.dialects.jsonrpc import JSONRPC_V10
 from translators.errors import a2a_error
 
 INPUT = pb.TaskState.TASK_STATE_INPUT_REQUIRED
@@ -79,7 +80,8 @@ def make_shadow(primary: Agent, candidate: Agent, **config: Any) -> Shadow:
 
 
 def call(op: str, request: Any) -> Call:
-    return Call(ops.BY_NAME[op], request, CallContext(ClientFacts("JSONRPC"), "1.0", tenant="t"))
+    return Call(ops.BY_NAME[op], request, CallContext(ClientFacts("JSONRPC"), "1.0", tenant="t"),
+                dialect=JSONRPC_V10)
 
 
 def message(text: str, task_id: str = "", context_id: str = "") -> pb.SendMessageRequest:
@@ -115,21 +117,41 @@ async def test_a_conversation_that_waits_for_its_client_is_carried_on_at_the_can
     assert shadow.stats.shadow.agreed == 3 and not shadow.stats.disagreements
 
 
-async def test_a_task_a_message_copy_left_working_is_cancelled_and_a_found_one_is_not() -> None:
-    """A candidate that shares the primary's storage finds the primary's own task on a
-    GetTask copy: that task is the client's, never cancelled by the shadow."""
-    tasks: dict[str, pb.Task] = {}
-    primary, candidate = Agent("p", tasks), Agent("c", tasks)
+async def test_a_task_a_message_copy_left_working_is_cancelled() -> None:
+    primary, candidate = Agent("p"), Agent("c")
     shadow = make_shadow(primary, candidate)
     sent = await answered(shadow, primary, ops.SEND, message("work"))
     assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-task-0"]  # the copy's own
-    working = pb.Task(id="before-the-shadow", context_id="x")
-    working.status.state = WORKING
-    tasks[working.id] = working
-    await answered(shadow, primary, ops.GET_TASK, pb.GetTaskRequest(id=working.id))
-    assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-task-0"]
-    assert tasks[working.id].status.state == WORKING
-    assert tasks[sent.task.id].status.state == WORKING  # the primary's, never touched
+    assert primary.tasks[sent.task.id].status.state == WORKING
+
+
+async def test_a_task_a_get_task_copy_found_is_never_cancelled() -> None:
+    """Read-only copies, for a candidate over the primary's own data: a GetTask copy finds
+    the client's task, still working. The shadow cancelled it."""
+    tasks: dict[str, pb.Task] = {}
+    primary, candidate = Agent("p", tasks), Agent("c", tasks)
+    shadow = make_shadow(primary, candidate, operations=["GetTask"])
+    sent = await primary.unary(call(ops.SEND, message("work")))
+    await answered(shadow, primary, ops.GET_TASK, pb.GetTaskRequest(id=sent.task.id))
+    assert [r.id for r in candidate.sent(ops.GET_TASK)] == [sent.task.id]  # the same id
+    assert candidate.sent(ops.CANCEL) == []
+    assert tasks[sent.task.id].status.state == WORKING
+    assert shadow.stats.shadow.agreed == 1
+
+
+async def test_with_messages_copied_a_task_without_a_counterpart_is_not_copied() -> None:
+    primary, candidate = Agent("p"), Agent("c")
+    shadow = make_shadow(primary, candidate)
+    older = await primary.unary(call(ops.SEND, message("ask")))  # before the shadowing
+    for request in (pb.GetTaskRequest(id=older.task.id),
+                    message("Paris", older.task.id, older.task.context_id)):
+        assert not shadow.wants(call(ops.GET_TASK if isinstance(request, pb.GetTaskRequest)
+                                     else ops.SEND, request))
+    first = call(ops.SEND, message("ask"))
+    assert shadow.wants(first)
+    shadow.mirror(first, await primary.unary(first), 0.001)  # its copy on its way
+    assert shadow.wants(call(ops.GET_TASK, pb.GetTaskRequest(id="p-task-1")))
+    await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
 
 
 async def test_the_a_a_copies_carry_on_their_own_conversation() -> None:
