@@ -79,8 +79,7 @@ class Counterparts:
         is being learned."""
         for _, kind, ident in _id_fields(request):
             if kind == "task" and ident:
-                future = self._ids.get(f"task:{ident}")
-                return future is not None and not (future.done() and not future.result())
+                return _known_or_coming(self._ids.get(f"task:{ident}"))
         return True
 
     def expect(self, primary: Outcome) -> Learn:
@@ -91,8 +90,7 @@ class Counterparts:
         pending: dict[str, asyncio.Future[str]] = {}
         for kind, ident in zip(("task", "context"), outcome_ids(primary), strict=True):
             key = f"{kind}:{ident}"
-            known = self._ids.get(key)
-            if not ident or (known is not None and not (known.done() and not known.result())):
+            if not ident or _known_or_coming(self._ids.get(key)):
                 continue  # a conversation carried on: its counterpart is known or coming
             pending[key] = self._ids[key] = asyncio.get_running_loop().create_future()
             self._ids.move_to_end(key)
@@ -123,6 +121,11 @@ class Counterparts:
                         setattr(target, name, theirs)
         except TimeoutError:
             return
+
+
+def _known_or_coming(future: asyncio.Future[str] | None) -> bool:
+    """A counterpart learned, or being learned (not one whose copy failed: it has none)."""
+    return future is not None and (not future.done() or bool(future.result()))
 
 
 def _id_fields(request: ProtoMessage) -> list[tuple[str, str, str]]:

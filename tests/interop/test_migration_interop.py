@@ -202,7 +202,7 @@ async def test_conversations_started_through_one_replica_go_on_through_the_other
             assert opened["state"] == "input-required", opened
             started.append((version, opened))
         owners = {s["signers"][0] for _, s in started}
-        assert owners == {PRIMARY, CANDIDATE}, owners  # 0.7 ** 40 that it is not
+        assert owners == {PRIMARY, CANDIDATE}, owners  # all the primary's: 0.7 ** 40
         kept = {}  # one conversation of each agent's, for the SDK clients
         for version, opened in started:
             owner = opened["signers"]
