@@ -1,11 +1,13 @@
 """A new conversation sent to the candidate, which goes to the primary instead when the
 candidate's connection cannot even be opened (nothing was sent, so nothing is sent twice).
 Unary calls only, and streams whose first read fails so while both agents speak one
-version (a stream's repairs are chosen by its backend's version before it opens)."""
+version (a stream's repairs are chosen by its backend's version before it opens). A push
+config the call carries was made for the candidate's version by the push relay: it is
+made again for the primary's (``retarget``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from google.protobuf.message import Message as ProtoMessage
 
@@ -14,6 +16,8 @@ from gateway.egress.base import Backend, BackendGone, EventBatches
 from translators.dialects.base import WireAnswer
 from translators.dialects.contract import Dialect
 
+Retarget = Callable[[Call], Awaitable[None]]  # gateway/relay/hooks.py PushRelay.rewrite_again
+
 
 def _unsent(err: BackendGone) -> bool:
     return not err.sent
@@ -21,23 +25,27 @@ def _unsent(err: BackendGone) -> bool:
 
 class FallingBack:
     def __init__(self, candidate: Backend, primary: Backend,
-                 switched: Callable[[], None]) -> None:
-        """``switched``: told when the call goes to the primary instead."""
+                 switched: Callable[[], None], retarget: Retarget | None = None) -> None:
+        """``switched``: told when the call goes to the primary instead; ``retarget``:
+        makes the call's push config again for the primary."""
         self.candidate = candidate
         self.primary = primary
         self.config = candidate.config
         self._switched = switched
+        self._retarget = retarget
 
     @property
     def dialect(self) -> Dialect:
         return self.candidate.dialect
 
-    def _switch(self, call: Call) -> Backend:
+    async def _switch(self, call: Call) -> Backend:
         self._switched()
         outcome = call.ctx.outcome
         outcome.backend_version = self.primary.config.version
         outcome.backend_binding = self.primary.config.binding
         call.ctx.loss.next_attempt()
+        if self._retarget is not None:
+            await self._retarget(call)
         return self.primary
 
     async def unary(self, call: Call) -> ProtoMessage | None:
@@ -46,7 +54,7 @@ class FallingBack:
         except BackendGone as err:
             if not _unsent(err):
                 raise
-        return await self._switch(call).unary(call)
+        return await (await self._switch(call)).unary(call)
 
     async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
         try:
@@ -56,7 +64,7 @@ class FallingBack:
                 raise
         # The client's bytes were for the candidate's dialect: the primary gets the call
         # translated from its canonical request.
-        return await self._switch(call).unary(call)
+        return await (await self._switch(call)).unary(call)
 
     def stream(self, call: Call) -> EventBatches:
         if self.primary.config.version != self.candidate.config.version:
@@ -70,7 +78,7 @@ class FallingBack:
         except BackendGone as err:
             if not _unsent(err):
                 raise
-            async for batch in self._switch(call).stream(call):
+            async for batch in (await self._switch(call)).stream(call):
                 yield batch
             return
         if first is None:

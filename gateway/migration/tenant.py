@@ -29,7 +29,7 @@ from gateway.egress.base import Backend
 from gateway.migration.api import Move
 from gateway.migration.control import Control, configured_share
 from gateway.migration.counterparts import ids_of
-from gateway.migration.falling_back import FallingBack
+from gateway.migration.falling_back import FallingBack, Retarget
 from gateway.migration.owners import Owners
 from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
@@ -50,8 +50,12 @@ _CONVERSING = frozenset({ops.SEND, ops.STREAM})
 class TenantMigration:
     def __init__(self, name: str, config: MigrationConfig, primary: TenantRoute,
                  candidate: TenantRoute, store: Store | None,
-                 previous: TenantMigration | None = None) -> None:
+                 previous: TenantMigration | None = None,
+                 retarget: Retarget | None = None) -> None:
+        """``retarget``: makes a call's push config again for the agent it falls back to
+        (the push relay's)."""
         self.name = name
+        self.retarget = retarget
         self.config = config
         self.primary = primary
         self.candidate = candidate
@@ -146,7 +150,7 @@ class TenantMigration:
                       backend: Backend) -> None:
         primary = passage.to
         passage.route = self.candidate
-        passage.backend = (FallingBack(backend, primary, ticket.fell_back)
+        passage.backend = (FallingBack(backend, primary, ticket.fell_back, self.retarget)
                            if ticket.new and self.config.canary.fall_back else backend)
         outcome = call.ctx.outcome
         outcome.backend_version = backend.config.version

@@ -9,6 +9,7 @@ from typing import Any
 
 from gateway.config.models import BackendConfig, GatewayConfig
 from gateway.migration.api import Move
+from gateway.migration.falling_back import Retarget
 from gateway.migration.tenant import TenantMigration
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
@@ -22,7 +23,9 @@ class Migrations:
 
     def __init__(self, config: GatewayConfig, routes: dict[str, TenantRoute],
                  make_route: RouteFactory, store: Store | None,
-                 previous: Migrations | None = None) -> None:
+                 previous: Migrations | None = None, retarget: Retarget | None = None,
+                 ) -> None:
+        """``retarget``: the push relay's, for a call that falls back to the primary."""
         self.active: dict[str, TenantMigration] = {}
         self.configured: list[str] = []  # every tenant with a migration block
         for name, tenant in config.tenants.items():
@@ -34,7 +37,8 @@ class Migrations:
                 continue
             before = previous.active.get(name) if previous is not None else None
             self.active[name] = TenantMigration(
-                name, m, routes[name], make_route(name, m.candidate), store, before)
+                name, m, routes[name], make_route(name, m.candidate), store, before,
+                retarget)
 
     def merged(self, tenant: str) -> bool:
         """Whether ListTasks of ``tenant`` is answered from the task index (both agents'

@@ -110,7 +110,8 @@ class Gateway:
             config, self.tenants, lambda name, c: self._route(
                 name, c, session, effective(config.auth, config.tenants[name].auth)
                 .backend_tls),
-            store, previous.migration if previous is not None else None)
+            store, previous.migration if previous is not None else None,
+            retarget=self.relay.rewrite_again)  # a fallback's push config made again
         self.tasks.merged = frozenset(self.migration.active)
         # What every call passes, in order, unary and stream alike.
         self.stages = standard_stages(config, self.auth, self.tasks, self.listing,

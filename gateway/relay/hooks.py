@@ -40,7 +40,13 @@ from gateway.state import Store
 from gateway.state.relay_queue import Enqueued, NewDelivery, RelayQueueLimits, RelayQueueStore
 from translators import operations as ops
 from translators.errors import invalid_params
-from translators.webhooks import RelayTarget, register_relay, shown_config, target_from_config
+from translators.webhooks import (
+    RelayTarget,
+    register_relay,
+    restore_client_config,
+    shown_config,
+    target_from_config,
+)
 
 log = structlog.get_logger("a2a_gateway.push_relay")
 
@@ -125,6 +131,20 @@ class PushRelay:
             target = replace(target, task_id=call.request.message.task_id)
         register_relay(cfg, self.base + self.sealer.seal(target), target.relay_token,
                        backend_version)
+
+    async def rewrite_again(self, call: Call) -> None:
+        """The call goes to another backend than the one its push config was rewritten
+        for (migration mode's fallback to the primary, gateway/migration/falling_back.py;
+        ``call.ctx.outcome`` names the new one): the client's own config back from its
+        seal, then rewritten for this backend's version, which may relay where the first
+        did not, or seal for another version."""
+        cfg = self._push_config(call)
+        if cfg is None:
+            return
+        target = self._opened(cfg) if cfg.url.startswith(self.base) else None
+        if target is not None:
+            restore_client_config(cfg, target)
+        await self.rewrite_request(call)
 
     def restore_response(self, call: Call, result: ProtoMessage | None) -> ProtoMessage | None:
         """After the backend: each push config answered is what this caller may see of it

@@ -147,7 +147,8 @@ class RawClient:
         return _reduced(answer["result"])
 
     async def send(self, text: str, *, context_id: str = "", task_id: str = "",
-                   ) -> dict[str, Any]:
+                   webhook: dict[str, str] | None = None) -> dict[str, Any]:
+        """``webhook``: a push config given inline, {"url", "token", "credentials"}."""
         message: dict[str, Any] = {"messageId": uuid.uuid4().hex, "parts": []}
         if self.version == "0.3":
             message.update(kind="message", role="user", parts=[{"kind": "text", "text": text}])
@@ -157,7 +158,16 @@ class RawClient:
             message["contextId"] = context_id
         if task_id:
             message["taskId"] = task_id
-        return await self._rpc("message/send", "SendMessage", {"message": message})
+        params: dict[str, Any] = {"message": message}
+        if webhook and self.version == "0.3":
+            params["configuration"] = {"pushNotificationConfig": {
+                "url": webhook["url"], "token": webhook["token"], "authentication": {
+                    "schemes": ["Bearer"], "credentials": webhook["credentials"]}}}
+        elif webhook:
+            params["configuration"] = {"taskPushNotificationConfig": {
+                "url": webhook["url"], "token": webhook["token"], "authentication": {
+                    "scheme": "Bearer", "credentials": webhook["credentials"]}}}
+        return await self._rpc("message/send", "SendMessage", params)
 
     async def get_task(self, task_id: str) -> dict[str, Any]:
         return await self._rpc("tasks/get", "GetTask", {"id": task_id})
@@ -221,9 +231,11 @@ def signers(follow: dict[str, Any]) -> dict[str, set[str | None]]:
             for name, step in follow.items() if not name.startswith("push")}
 
 
-def hooks_at(out: Path, path: str) -> list[str]:
-    """The bodies (as JSON text) the webhook receiver got at ``path``, whole lines only."""
+def hooks_at(out: Path, path: str) -> list[dict[str, Any]]:
+    """What the webhook receiver got at ``path`` ({"headers", "body", "text": the body as
+    JSON text}), whole lines only."""
     if not out.exists():
         return []
     lines = out.read_text(encoding="utf-8").split("\n")[:-1]
-    return [json.dumps(r["body"]) for r in map(json.loads, lines) if r["path"] == path]
+    return [{**r, "text": json.dumps(r["body"])} for r in map(json.loads, lines)
+            if r["path"] == path]

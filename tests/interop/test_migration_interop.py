@@ -148,10 +148,11 @@ def _assert_notified(hooks: Path, path: str, owner: str) -> None:
     """The owner's push notification of the completed answer reached the client's
     webhook (relayed or not), and nothing of the other agent did."""
     done = f"trip from Paris [{owner}]"
-    bodies = wait_until_sync(lambda: [b for b in hooks_at(hooks, path) if done in b],
+    bodies = wait_until_sync(lambda: [h["text"] for h in hooks_at(hooks, path)
+                                      if done in h["text"]],
                              f"the push notification at {path}", timeout=20)
     other = CANDIDATE if owner == PRIMARY else PRIMARY
-    assert all(f"[{other}]" not in body for body in hooks_at(hooks, path)), bodies
+    assert all(f"[{other}]" not in h["text"] for h in hooks_at(hooks, path)), bodies
 
 
 @pytest.mark.parametrize("arm", ["primary", "candidate"])
@@ -296,6 +297,23 @@ def _reworded(subject: str) -> dict[str, str]:
 ROLLBACK_SHARE = 0.5
 
 
+def _notified_as(hooks: Path, path: str, version: str, answer: str) -> None:
+    """The webhook at ``path`` got the notification of ``answer`` as a client of
+    ``version`` expects it: v0.3 a Task (`kind`) with the token header; v1.0 a
+    StreamResponse with `Authorization` from the config's authentication."""
+    records = wait_until_sync(lambda: [h for h in hooks_at(hooks, path)
+                                       if answer in h["text"]],
+                              f"the notification of {answer!r} at {path}", timeout=20)
+    for record in records:
+        headers = {k.lower(): v for k, v in record["headers"].items()}
+        assert headers.get("x-a2a-notification-token") == "tok-fb", record
+        if version == "0.3":
+            assert record["body"]["kind"] == "task", record
+        else:
+            assert set(record["body"]) & {"task", "statusUpdate", "artifactUpdate"}, record
+            assert headers.get("authorization") == "Bearer cred-fb", record
+
+
 @pytest.fixture
 def outage(site: Site) -> Iterator[tuple[Gateway, Agent]]:
     """A canary of its own candidate (the test stops it), rolled back when over 30% of
@@ -322,7 +340,7 @@ def _unavailable(error: dict[str, Any], client: str) -> None:
 
 
 async def test_a_candidate_that_stops_is_rolled_back_and_only_its_own_calls_fail(
-        outage: tuple[Gateway, Agent]) -> None:
+        site: Site, outage: tuple[Gateway, Agent]) -> None:
     gateway, candidate = outage
     url = f"{gateway.http}/{TENANT}"
     async with aiohttp.ClientSession() as http:
@@ -335,6 +353,18 @@ async def test_a_candidate_that_stops_is_rolled_back_and_only_its_own_calls_fail
                 assert opened["signers"] == [NAMES[arm]], opened
                 conversations.append(opened)
         stop_process(candidate.process)  # mid-run
+
+        # A new conversation with its push config, of each version's client, falls back:
+        # the primary notifies it in the client's version (the relay decided anew).
+        for version, through in raw.items():
+            context = context_on(TENANT, "candidate", ROLLBACK_SHARE, f"hook-{version}")
+            path = f"/hook/fallback-{version}-{uuid.uuid4().hex[:8]}"
+            opened = await through.send("input: hook", context_id=context, webhook={
+                "url": site.webhook + path, "token": "tok-fb", "credentials": "cred-fb"})
+            assert opened["signers"] == [PRIMARY], opened
+            done = await through.send("there", context_id=context, task_id=opened["id"])
+            assert done["texts"] == [f"hook from there [{PRIMARY}]"], done
+            _notified_as(site.hooks, path, version, f"hook from there [{PRIMARY}]")
 
         # New conversations that the canary gives the candidate: each falls back to the
         # primary (the candidate refuses the connection: nothing was sent), none fails,
@@ -350,7 +380,7 @@ async def test_a_candidate_that_stops_is_rolled_back_and_only_its_own_calls_fail
             shown = await report(http, gateway, TENANT)
             return shown if shown["share"] == 0 else {}
 
-        # Within the rollback's window (60 s): 3 fallbacks are its 6 calls' 50% of errors.
+        # Within the rollback's window (60 s): 3 fallbacks make 50% errors of 6 calls.
         shown: dict[str, Any] = await wait_until(rolled_back, "the automatic rollback",
                                                  timeout=30, interval=0.05)
         [event] = shown["events"]
@@ -359,8 +389,8 @@ async def test_a_candidate_that_stops_is_rolled_back_and_only_its_own_calls_fail
         assert event["reason"].startswith("candidate error rate"), event
         assert shown["rollback"]["rolled_back"] is True
         assert shown["configured_share"] == ROLLBACK_SHARE
-        fell_back = shown["arms"]["candidate"]["fell_back"]
-        assert 3 <= fell_back <= len(during), (fell_back, len(during))
+        fell_back = shown["arms"]["candidate"]["fell_back"]  # the conversations above too
+        assert 3 <= fell_back <= len(raw) + len(during), (fell_back, len(during))
 
         # Rolled back: new conversations are the primary's without trying the candidate.
         for i in range(6):

@@ -1,0 +1,75 @@
+"""A new conversation whose candidate refuses the connection goes to the primary, with its
+push config made again for the primary's version by the push relay (the relay had made it
+for the candidate's): gateway/migration/falling_back.py, PushRelay.rewrite_again."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+from a2a.types import a2a_pb2 as pb
+
+from gateway.call import Call, CallContext, ClientFacts
+from gateway.config.backend import BackendConfig
+from gateway.config.models import parse_config
+from gateway.egress.base import backend_unavailable
+from gateway.migration.falling_back import FallingBack
+from gateway.relay.hooks import PushRelay
+from gateway.relay.seals import sealed_part
+from translators import operations as ops
+
+WEBHOOK = "http://127.0.0.1:9/hook"
+
+
+class Agent:
+    def __init__(self, version: str, refuses: bool = False) -> None:
+        self.config = BackendConfig.model_validate({"url": "http://127.0.0.1:1/",
+                                                    "version": version})
+        self.refuses = refuses
+        self.got: list[pb.TaskPushNotificationConfig] = []
+
+    async def unary(self, call: Call) -> Any:
+        if self.refuses:
+            raise backend_unavailable(call, self.config, "refused", sent=False)
+        request: Any = call.request
+        self.got.append(request.configuration.task_push_notification_config)
+        return pb.SendMessageResponse(task=pb.Task(id="t1", context_id="c1"))
+
+
+def relay() -> PushRelay:
+    config = parse_config({"tenants": {"t": {"backend": {"url": "http://127.0.0.1:1/",
+                                                         "version": "0.3"}}},
+                           "push_relay": {"webhook_allowlist": ["127.0.0.1"]}})
+    return PushRelay(config, cast(Any, None), environ={})
+
+
+@pytest.mark.parametrize("client", ["0.3", "1.0"])
+async def test_the_primary_gets_the_push_config_made_for_its_version(client: str) -> None:
+    """A v0.3 primary, a v1.0 candidate. A v0.3 client's config was sealed for the
+    candidate's version (relayed); the primary speaks the client's version: it gets the
+    client's own webhook. A v1.0 client's config was not relayed (the candidate speaks
+    its version); the primary needs the relay: it gets a seal made for v0.3."""
+    r, candidate, primary = relay(), Agent("1.0", refuses=True), Agent("0.3")
+    request = pb.SendMessageRequest(
+        message=pb.Message(message_id="m", role=pb.Role.ROLE_USER, parts=[pb.Part(text="x")]),
+        configuration=pb.SendMessageConfiguration(task_push_notification_config=pb.
+                                                  TaskPushNotificationConfig(
+                                                      url=WEBHOOK, token="tok")))
+    call = Call(ops.BY_NAME[ops.SEND], request,
+                CallContext(ClientFacts("JSONRPC"), client, tenant="t"))
+    call.ctx.outcome.backend_version = "1.0"  # the migration sent it to the candidate
+    await r.rewrite_request(call)
+    switched: list[bool] = []
+    await FallingBack(candidate, primary, lambda: switched.append(True),
+                      r.rewrite_again).unary(call)
+    assert switched == [True]
+    [got] = primary.got
+    if client == "0.3":
+        assert (got.url, got.token) == (WEBHOOK, "tok")
+        return
+    sealed = sealed_part(got.url)
+    assert sealed is not None and got.url.startswith(r.base), got
+    target = r.sealer.open(sealed, check_age=True)
+    assert (target.url, target.token, target.client_version, target.backend_version) == (
+        WEBHOOK, "tok", "1.0", "0.3")
+    assert got.token == target.relay_token and not got.HasField("authentication")
