@@ -178,9 +178,8 @@ def recorded(data: dict[str, Any]) -> list[str]:
     for key, label, digits in RECORDED:
         value = metrics.get(key, math.nan)
         if not math.isnan(value):
-            out.append(f"{label} (median of paired rounds where a ratio): "
-                       f"{_f(value, digits)}" if "_vs_" in key else f"{label}: "
-                       f"{_f(value, digits)}")
+            how = " (median of paired rounds)" if "_vs_" in key else ""
+            out.append(f"{label}{how}: {_f(value, digits)}")
     counted = data.get("counted", {})
     canary, shadow = counted.get("canary", {}), counted.get("shadow-100", {})
     waited = counted.get("wait-shadow-100", {})
