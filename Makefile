@@ -190,7 +190,8 @@ matrix: setup venvs
 # middle hop pinned to one core (bench.run, peers), one worker vs two (bench.workers), the
 # same with real backends, the push relay's durable queue vs the in-memory relay before it
 # (bench.relay, inside bench.run), the stream journal on vs off and a resume (bench.journal,
-# inside bench.run), then 10,000 idle streams through it to an HTTP and to a gRPC backend
+# inside bench.run), migration mode: none, off, canary, shadow (bench.migration, inside
+# bench.run), then 10,000 idle streams through it to an HTTP and to a gRPC backend
 # (bench.idle_streams), then what recording the task index costs: off, SQLite, Redis
 # (bench.recording).
 # nginx-light (Debian) and uvloop are installed for the bench when missing; without nginx

@@ -11,6 +11,10 @@ events (one body with a Content-Length), each with the request's id. It does not
 else: a regex finds the id, a template takes it. `POST /u10...` and `/u03...` answer the
 same Tasks with a new task id each time (the task index's cost: bench/recording.py); each
 stream is a new task too, as an agent's would be (each has a journal of its own).
+`POST /m10...` and `/m03...` (migration mode: bench/migration.py) answer a message with a
+new task in a new conversation (task and context ids new each time) and `GetTask` /
+`tasks/get` with the task of the id asked, completed; `/m10/wait<ms>...` the same after
+that many milliseconds (an agent that takes its time: the gateway is not the bottleneck).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
+import json
 import re
 import signal
 
@@ -42,7 +47,41 @@ _TASK_ID = b'"t-1"'
 _count = itertools.count(1)
 
 
+_GETS = (b'"GetTask"', b'"tasks/get"')
+_WAIT = re.compile(rb"^/m(?:10|03)/wait(\d+)")
+
+
+def _task(v03: bool, task_id: str, context_id: str) -> dict[str, object]:
+    if v03:
+        return {"kind": "task", "id": task_id, "contextId": context_id,
+                "status": {"state": "completed"}}
+    return {"id": task_id, "contextId": context_id,
+            "status": {"state": "TASK_STATE_COMPLETED"}}
+
+
+def migration_answer(v03: bool, body: bytes) -> bytes:
+    """The JSON body of a `/m10` or `/m03` answer: a new task and conversation for a
+    message, the task asked for a GetTask."""
+    request = json.loads(body)
+    if any(method in body for method in _GETS):
+        task_id = str(request["params"]["id"])
+        result = _task(v03, task_id, "c-" + task_id.removeprefix("t-"))
+    else:
+        n = next(_count)
+        task = _task(v03, f"t-{n}", f"c-{n}")
+        result = task if v03 else {"task": task}
+    return json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": result},
+                      separators=(",", ":")).encode()
+
+
+def _http(content_type: bytes, out: bytes) -> bytes:
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type
+            + b"\r\nContent-Length: " + str(len(out)).encode() + b"\r\n\r\n" + out)
+
+
 def answer(path: bytes, body: bytes) -> bytes:
+    if path.startswith((b"/m10", b"/m03")):
+        return _http(b"application/json", migration_answer(path.startswith(b"/m03"), body))
     for prefix, (content_type, template) in _ANSWERS.items():
         if path.startswith(prefix):
             found = _ID.search(body)
@@ -50,8 +89,7 @@ def answer(path: bytes, body: bytes) -> bytes:
             out = template.replace(b"\x00", b'"id":' + rid + b",")
             if prefix.startswith(b"/u") or prefix == b"/sse10":  # a new task each time
                 out = out.replace(_TASK_ID, b'"t-%d"' % next(_count))
-            return (b"HTTP/1.1 200 OK\r\nContent-Type: " + content_type
-                    + b"\r\nContent-Length: " + str(len(out)).encode() + b"\r\n\r\n" + out)
+            return _http(content_type, out)
     return b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
 
 
@@ -82,7 +120,16 @@ class Server(asyncio.Protocol):
             del buf[:end + 4 + length]
             path = head.split(b" ", 2)[1]
             assert self.transport is not None
-            self.transport.write(answer(path, body))
+            wait = _WAIT.match(path)
+            if wait is None:
+                self.transport.write(answer(path, body))
+            else:
+                asyncio.get_running_loop().call_later(
+                    int(wait.group(1)) / 1000, self._write, answer(path, body))
+
+    def _write(self, data: bytes) -> None:
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.write(data)
 
 
 async def serve(host: str, port: int) -> None:

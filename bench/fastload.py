@@ -8,7 +8,8 @@ response parser) so that the middle hop, not the client, is what a run measures.
 runs on uvloop when uvloop is installed (bench.peers pins it to its own core).
 
 Spec: `port`, `path`, `headers`, `body` (the same bytes for every request: the JSON-RPC
-id is a fixed 1, which the stub's fixed answer carries), `kind` (`unary` | `stream`),
+id is a fixed 1, which the stub's fixed answer carries) or `bodies` (a list each
+connection sends in turn, connection i from the i-th on), `kind` (`unary` | `stream`),
 `expect` (text an ok unary answer contains), `events` (data: events an ok stream has; its
 last one must contain "completed"), `connections`, `warmup` and `duration` (seconds),
 `max_requests` (a bound on the measured count) and `watch` ({name: pid} whose CPU time,
@@ -71,8 +72,10 @@ class Stats:
 class Conn(asyncio.Protocol):
     """One keep-alive connection, one request at a time."""
 
-    def __init__(self, stats: Stats, request: bytes, done: asyncio.Future[None]) -> None:
-        self.stats, self.request, self.done = stats, request, done
+    def __init__(self, stats: Stats, requests: list[bytes], first: int,
+                 done: asyncio.Future[None]) -> None:
+        self.stats, self.requests, self.done = stats, requests, done
+        self.next = first % len(requests)
         self.stream = stats.spec["kind"] == "stream"
         self.expect = stats.spec["expect"].encode()
         self.want_events = int(stats.spec["events"])
@@ -110,7 +113,8 @@ class Conn(asyncio.Protocol):
             bytearray(), 0, b""
         self.started = time.perf_counter()
         assert self.transport is not None
-        self.transport.write(self.request)
+        self.transport.write(self.requests[self.next])
+        self.next = (self.next + 1) % len(self.requests)
 
     def _on_body(self, data: bytes | bytearray) -> None:
         if not self.stream:
@@ -212,8 +216,12 @@ class Conn(asyncio.Protocol):
                     self._finish()
 
 
-def _request(spec: dict[str, Any]) -> bytes:
-    body: bytes = spec["body"].encode()
+def _requests(spec: dict[str, Any]) -> list[bytes]:
+    return [_request(spec, body) for body in spec.get("bodies") or [spec["body"]]]
+
+
+def _request(spec: dict[str, Any], text: str) -> bytes:
+    body = text.encode()
     head = [f"POST {spec['path']} HTTP/1.1", f"Host: 127.0.0.1:{spec['port']}",
             f"Content-Length: {len(body)}"]
     head += [f"{k}: {v}" for k, v in spec["headers"].items()]
@@ -233,13 +241,14 @@ def _cpu(watch: dict[str, int]) -> dict[str, float]:
 async def run(spec: dict[str, Any]) -> dict[str, Any]:
     loop = asyncio.get_running_loop()
     stats = Stats(spec)
-    request = _request(spec)
+    requests = _requests(spec)
     dones: list[asyncio.Future[None]] = []
-    for _ in range(int(spec["connections"])):
+    for i in range(int(spec["connections"])):
         done: asyncio.Future[None] = loop.create_future()
         dones.append(done)
-        await loop.create_connection(lambda d=done: Conn(stats, request, d),  # type: ignore[misc]
-                                     "127.0.0.1", int(spec["port"]))
+        await loop.create_connection(
+            lambda d=done, i=i: Conn(stats, requests, i, d),  # type: ignore[misc]
+            "127.0.0.1", int(spec["port"]))
     await asyncio.sleep(float(spec["warmup"]))
     warm_errors, warm_sample = stats.error_sample is not None, stats.error_sample
     before, began = _cpu(spec["watch"]), time.perf_counter()

@@ -124,8 +124,10 @@ IDLE_SECTION = "idle-streams"
 RECORDING_SECTION = "task-index"
 RELAY_SECTION = "push-relay"  # bench.relay's; bench.run rewrites it when it ran the relay
 JOURNAL_SECTION = "stream-journal"  # bench.journal's; the same
+MIGRATION_SECTION = "migration-mode"  # bench.migration's; the same
 # Sections of bench/RESULTS.md other bench modules write (bench.run keeps them).
-OTHER_SECTIONS = (IDLE_SECTION, RECORDING_SECTION, RELAY_SECTION, JOURNAL_SECTION)
+OTHER_SECTIONS = (IDLE_SECTION, RECORDING_SECTION, RELAY_SECTION, JOURNAL_SECTION,
+                  MIGRATION_SECTION)
 
 
 def _markers(name: str) -> tuple[str, str]:

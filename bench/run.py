@@ -6,8 +6,8 @@ the load client and a fixed-answer backend (nginx `return 200`, bench/echo_stub.
 CPU 1; `--loop` picks the event loop of the gateway and the bare proxy (the other loop is
 measured too, for throughput, unless `--one-loop`). Then the gateway with one and with two
 worker processes (bench/workers.py). Then the groups below, with real backends and
-shared cores. Then the push relay (bench/relay.py) and the stream journal on vs off
-(bench/journal.py), each pinned as the peers are.
+shared cores. Then the push relay (bench/relay.py), the stream journal on vs off
+(bench/journal.py) and migration mode (bench/migration.py), each pinned as the peers are.
 
 Starts on 127.0.0.1, as real processes: the demo agent (v0.3 JSON-RPC, bench/backend.py),
 the official a2a-sdk 1.3.0 agent (v1.0, tests/interop/peers/agent_v10.py), the plain
@@ -45,6 +45,8 @@ import yaml
 from bench import (
     journal,
     journal_report,
+    migration,
+    migration_report,
     peers,
     peers_report,
     relay,
@@ -64,7 +66,13 @@ from bench.procs import (
     sdk_agent_cmd,
 )
 from bench.scenarios import GROUPS, Group, Scenario, group_spec, scenarios
-from bench.targets import JOURNAL_TARGETS, RELAY_TARGETS, evaluate
+from bench.targets import (
+    JOURNAL_TARGETS,
+    MIGRATION_TARGETS,
+    RELAY_TARGETS,
+    Target,
+    evaluate,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -210,6 +218,17 @@ def run_journal(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
     return journal.run_journal(logs / "journal", args.loop, scale=args.scale)
 
 
+def run_migration(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
+    """A tenant without a migration, off, canary and shadow (bench/migration.py, about
+    2 minutes)."""
+    if args.skip_migration or not re.search(args.only, "migration"):
+        return {"skipped": True, "rows": []}
+    print(f"migration mode: none, off, canary, shadow; gateways on CPU {peers.MIDDLE_CORE}; "
+          f"loop {args.loop}", flush=True)
+    (logs / "migration").mkdir()
+    return migration.run_migration(logs / "migration", args.loop, scale=args.scale)
+
+
 def run_real(args: argparse.Namespace, logs: Path,
              ) -> tuple[list[dict[str, Any]], list[str], dict[str, float]]:
     """The groups of bench/scenarios.py: real backends, cores shared."""
@@ -254,12 +273,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results, skipped, memory = ([], [], {}) if args.skip_groups else run_real(args, logs)
     relay_data = run_relay(args, logs)
     journal_data = run_journal(args, logs)
+    migration_data = run_migration(args, logs)
     metrics = report.derive(results)
     metrics.update({f"memory.{k}": v for k, v in memory.items()})
     metrics.update(peers_report.derive(peers_data))
     metrics.update(workers.derive(workers_data))
     metrics.update(relay_report.derive(relay_data["rows"]))
     metrics.update(journal_report.derive(journal_data))
+    metrics.update(migration_report.derive(migration_data))
     shutil.rmtree(logs, ignore_errors=True)
     return {"machine": machine, "elapsed_s": time.monotonic() - started,
             "groups": {g.name: {"concurrency": g.concurrency, "rounds": g.rounds}
@@ -268,7 +289,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "loadavg_end": " ".join(f"{x:.2f}" for x in os.getloadavg()),
             "results": results, "skipped": skipped, "memory": memory, "metrics": metrics,
             "peers": peers_data, "workers": workers_data, "relay": relay_data,
-            "journal": journal_data, "targets": evaluate(metrics)}
+            "journal": journal_data, "migration": migration_data,
+            "targets": evaluate(metrics)}
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -296,6 +318,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="skip the push relay's durable queue vs in-memory (bench/relay.py)")
     parser.add_argument("--skip-journal", action="store_true",
                         help="skip the stream journal on vs off (bench/journal.py)")
+    parser.add_argument("--skip-migration", action="store_true",
+                        help="skip migration mode: none, off, canary, shadow "
+                             "(bench/migration.py)")
     parser.add_argument("--skip-groups", action="store_true",
                         help="run only the peer comparison, not the real-backend groups")
     parser.add_argument("--render", type=Path, metavar="JSON",
@@ -306,11 +331,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def journal_view(data: dict[str, Any]) -> dict[str, Any]:
-    """The journal's data with the whole run's metrics and its targets (a --render of a
-    saved run reads them again)."""
-    return {**data["journal"], "metrics": data["metrics"],
-            "targets": evaluate(data["metrics"], JOURNAL_TARGETS)}
+def section_view(data: dict[str, Any], name: str, targets: list[Target]) -> dict[str, Any]:
+    """A section's data (the journal's, migration mode's) with the whole run's metrics and
+    its targets (a --render of a saved run reads them again)."""
+    return {**data[name], "metrics": data["metrics"],
+            "targets": evaluate(data["metrics"], targets)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,6 +352,8 @@ def main(argv: list[str] | None = None) -> int:
         metrics.update(relay_report.derive(data["relay"]["rows"]))
         data.setdefault("journal", {"skipped": True, "rows": []})
         metrics.update(journal_report.derive(data["journal"]))
+        data.setdefault("migration", {"skipped": True, "rows": []})
+        metrics.update(migration_report.derive(data["migration"]))
         data["metrics"], data["targets"] = metrics, evaluate(metrics)
     else:
         try:
@@ -351,7 +378,10 @@ def main(argv: list[str] | None = None) -> int:
         relay.print_summary({**data["relay"], "metrics": data["metrics"]})
     if data["journal"]["rows"]:
         print()
-        journal.print_summary(journal_view(data))
+        journal.print_summary(section_view(data, "journal", JOURNAL_TARGETS))
+    if data["migration"]["rows"]:
+        print()
+        migration.print_summary(section_view(data, "migration", MIGRATION_TARGETS))
     print()
     print(report.text_table(report.TARGET_COLUMNS, report.target_rows(data["targets"]),
                             left=3))
@@ -371,8 +401,11 @@ def main(argv: list[str] | None = None) -> int:
                 {**data["relay"], "metrics": data["metrics"],
                  "targets": evaluate(data["metrics"], RELAY_TARGETS)}))
         if data["journal"]["rows"]:
-            text = report.put_section(text, journal.SECTION,
-                                      journal_report.markdown(journal_view(data)))
+            text = report.put_section(text, journal.SECTION, journal_report.markdown(
+                section_view(data, "journal", JOURNAL_TARGETS)))
+        if data["migration"]["rows"]:
+            text = report.put_section(text, migration.SECTION, migration_report.markdown(
+                section_view(data, "migration", MIGRATION_TARGETS)))
         args.md.write_text(text)
     return report.summarize(data, args.json, args.md, args.strict)
 

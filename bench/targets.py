@@ -7,7 +7,9 @@ means the same on a fast and a slow machine. Metric names are `<group>:<route>.<
 bench/idle_streams.py are `idle:<case>.<metric>` (IDLE_STREAM_TARGETS), those of
 bench/recording.py `index:<path>.<store>.<metric>` (RECORDING_TARGETS), those of
 bench/relay.py `relay:<store>.<relay>.<metric>` (RELAY_TARGETS), those of bench/journal.py
-`journal:<kind>.<gateway>.<metric>` (JOURNAL_TARGETS); bench.run checks these two too.
+`journal:<kind>.<gateway>.<metric>` (JOURNAL_TARGETS), those of bench/migration.py
+`migration:<variant>.<metric>` and its paired ratios (MIGRATION_TARGETS); bench.run checks
+these three too.
 
 A missed target is reported, not fatal: `make bench` exits 0 unless the run broke;
 `python -m bench.run --strict` exits 1 on a miss.
@@ -133,6 +135,21 @@ JOURNAL_TARGETS: list[Target] = [
     Target("journal:all.errors", "<=", 0, "no failed or wrong answers, journal on or off"),
 ]
 TARGETS += JOURNAL_TARGETS
+
+# bench/migration.py (issue 32, "migration mode"): one tenant without a migration, with
+# `mode: off`, in canary (a candidate identical to the primary) and in shadow at share 1
+# and 0, each its own gateway, in the same run, paired by round.
+MIGRATION_TARGETS: list[Target] = [
+    Target("migration:tput.off_vs_none", ">=", 0.98,
+           "migration off: calls/s ≥ 98% of the tenant without a migration"),
+    Target("migration:tput.canary_vs_plain", ">=", 0.95,
+           "canary: calls/s ≥ 95% of a plain call (the tenant without a migration)"),
+    Target("migration:p50.shadow100_vs_shadow0", "<=", 1.05,
+           "shadow, every call copied (an agent answering in 5 ms): the client's p50 ≤ "
+           "1.05x shadow with none copied"),
+    Target("migration:all.errors", "<=", 0, "no failed or wrong answers in migration mode"),
+]
+TARGETS += MIGRATION_TARGETS
 
 # bench/idle_streams.py: 10,000 idle streams held open through the gateway, per case
 # (`idle:http-backend`: gRPC in, JSON-RPC/SSE out; `idle:grpc-backend`: JSON-RPC/SSE in,

@@ -21,6 +21,7 @@ from gateway.migration.shadow import Shadow, verdict_of
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
 from gateway.observability.metrics import MIGRATION_CALLS
+from translators import operations as ops
 from translators.answer_view import Outcome
 from translators.errors import A2AError
 
@@ -60,6 +61,12 @@ class Passage(Protocol):
     def to(self) -> Backend: ...
 
 
+# The calls whose answer may show a task or a conversation no one bound yet: a message
+# (in a known conversation it may start a new task). Any other call acts on a task whose
+# owner is known already (it was routed by it), so its answer has nothing to bind.
+_MAY_START = frozenset({ops.SEND, ops.STREAM})
+
+
 class Ticket:
     __slots__ = ("arm", "call", "done", "events", "migration", "new", "seconds",
                  "shadowed", "started", "streaming")
@@ -74,7 +81,12 @@ class Ticket:
         self.shadowed = False
         self.started = 0.0
         self.seconds = 0.0
-        self.done = not (new or arm == CANDIDATE)  # as a stream's first sight
+        # Nothing to bind (as a stream's first sight): the primary's call that is no new
+        # conversation (an unbound task is the primary's already), or the candidate's call
+        # on a task it owns that is no message. A call with something to bind needs its
+        # canonical answer (it is not passed through): a GetTask on the candidate's task
+        # is forwarded as sent, as any other is.
+        self.done = not (new or (arm == CANDIDATE and call.op.name in _MAY_START))
         self.events: list[pb.StreamResponse] | None = None  # a shadowed stream's events
 
     def fell_back(self) -> None:

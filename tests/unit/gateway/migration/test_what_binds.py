@@ -1,0 +1,107 @@
+"""Which calls of a tenant in migration mode must be answered canonically, so that their
+answer's ids are bound to their agent (gateway/migration/tenant.py, ticket.py): a new
+conversation and the candidate's messages; not a call on a task whose owner is known,
+which is forwarded as sent (pass-through) as any other call is."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any, cast
+
+from a2a.types import a2a_pb2 as pb
+
+from gateway.call import Call, CallContext, ClientFacts
+from gateway.config.backend import BackendConfig
+from gateway.config.migration import MigrationConfig
+from gateway.migration.sticky import CANDIDATE, PRIMARY
+from gateway.migration.tenant import TenantMigration
+from gateway.migration.ticket import Ticket
+from gateway.pipeline.stages import Passage
+from translators import operations as ops
+
+
+def route(url: str) -> Any:
+    config = BackendConfig(url=url, version="1.0")
+    backend = SimpleNamespace(config=config, name=url)
+
+    async def resolve(call: Call) -> Any:
+        return backend
+
+    return SimpleNamespace(config=config, fixed_backend=backend, backend=resolve, label="")
+
+
+def migration(share: float) -> TenantMigration:
+    primary, candidate = route("http://127.0.0.1:1/"), route("http://127.0.0.1:2/")
+    config = MigrationConfig.model_validate({
+        "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"},
+        "mode": "canary", "canary": {"share": share}})
+    return TenantMigration("shop", config, primary, candidate, None)
+
+
+def call(op: str, request: Any) -> Call:
+    return Call(ops.BY_NAME[op], request,
+                CallContext(ClientFacts("JSONRPC"), "1.0", tenant="shop"))
+
+
+async def chosen(m: TenantMigration, c: Call) -> Passage:
+    passage = Passage(cast(Any, m.primary), streaming=False,
+                      backend=m.primary.fixed_backend)
+    waiting = m.choose(c, passage)
+    if waiting is not None:
+        await waiting
+    return passage
+
+
+def ticket(passage: Passage) -> Ticket:
+    assert isinstance(passage.migration, Ticket)
+    return passage.migration
+
+
+async def test_a_get_task_on_the_candidates_task_goes_there_and_may_be_passed_through(
+        ) -> None:
+    m = migration(share=0.0)
+    await m.owners.claim("shop", "task", "t-c", CANDIDATE)
+    c = call(ops.GET_TASK, pb.GetTaskRequest(id="t-c"))
+    passage = await chosen(m, c)
+    assert passage.backend is m.candidate.fixed_backend
+    assert ticket(passage).arm == CANDIDATE
+    assert ticket(passage).done and not passage.canonical
+    # Its answer shows its own task: nothing to bind, nothing waited for.
+    assert m.answered(c, ticket(passage), pb.Task(id="t-c", context_id="c-c")) is None
+
+
+async def test_a_message_in_the_candidates_conversation_binds_the_task_it_starts() -> None:
+    m = migration(share=0.0)
+    await m.owners.claim("shop", "context", "c-c", CANDIDATE)
+    c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", context_id="c-c", parts=[pb.Part(text="again")])))
+    passage = await chosen(m, c)
+    assert ticket(passage).arm == CANDIDATE and passage.canonical
+    bound = m.answered(c, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-new", context_id="c-c")))
+    assert bound is not None
+    await bound
+    assert m.owners.known("shop", "task", "t-new") == CANDIDATE
+
+
+async def test_a_new_conversation_is_answered_canonically_to_bind_its_ids() -> None:
+    m = migration(share=0.0)
+    c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(m, c)
+    assert ticket(passage).arm == PRIMARY and passage.canonical
+    bound = m.answered(c, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-p", context_id="c-p")))
+    assert bound is not None
+    await bound
+    for _ in range(3):  # the primary's bindings are written in the background
+        await asyncio.sleep(0)
+    assert m.owners.known("shop", "context", "c-p") == PRIMARY
+
+
+async def test_the_primarys_get_task_binds_nothing() -> None:
+    m = migration(share=1.0)
+    passage = await chosen(m, call(ops.GET_TASK, pb.GetTaskRequest(id="t-old")))
+    assert passage.backend is m.primary.fixed_backend
+    assert ticket(passage).done and not passage.canonical
