@@ -41,6 +41,7 @@ class Owners:
         self._queued: dict[str, Arm] = {}
         self._waiting: list[asyncio.Future[None]] = []
         self._writer: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None  # a caller waits: the linger ends now
 
     def _remember(self, key: str, arm: Arm) -> Arm:
         self._known[key] = arm
@@ -102,6 +103,8 @@ class Owners:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(done)
+        if self._wake is not None:
+            self._wake.set()
         self._start(linger=False)
         await done
 
@@ -112,7 +115,13 @@ class Owners:
     async def _write(self, linger: bool) -> None:
         assert self.store is not None
         if linger and not self._waiting:
-            await asyncio.sleep(LINGER)
+            self._wake = asyncio.Event()
+            try:
+                await asyncio.wait_for(self._wake.wait(), LINGER)
+            except TimeoutError:
+                pass
+            finally:
+                self._wake = None
         while self._queued:
             items, self._queued = list(self._queued.items()), {}
             waiting, self._waiting = self._waiting, []
