@@ -192,3 +192,46 @@ def wire_facts(binding: str, version: str, op: str, body: bytes) -> list[TaskFac
     except (DecodeError, KeyError, ValueError, RecursionError):
         return []  # UnicodeDecodeError is a ValueError
     return document_facts(binding, version, op, document)
+
+
+def _json_ids(result: object) -> tuple[str, str]:
+    if not isinstance(result, dict):
+        return "", ""
+    inner = result.get("task") or result.get("message") or result
+    if not isinstance(inner, dict):
+        return "", ""
+    is_task = "status" in inner and isinstance(inner.get("id"), str)
+    task_id = inner.get("id") if is_task else inner.get("taskId")
+    context_id = inner.get("contextId")
+    return (task_id if isinstance(task_id, str) else "",
+            context_id if isinstance(context_id, str) else "")
+
+
+def answer_ids(binding: str, version: str, op: str, body: bytes,
+               document: Any) -> tuple[str, str]:
+    """The (task id, context id) a SendMessage answer of this dialect shows, as it was
+    passed through (``document``: what the gateway read of it, or None: read ``body``);
+    a message answer shows its conversation and, maybe, a task. Never raises: what does
+    not parse shows nothing ("", "")."""
+    if op != ops.SEND:
+        return "", ""
+    try:
+        if document is None:
+            if binding == "GRPC":
+                document = wire_method(ops.BY_NAME[op], as_version(version)
+                                       ).response.FromString(body)
+            else:
+                document, _ = _DECODER.raw_decode(body.decode("utf-8").lstrip())
+    except (DecodeError, KeyError, ValueError, RecursionError):
+        return "", ""
+    if binding == "GRPC":
+        kind = document.WhichOneof("payload")
+        if kind == "task":
+            return str(document.task.id), str(document.task.context_id)
+        if kind in ("message", "msg"):
+            message = getattr(document, kind)
+            return str(message.task_id), str(message.context_id)
+        return "", ""
+    if binding == "JSONRPC":
+        document = document.get("result") if isinstance(document, dict) else None
+    return _json_ids(document)

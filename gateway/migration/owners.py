@@ -1,20 +1,33 @@
 """Which agent owns a conversation and a task, across processes and replicas: a binding in
 the store (Store.claim: the first writer wins, so two replicas that raced for a new
 conversation agree on the one that won), remembered in a bounded local table (a binding
-never changes while it lives, so the table is never stale)."""
+never changes while it lives, so the table is never stale).
+
+Bindings are written in batches, one store transaction for all that are waiting (a group
+commit): a call that must wait for its bindings (a new conversation the candidate took:
+a follow-up through any replica must find it) shares the write with every call waiting
+at that moment; the others (the primary's: an unbound task is the primary's anyway) go
+with the next write, up to QUEUED of them, and past that are dropped and counted."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
-from collections.abc import Awaitable
+from collections.abc import Sequence
+
+import structlog
 
 from gateway.migration.sticky import ARMS, Arm
 from gateway.state import Store, StoreError, store_unavailable
 
+log = structlog.get_logger("a2a_gateway.migration")
+
 LOCAL_ENTRIES = 100_000  # bindings remembered in each process (least recently used go)
+QUEUED = 10_000  # bindings waiting for their write that no call waits for, at most
+LINGER = 0.02  # seconds a write no call waits for lingers, to take more with it
 
 
-def _key(tenant: str, kind: str, ident: str) -> str:
+def owner_key(tenant: str, kind: str, ident: str) -> str:
     return f"migration:{tenant}:{kind}:{ident}"
 
 
@@ -23,7 +36,12 @@ class Owners:
         self.store = store
         self.ttl = ttl
         self.capacity = capacity
+        self.dropped = 0  # background bindings dropped for want of room
         self._known: OrderedDict[str, Arm] = OrderedDict()
+        self._queued: dict[str, Arm] = {}
+        self._waiting: list[asyncio.Future[None]] = []
+        self._writer: asyncio.Task[None] | None = None
+        self._wake: asyncio.Event | None = None  # a caller waits: the linger ends now
 
     def _remember(self, key: str, arm: Arm) -> Arm:
         self._known[key] = arm
@@ -34,12 +52,12 @@ class Owners:
 
     def known(self, tenant: str, kind: str, ident: str) -> Arm | None:
         """The owner this process already knows (no store read)."""
-        return self._known.get(_key(tenant, kind, ident))
+        return self._known.get(owner_key(tenant, kind, ident))
 
     async def owner(self, tenant: str, kind: str, ident: str) -> Arm | None:
         """The owner of a conversation ("context") or a task ("task"); None when no one
         bound it (a task from before the migration: the primary's)."""
-        key = _key(tenant, kind, ident)
+        key = owner_key(tenant, kind, ident)
         arm = self._known.get(key)
         if arm is not None or self.store is None:
             return arm
@@ -49,19 +67,90 @@ class Owners:
             raise store_unavailable("the migration's owners cannot be read now", exc) from exc
         return self._remember(key, found) if found in ARMS else None
 
-    def claim(self, tenant: str, kind: str, ident: str, arm: Arm) -> Awaitable[Arm]:
-        """Bind the conversation or task to ``arm`` unless bound already; the bound arm."""
-        return self._claim(_key(tenant, kind, ident), arm)
+    async def claim(self, tenant: str, kind: str, ident: str, arm: Arm) -> Arm:
+        """Bind one conversation or task to ``arm`` unless bound already; the bound arm."""
+        key = owner_key(tenant, kind, ident)
+        await self.bind([key], arm)
+        return self._known.get(key, arm)
 
-    async def _claim(self, key: str, arm: Arm) -> Arm:
-        known = self._known.get(key)
-        if known is not None:
-            return known
-        if self.store is None:
-            return self._remember(key, arm)
-        try:
-            bound = await self.store.claim(key, arm, self.ttl)
-        except StoreError as exc:
-            raise store_unavailable("the migration's owners cannot be written now",
-                                    exc) from exc
-        return self._remember(key, bound if bound in ARMS else arm)
+    def _taken(self, keys: Sequence[str], arm: Arm, wait: bool) -> bool:
+        """Take the bindings of ``keys`` not known yet to be written; whether any were."""
+        fresh = [k for k in keys if k not in self._known]
+        for key in fresh:
+            self._remember(key, arm)  # this process follows it at once
+        if not fresh or self.store is None:
+            return False
+        if not wait and len(self._queued) + len(fresh) > QUEUED:
+            self.dropped += len(fresh)
+            log.warning("migration owners dropped: the write queue is full", dropped=len(fresh))
+            return False
+        self._queued.update(dict.fromkeys(fresh, arm))
+        return True
+
+    def bind_later(self, keys: Sequence[str], arm: Arm) -> None:
+        """Bind ``keys`` (from :func:`owner_key`) to ``arm`` where not bound yet, with the
+        next write (no one waits for it)."""
+        if self._taken(keys, arm, wait=False):
+            self._start(linger=True)
+
+    async def bind(self, keys: Sequence[str], arm: Arm, wait: bool = True) -> None:
+        """Bind ``keys`` to ``arm`` where not bound yet, in the store before this returns
+        (``wait``: else as :meth:`bind_later`)."""
+        if not wait:
+            self.bind_later(keys, arm)
+            return
+        if not self._taken(keys, arm, wait=True):
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(done)
+        if self._wake is not None:
+            self._wake.set()
+        self._start(linger=False)
+        await done
+
+    def _start(self, linger: bool) -> None:
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.get_running_loop().create_task(self._write(linger))
+
+    async def _write(self, linger: bool) -> None:
+        assert self.store is not None
+        if linger and not self._waiting:
+            self._wake = asyncio.Event()
+            try:
+                await asyncio.wait_for(self._wake.wait(), LINGER)
+            except TimeoutError:
+                pass
+            finally:
+                self._wake = None
+        while self._queued:
+            items, self._queued = list(self._queued.items()), {}
+            waiting, self._waiting = self._waiting, []
+            try:
+                bound = await self.store.claim_all(items, self.ttl)
+            except StoreError as exc:
+                failed = store_unavailable("the migration's owners cannot be written now")
+                log.warning("migration owners not written", error=str(exc),
+                            bindings=len(items), waited=len(waiting))
+                for done in waiting:
+                    if not done.done():
+                        done.set_exception(failed)
+                continue
+            except BaseException as exc:  # cancelled (closing): no caller hangs
+                for done in waiting:
+                    if not done.done():
+                        done.set_exception(store_unavailable("the gateway is closing"))
+                raise exc
+            for (key, _), value in zip(items, bound, strict=True):
+                if value in ARMS:  # another process bound it first: follow that
+                    self._remember(key, value)
+            for done in waiting:
+                if not done.done():
+                    done.set_result(None)
+
+    async def flushed(self) -> None:
+        """The bindings taken so far, written (a closing gateway's last write)."""
+        if self._queued:
+            self._start(linger=False)
+        writer = self._writer
+        if writer is not None and not writer.done():
+            await asyncio.wait([writer])

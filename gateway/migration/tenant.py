@@ -30,7 +30,7 @@ from gateway.migration.api import Move
 from gateway.migration.control import Control, configured_share
 from gateway.migration.counterparts import ids_of
 from gateway.migration.falling_back import FallingBack, Retarget
-from gateway.migration.owners import Owners
+from gateway.migration.owners import Owners, owner_key
 from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm, arm_for
@@ -41,6 +41,8 @@ from gateway.state import Store
 from gateway.streams.journal import read_cursor
 from gateway.tasks.index import task_of
 from translators import operations as ops
+from translators.dialects.base import WireAnswer
+from translators.task_facts import answer_ids
 
 log = structlog.get_logger("a2a_gateway.migration")
 
@@ -128,8 +130,6 @@ class TenantMigration:
     def _go(self, call: Call, passage: Passage, arm: Arm, new: bool) -> Awaitable[None] | None:
         ticket = Ticket(self, call, arm, new, passage.streaming)
         passage.migration = ticket
-        if not ticket.done:  # its owner is bound from the ids its answer shows
-            passage.canonical = True
         if arm == PRIMARY:
             if self.shadowing and self.shadow.wants(call):
                 ticket.shadowed = True
@@ -166,27 +166,32 @@ class TenantMigration:
             self.shadow.mirror(call, answer, ticket.seconds)
         if ticket.done:
             return None
-        task_id, context_id = ids_of(answer)
+        task_id, context_id = (_wire_ids(call, answer) if isinstance(answer, WireAnswer)
+                               else ids_of(answer))
         if not (task_id or context_id):
             return None
         ticket.done = True
-        return self.bind(call, ticket, task_id, context_id)
+        keys = self._keys(ticket, task_id, context_id)
+        if ticket.arm == CANDIDATE:
+            return self.owners.bind(keys, CANDIDATE)
+        self.owners.bind_later(keys, PRIMARY)
+        return None
+
+    def _keys(self, ticket: Ticket, task_id: str, context_id: str) -> list[str]:
+        keys = []
+        if context_id and ticket.new:
+            keys.append(owner_key(self.name, "context", context_id))
+        if task_id:
+            keys.append(owner_key(self.name, "task", task_id))
+        return keys
 
     async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str) -> None:
-        """The owners of a conversation and its task: the candidate's before the client
-        learns the ids (a follow-up through any replica must find them); the primary's in
-        the background (an unbound task is the primary's already)."""
-        claims = []
-        if context_id and ticket.new:
-            claims.append(self.owners.claim(self.name, "context", context_id, ticket.arm))
-        if task_id:
-            claims.append(self.owners.claim(self.name, "task", task_id, ticket.arm))
-        if ticket.arm == CANDIDATE:
-            for claim in claims:
-                await claim
-            return
-        for claim in claims:
-            asyncio.ensure_future(claim).add_done_callback(_quiet)
+        """The owners of a conversation and its task (one store write for both): the
+        candidate's before the client learns the ids (a follow-up through any replica
+        must find them); the primary's with the next write (an unbound task is the
+        primary's already)."""
+        await self.owners.bind(self._keys(ticket, task_id, context_id), ticket.arm,
+                               wait=ticket.arm == CANDIDATE)
 
     # ------------------------------------------------------------ rollback
 
@@ -237,6 +242,17 @@ class TenantMigration:
 
     async def close(self) -> None:
         await self.shadow.close()
+        await self.owners.flushed()
+
+
+def _wire_ids(call: Call, answer: WireAnswer) -> tuple[str, str]:
+    """The ids of an answer passed through as the agent sent it (read from what the
+    gateway parsed of it, not decoded: a new conversation keeps its pass-through)."""
+    dialect = call.dialect
+    if dialect is None or not 200 <= answer.status < 300:
+        return "", ""
+    return answer_ids(dialect.binding, dialect.version, call.op.name, answer.body,
+                      answer.document)
 
 
 def _resumed(call: Call) -> str:
@@ -251,8 +267,3 @@ def _label(route: TenantRoute) -> str:
     config = route.config
     return route.label or (f"{config.binding}/{config.version}" if config.url
                            else "discovered from its card")
-
-
-def _quiet(done: asyncio.Future[Any]) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        log.warning("migration owner not bound", error=str(done.exception()))

@@ -83,9 +83,8 @@ class Ticket:
         self.seconds = 0.0
         # Nothing to bind (as a stream's first sight): the primary's call that is no new
         # conversation (an unbound task is the primary's already), or the candidate's call
-        # on a task it owns that is no message. A call with something to bind needs its
-        # canonical answer (it is not passed through): a GetTask on the candidate's task
-        # is forwarded as sent, as any other is.
+        # on a task it owns that is no message. What a call binds is read from its answer,
+        # canonical or passed through as the agent sent it (task_facts.answer_ids).
         self.done = not (new or (arm == CANDIDATE and call.op.name in _MAY_START))
         self.events: list[pb.StreamResponse] | None = None  # a shadowed stream's events
 

@@ -161,6 +161,10 @@ class Store(JournalStore, Protocol):
         """Atomically bind ``key`` to ``value`` unless already bound; returns the bound
         value (``value`` for the first caller)."""
 
+    async def claim_all(self, items: Sequence[tuple[str, str]], ttl: float) -> list[str]:
+        """:meth:`claim` for each (key, value) of ``items``, in one round trip (one
+        transaction); the value each key is bound to, in order."""
+
     async def claimed(self, key: str) -> str | None:
         """The value ``key`` is bound to (by :meth:`claim` or :meth:`rebind`), or None;
         binds nothing."""

@@ -184,6 +184,21 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return ARGV[1]
 """
 
+# KEYS: the keys to bind. ARGV[1]: ttl ms; ARGV[i + 1]: the value for KEYS[i]. Returns the
+# value each key is bound to (its own unless bound already).
+CLAIM_ALL = """
+local out = {}
+for i, key in ipairs(KEYS) do
+  local v = redis.call('GET', key)
+  if not v then
+    v = ARGV[i + 1]
+    redis.call('SET', key, v, 'PX', ARGV[1])
+  end
+  out[i] = v
+end
+return out
+"""
+
 # KEYS[1]: the bucket. ARGV: rate, burst, cost. Returns {allowed, retry_after or -1}.
 TAKE = """
 local rate, burst, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])

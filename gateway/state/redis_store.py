@@ -37,6 +37,7 @@ from gateway.state.redis_client import (
 from gateway.state.redis_journal import APPEND, READ, journal_keys
 from gateway.state.redis_lua import (
     CLAIM,
+    CLAIM_ALL,
     DELETE,
     LIST_SCAN,
     LIST_UNION,
@@ -80,6 +81,7 @@ class RedisStore(RedisRelayQueue):
         self._list_union = self._redis.register_script(LIST_UNION)
         self._delete = self._redis.register_script(DELETE)
         self._claim = self._redis.register_script(CLAIM)
+        self._claim_all = self._redis.register_script(CLAIM_ALL)
         self._take = self._redis.register_script(TAKE)
         self._journal_append = self._redis.register_script(APPEND)
         self._journal_read = self._redis.register_script(READ)
@@ -220,6 +222,14 @@ class RedisStore(RedisRelayQueue):
     async def claim(self, key: str, value: str, ttl: float) -> str:
         return str(await self._do(lambda: self._script(
             self._claim, [f"{self.prefix}claim:{key}"], [value, _ms(ttl)])))
+
+    async def claim_all(self, items: Sequence[tuple[str, str]], ttl: float) -> list[str]:
+        if not items:
+            return []
+        bound = await self._do(lambda: self._script(
+            self._claim_all, [f"{self.prefix}claim:{key}" for key, _ in items],
+            [_ms(ttl), *(value for _, value in items)]))
+        return [str(v) for v in bound]
 
     async def claimed(self, key: str) -> str | None:
         value = await self._do(lambda: self._redis.get(f"{self.prefix}claim:{key}"))

@@ -343,6 +343,18 @@ class SqliteStore(SqliteRelayQueue):
                                   (key,)).fetchone()[0])
         return await self._run(self._tx, claim)
 
+    async def claim_all(self, items: Sequence[tuple[str, str]], ttl: float) -> list[str]:
+        def claim(db: sqlite3.Connection) -> list[str]:
+            now = time.time()
+            keys = [(key,) for key, _ in items]
+            db.executemany("DELETE FROM once WHERE key = ? AND expires <= ?",
+                           [(key, now) for key, _ in items])
+            db.executemany("INSERT OR IGNORE INTO once VALUES (?, ?, ?)",
+                           [(key, value, now + ttl) for key, value in items])
+            return [str(db.execute("SELECT value FROM once WHERE key = ?", k).fetchone()[0])
+                    for k in keys]
+        return await self._run(self._tx, claim) if items else []
+
     async def claimed(self, key: str) -> str | None:
         def read() -> str | None:
             row = self._connection().execute(

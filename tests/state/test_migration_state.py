@@ -83,3 +83,21 @@ async def test_a_reload_keeps_the_moved_share_before_the_store_is_read(
     changed.carry(old)
     assert changed.share == 0.5  # the operator's newer word
     assert changed.events[0]["kind"] == "rollback"
+
+
+async def test_bindings_are_written_together_and_the_first_writer_wins(
+        make_store: MakeStore) -> None:
+    one, two = make_store(), make_store()
+    assert await one.claim_all([("a", "primary"), ("b", "candidate")], 60) == [
+        "primary", "candidate"]
+    assert await two.claim_all([("b", "primary"), ("c", "primary")], 60) == [
+        "candidate", "primary"]
+    assert await two.claim_all([], 60) == []
+    a, b = Owners(one, 60), Owners(two, 60)
+    b.bind_later(["migration:shop:task:t-1"], "primary")  # with the next write
+    await a.bind(["migration:shop:task:t-1", "migration:shop:context:c-1"], "candidate")
+    await b.flushed()
+    # b's write came second: the store kept a's, and b follows it once it has written.
+    assert await b.store.claimed("migration:shop:task:t-1") == "candidate"  # type: ignore[union-attr]
+    assert b.known("shop", "task", "t-1") == "candidate"
+    assert await Owners(make_store(), 60).owner("shop", "context", "c-1") == "candidate"

@@ -5,7 +5,6 @@ which is forwarded as sent (pass-through) as any other call is."""
 
 from __future__ import annotations
 
-import asyncio
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -19,6 +18,8 @@ from gateway.migration.tenant import TenantMigration
 from gateway.migration.ticket import Ticket
 from gateway.pipeline.stages import Passage
 from translators import operations as ops
+from translators.dialects.base import WireAnswer
+from translators.dialects.jsonrpc import JSONRPC_V10
 
 
 def route(url: str) -> Any:
@@ -77,7 +78,7 @@ async def test_a_message_in_the_candidates_conversation_binds_the_task_it_starts
     c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
         message_id="m", context_id="c-c", parts=[pb.Part(text="again")])))
     passage = await chosen(m, c)
-    assert ticket(passage).arm == CANDIDATE and passage.canonical
+    assert ticket(passage).arm == CANDIDATE and not passage.canonical
     bound = m.answered(c, ticket(passage), pb.SendMessageResponse(
         task=pb.Task(id="t-new", context_id="c-c")))
     assert bound is not None
@@ -85,19 +86,33 @@ async def test_a_message_in_the_candidates_conversation_binds_the_task_it_starts
     assert m.owners.known("shop", "task", "t-new") == CANDIDATE
 
 
-async def test_a_new_conversation_is_answered_canonically_to_bind_its_ids() -> None:
+async def test_a_new_conversation_passed_through_binds_the_ids_of_its_wire_answer() -> None:
+    m = migration(share=1.0)
+    c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    c.dialect = JSONRPC_V10  # the client's, which the agent speaks: passed through
+    passage = await chosen(m, c)
+    assert ticket(passage).arm == CANDIDATE and not passage.canonical
+    answer = WireAnswer(b"", 200, {"jsonrpc": "2.0", "id": 1, "result": {"task": {
+        "id": "t-w", "contextId": "c-w", "status": {"state": "TASK_STATE_WORKING"}}}})
+    bound = m.answered(c, ticket(passage), answer)
+    assert bound is not None
+    await bound
+    assert m.owners.known("shop", "task", "t-w") == CANDIDATE
+    assert m.owners.known("shop", "context", "c-w") == CANDIDATE
+
+
+async def test_the_primarys_new_conversation_binds_in_the_background() -> None:
     m = migration(share=0.0)
     c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
         message_id="m", parts=[pb.Part(text="hello")])))
     passage = await chosen(m, c)
-    assert ticket(passage).arm == PRIMARY and passage.canonical
-    bound = m.answered(c, ticket(passage), pb.SendMessageResponse(
-        task=pb.Task(id="t-p", context_id="c-p")))
-    assert bound is not None
-    await bound
-    for _ in range(3):  # the primary's bindings are written in the background
-        await asyncio.sleep(0)
+    assert ticket(passage).arm == PRIMARY and not passage.canonical
+    # The primary's bindings go with the next write: the answer waits for nothing.
+    assert m.answered(c, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-p", context_id="c-p"))) is None
     assert m.owners.known("shop", "context", "c-p") == PRIMARY
+    assert m.owners.known("shop", "task", "t-p") == PRIMARY
 
 
 async def test_the_primarys_get_task_binds_nothing() -> None:
