@@ -54,6 +54,13 @@ async def test_canary_sends_a_share_of_new_conversations_and_follow_ups_to_their
         reply = await call(http, gw, "message/send", {"message": message(f"task: {i}")})
         assert "result" in reply, reply
         tasks.append(reply["result"])
+    arms = (await _report(http, gw))["arms"]
+    assert 5 <= arms["candidate"]["calls"] <= 35, arms  # both agents made tasks
+    # ListTasks (a v1.0 client) shows both agents' tasks, from the task index.
+    body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": 100}}
+    async with http.post(gw + "/shop/", json=body, headers={"A2A-Version": "1.0"}) as resp:
+        listed = (await resp.json())["result"]
+    assert {t["id"] for t in listed["tasks"]} == {t["id"] for t in tasks}, listed
     for task in tasks:  # a task is known only to the agent that made it
         got = await call(http, gw, "tasks/get", {"id": task["id"]})
         assert got.get("result", {}).get("id") == task["id"], got
