@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import math
 import time
 from urllib.parse import urlsplit
 
@@ -58,7 +59,8 @@ class BackendCard:
         self._session = session
         self._parsed: ParsedCard | None = None
         self._etag: str | None = None
-        self._fetched_at = 0.0
+        # When the card was last read (or last failed: the next try waits a little).
+        self._fetched_at = -math.inf
         self._lock = asyncio.Lock()
         self.last_error: str | None = None
         self.version = 0
@@ -67,11 +69,14 @@ class BackendCard:
     async def get(self) -> ParsedCard | None:
         if self.url is None:
             return None
-        if self._parsed is not None and time.monotonic() - self._fetched_at < self.ttl:
-            card_hit(self.tenant)
+        if time.monotonic() - self._fetched_at < self.ttl:
+            # Fresh, or a failed read retried only after its pause: a backend without a
+            # card is not asked for one on every call.
+            if self._parsed is not None:
+                card_hit(self.tenant)
             return self._parsed
         async with self._lock:
-            if self._parsed is None or time.monotonic() - self._fetched_at >= self.ttl:
+            if time.monotonic() - self._fetched_at >= self.ttl:
                 await self._refresh()
         return self._parsed
 
