@@ -31,7 +31,11 @@ from gateway.egress.base import Backend
 from gateway.migration.counterparts import Counterparts, Learn, Wanted
 from gateway.migration.stats import TenantStats, Verdict, above_noise
 from gateway.migration.sticky import CANDIDATE, point
-from gateway.observability.metrics import MIGRATION_CALLS, MIGRATION_COMPARISONS, MIGRATION_DIFFS
+from gateway.observability.metrics import (
+    MIGRATION_COMPARISONS,
+    MIGRATION_DIFFS,
+    migration_call,
+)
 from translators import operations as ops
 from translators.answer_diff import CompareRules, Difference, compare, render
 from translators.answer_view import Outcome
@@ -178,7 +182,7 @@ class Shadow:
             # Counted for the candidate as its rollback counts it: in shadow mode the
             # copies are all that the candidate answers.
             self.stats.call(CANDIDATE, seconds, verdict)
-            MIGRATION_CALLS.labels(self.tenant, CANDIDATE, verdict).inc()
+            migration_call(self.tenant, CANDIDATE, verdict)
             noise = None
             if self.config.aa:
                 again, _, _ = await self._made(self._primary, call, copies[1])

@@ -20,7 +20,7 @@ from gateway.migration.counterparts import ids_of
 from gateway.migration.shadow import Shadow, verdict_of
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
-from gateway.observability.metrics import MIGRATION_CALLS
+from gateway.observability.metrics import migration_call
 from translators import operations as ops
 from translators.answer_view import Outcome
 from translators.errors import A2AError
@@ -110,7 +110,7 @@ class Ticket:
             return
         m = self.migration
         m.stats.call(self.arm, self.seconds, verdict)
-        MIGRATION_CALLS.labels(m.name, self.arm, verdict).inc()
+        migration_call(m.name, self.arm, verdict)
         if self.arm == CANDIDATE and verdict != "ok":
             m.check_rollback()
         if self.shadowed and isinstance(exc, A2AError) and not self.streaming:

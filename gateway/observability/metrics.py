@@ -264,6 +264,15 @@ def card_hit(tenant: str) -> None:
     _batch.count(_card_hits, (tenant,))
 
 
+_migration_calls = _Children(MIGRATION_CALLS)
+
+
+def migration_call(tenant: str, arm: str, verdict: str) -> None:
+    """A call of a tenant in migration mode (MIGRATION_CALLS), counted with the others of
+    its loop pass: one per call, on its path."""
+    _batch.count(_migration_calls, (tenant, arm, verdict))
+
+
 def _all_workers() -> CollectorRegistry | None:
     """What `/metrics` exports: every worker's values, or None for this process's own."""
     directory = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
