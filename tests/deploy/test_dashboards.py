@@ -22,32 +22,35 @@ alert rules, and on every dashboard query turned into a recording rule (PromQL s
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import re
 import shutil
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import aiohttp
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from gateway.config.models import load_config
 from gateway.demo.agent import start_demo_agent
-from gateway.migration.control import Move
-from gateway.migration.stats import Verdict
-from gateway.migration.sticky import Arm, arm_for
-from gateway.relay.delivery import RelayCounters
 from gateway.server.app import Server
 from tests.deploy.deploy_support import DEPLOY, load_file
+from tests.deploy.migration_traffic import CANARY_SHARE, m03, migrate, migrating, rpc, scrape
+from tests.deploy.promql_support import (
+    STRING,
+    VARIABLE,
+    Exposition,
+    grouping_labels,
+    label_values,
+    matched_labels,
+    matched_values,
+    metric_names,
+)
 from tests.support.helpers import free_port, receiving_webhooks, v03, write_config
 from tests.support.waiting import wait_until
-from translators.answer_diff import KINDS as DIFFERENCE_KINDS
-from translators.errors import ERROR_KINDS
 from translators.operations import OPERATIONS
 
 DASHBOARD = DEPLOY / "grafana" / "a2a-gateway-dashboard.json"
@@ -86,52 +89,6 @@ DURATION = re.compile(r"^(?:\d+(?:ms|[smhdwy]))+$")
 GRAFANA_BUILTINS = {"__rate_interval", "__interval", "__interval_ms", "__range", "__range_s",
                     "__range_ms"}
 
-# --- PromQL, just enough of it ----------------------------------------------------------------
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`')
-_GATEWAY_NAME = re.compile(r"(?<![A-Za-z0-9_:])a2a_gateway_[A-Za-z0-9_:]*")
-_SELECTOR = re.compile(r"(?<![A-Za-z0-9_:])(a2a_gateway_[A-Za-z0-9_:]*)\s*\{([^{}]*)\}")
-_MATCHER_VALUE = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"')
-_MATCHER = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*(?:=~|!~|!=|=)")
-_GROUPING = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^()]*)\)")
-_VARIABLE = re.compile(r"\$\{([A-Za-z0-9_]+)(?::[^}]*)?\}|\$([A-Za-z0-9_]+)")
-
-
-def _unquoted(expr: str) -> str:
-    """The expression with every string literal emptied: a label value never reads as a name."""
-    return _STRING.sub('""', expr)
-
-
-def metric_names(expr: str) -> set[str]:
-    return set(_GATEWAY_NAME.findall(_unquoted(expr)))
-
-
-def matched_labels(expr: str) -> dict[str, set[str]]:
-    """metric name -> the label names its selectors match on."""
-    found: dict[str, set[str]] = {}
-    for name, body in _SELECTOR.findall(_unquoted(expr)):
-        found.setdefault(name, set()).update(_MATCHER.findall(body))
-    return found
-
-
-def matched_values(expr: str) -> Iterator[tuple[str, str, str, set[str]]]:
-    """(metric, label, operator, values) for every matcher of a selector; a regex matcher's
-    values are its alternatives when it is a plain `a|b|c`, else nothing to check."""
-    for name, body in _SELECTOR.findall(expr):
-        for label, op, value in _MATCHER_VALUE.findall(body):
-            if op in ("=~", "!~") and not re.fullmatch(r"[A-Za-z0-9_.+ ]*(?:\|[A-Za-z0-9_.+ ]*)*",
-                                                     value):
-                continue
-            yield name, label, op, set(value.split("|")) if op in ("=~", "!~") else {value}
-
-
-def grouping_labels(expr: str) -> set[str]:
-    labels: set[str] = set()
-    for body in _GROUPING.findall(_unquoted(expr)):
-        labels.update(part.strip() for part in body.split(",") if part.strip())
-    return labels
-
-
 def test_promql_scanner() -> None:
     expr = ('histogram_quantile(0.99, sum by (le, operation) (rate('
             'a2a_gateway_added_seconds_bucket{instance=~"$instance", operation!~"a2a_gateway_x"}'
@@ -148,117 +105,6 @@ def test_promql_scanner() -> None:
 STREAMING = {op.name for op in OPERATIONS if op.streaming}
 
 
-def _label_values() -> dict[tuple[str, str], set[str]]:
-    """(family or "*", label) -> the values the gateway gives it, from its own tables: a
-    matcher on a value that never occurs selects nothing, and an alert on it never fires."""
-    reasons = {kind.reason for kind in ERROR_KINDS}
-    return {
-        ("a2a_gateway_calls", "outcome"): reasons | {"ok", "CLIENT_CANCELLED"},  # observe.outcome_of
-        ("a2a_gateway_backend_errors", "kind"): reasons,
-        ("a2a_gateway_push_deliveries", "outcome"): {
-            f.name for f in dataclasses.fields(RelayCounters)},
-        ("a2a_gateway_config_reloads", "outcome"): {"ok", "refused"},  # lifecycle.ConfigWatcher
-        ("a2a_gateway_card_refreshes", "outcome"): {"ok", "error"},  # cards.backend
-        ("a2a_gateway_migration_calls", "arm"): set(get_args(Arm)),
-        ("a2a_gateway_migration_calls", "verdict"): set(get_args(Verdict)),
-        ("a2a_gateway_migration_shadow_comparisons", "verdict"): {  # migration.shadow.Shadow
-            "agree", "disagree", "skipped", "failed"},
-        ("a2a_gateway_migration_shadow_differences", "kind"): {  # shadow: latency_ratio's
-            *DIFFERENCE_KINDS, "latency"},
-        ("a2a_gateway_migration_moves", "action"): set(get_args(Move)),
-        ("*", "operation"): {op.name for op in OPERATIONS},
-        ("*", "client_version"): {"0.3", "1.0"},
-        ("*", "backend_version"): {"0.3", "1.0", "none"},  # metrics.record_call: "none"
-    }
-
-
-SERIES_SUFFIXES = {"counter": ("_total", "_created"), "gauge": ("",),
-                   "histogram": ("_bucket", "_sum", "_count", "_created"),
-                   "summary": ("", "_sum", "_count", "_created"), "info": ("_info",),
-                   "untyped": ("",)}
-
-
-class Exposition:
-    """A `/metrics` text, by family: the series names each family answers to, and labels."""
-
-    def __init__(self, text: str) -> None:
-        self.families: dict[str, str] = {}  # family -> type
-        self.series: dict[str, str] = {}  # series name -> family
-        self.labels: dict[str, set[str]] = {}
-        self.sampled: set[str] = set()  # families with at least one sample
-        self.samples: list[tuple[str, dict[str, str], float]] = []
-        for family in text_string_to_metric_families(text):
-            self.families[family.name] = family.type
-            for suffix in SERIES_SUFFIXES.get(family.type, ("",)):
-                self.series[family.name + suffix] = family.name
-            labels = self.labels.setdefault(family.name, set())
-            for sample in family.samples:
-                labels.update(sample.labels)
-                self.sampled.add(family.name)
-                self.samples.append((sample.name, dict(sample.labels), sample.value))
-            if family.type == "histogram":
-                labels.add("le")
-        # Families without a sample yet have no label in the text: take the declared ones.
-        for name, declared in _declared_labels().items():
-            if name in self.labels:
-                self.labels[name].update(declared)
-
-    def has(self, series: str, **labels: str) -> bool:
-        return any(name == series and labels.items() <= got.items()
-                   for name, got, _ in self.samples)
-
-    def value(self, series: str, **labels: str) -> float:
-        """The sum of the samples of ``series`` with these labels (0 for none)."""
-        return sum(value for name, got, value in self.samples
-                   if name == series and labels.items() <= got.items())
-
-    def family_of(self, series: str) -> str | None:
-        return self.series.get(series)
-
-
-def _declared_labels() -> dict[str, set[str]]:
-    """Label names of the gateway's own metric objects (prometheus-client keeps them in
-    `_labelnames`; `_name` is the family name, without `_total`)."""
-    from prometheus_client.metrics import MetricWrapperBase
-
-    import gateway.ingress.connections as connections
-    import gateway.observability.metrics as metrics
-    import gateway.pipeline.limits as limits
-
-    declared: dict[str, set[str]] = {}
-    for module in (metrics, limits, connections):
-        for value in vars(module).values():
-            if isinstance(value, MetricWrapperBase):
-                declared[str(value._name)] = set(value._labelnames)
-    return declared
-
-
-async def _rpc(http: aiohttp.ClientSession, url: str, method: str, params: Any,
-               headers: dict[str, str] | None = None) -> dict[str, Any]:
-    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
-    async with http.post(url, json=body, headers=headers) as resp:
-        assert resp.status == 200
-        return dict(await resp.json())
-
-
-def _m03(text: str) -> dict[str, Any]:
-    return {"message": {"kind": "message", "messageId": f"m-{text}", "role": "user",
-                        "parts": [{"kind": "text", "text": text}]}}
-
-
-@pytest.fixture
-async def webhook() -> AsyncIterator[tuple[str, asyncio.Queue[Any]]]:
-    """A client's webhook on 127.0.0.1, for a relayed push delivery."""
-    async with receiving_webhooks() as hook:
-        yield hook
-
-
-async def _scrape(http: aiohttp.ClientSession, base: str) -> str:
-    async with http.get(base + "/metrics") as resp:
-        assert resp.status == 200
-        return await resp.text()
-
-
 @pytest.fixture
 async def candidate_agent() -> AsyncIterator[str]:
     """A second demo agent on 127.0.0.1: a migrating tenant's candidate, which words a
@@ -269,78 +115,11 @@ async def candidate_agent() -> AsyncIterator[str]:
     await runner.cleanup()
 
 
-CANARY_SHARE = 0.5
-
-
-def _migrating(primary: str, candidate: str, **migration: Any) -> dict[str, Any]:
-    return {**v03(primary), "migration": {"candidate": v03(candidate)["backend"], **migration}}
-
-
-def _request_ids(tenant: str) -> dict[str, str]:
-    """arm -> a request id whose stable hash sends a new conversation (no context, no
-    principal) of ``tenant`` to that arm at CANARY_SHARE: each arm gets one, by design."""
-    chosen: dict[str, str] = {}
-    i = 0
-    while len(chosen) < 2:
-        rid = f"dashboard-{i}"
-        chosen.setdefault(arm_for(tenant, f"request:{rid}", CANARY_SHARE), rid)
-        i += 1
-    return chosen
-
-
-async def _migrate(http: aiohttp.ClientSession, base: str) -> None:
-    """Calls of the two migrating tenants. `shop` (canary, shadow copies of what the
-    primary answers): a new conversation per arm; the primary's copied to the candidate,
-    which words its artifact differently (disagree, a `text` difference); a GetTask of the
-    primary's task (not copied). `gone` (every new
-    conversation to a candidate that refuses connections): fallbacks to the primary, until
-    the second makes the rollback's window breach and the canary is rolled back.
-
-    The counters are the process's (other tests' gateways count in them too): what these
-    calls counted is the rise from a scrape before them."""
-    before = Exposition(await _scrape(http, base))
-    tasks: dict[str, str] = {}
-    for arm, rid in sorted(_request_ids("shop").items()):
-        sent = await _rpc(http, base + "/shop/", "message/send", _m03(f"task: {arm}"),
-                          {"X-Request-ID": rid})
-        assert sent["result"]["status"]["state"] == "completed", sent
-        tasks[arm] = sent["result"]["id"]
-    got = await _rpc(http, base + "/shop/", "tasks/get", {"id": tasks["primary"]})
-    assert got["result"]["id"] == tasks["primary"], got
-    for i in range(2):
-        sent = await _rpc(http, base + "/gone/", "message/send", _m03(f"gone {i}"))
-        assert sent["result"]["parts"][0]["text"] == f"echo: gone {i}", sent  # the primary
-
-    shop_candidate = {"tenant": "shop", "arm": "candidate", "verdict": "ok"}
-    counted = {  # series -> labels -> the rise these calls make
-        "a2a_gateway_migration_shadow_comparisons_total": [
-            ({"tenant": "shop", "verdict": "disagree"}, 1)],  # the SendMessage copy
-        "a2a_gateway_migration_shadow_differences_total": [
-            ({"tenant": "shop", "kind": "text"}, 1)],
-        # one conversation the candidate served and the shadow copy it answered
-        "a2a_gateway_migration_calls_total": [
-            (shop_candidate, 2), ({"tenant": "shop", "arm": "primary", "verdict": "ok"}, 2),
-            ({"tenant": "gone", "arm": "primary", "verdict": "ok"}, 2)],
-        "a2a_gateway_migration_fallbacks_total": [({"tenant": "gone"}, 2)],
-        "a2a_gateway_migration_moves_total": [
-            ({"tenant": "gone", "action": "rollback", "by": "automatic"}, 1)]}
-
-    def rises(exposed: Exposition) -> dict[tuple[str, str], float]:
-        return {(series, str(labels)): exposed.value(series, **labels)
-                - before.value(series, **labels)
-                for series, wanted in counted.items() for labels, _ in wanted}
-
-    expected = {(series, str(labels)): rise
-                for series, wanted in counted.items() for labels, rise in wanted}
-    behind = [key for key in expected if "comparisons" in key[0] or "moves" in key[0]]
-
-    async def settled() -> dict[tuple[str, str], float] | None:  # the copies and the
-        seen = rises(Exposition(await _scrape(http, base)))  # rollback run behind the
-        return seen if all(seen[key] for key in behind) else None  # answers
-
-    seen = await wait_until(settled, "the shadow comparisons and the rollback counted",
-                            interval=0.05)
-    assert seen == expected
+@pytest.fixture
+async def webhook() -> AsyncIterator[tuple[str, asyncio.Queue[Any]]]:
+    """A client's webhook on 127.0.0.1, for a relayed push delivery."""
+    async with receiving_webhooks() as hook:
+        yield hook
 
 
 @pytest.fixture
@@ -354,11 +133,11 @@ async def exposition(demo_agent: str, candidate_agent: str,
     refusing = f"http://127.0.0.1:{free_port()}/"  # nothing listens there
     tenants = {
         "demo": v03(demo_agent),
-        "shop": _migrating(demo_agent, candidate_agent, mode="canary",
+        "shop": migrating(demo_agent, candidate_agent, mode="canary",
                            canary={"share": CANARY_SHARE},
                            shadow={"with_canary": True,
                                    "operations": ["SendMessage"]}),
-        "gone": _migrating(demo_agent, refusing, mode="canary", canary={"share": 1.0},
+        "gone": migrating(demo_agent, refusing, mode="canary", canary={"share": 1.0},
                            rollback={"window": 3600, "min_calls": 2, "max_error_rate": 0.5}),
     }
     raw = {"listen": {"http": f"127.0.0.1:{port}"}, "tenants": tenants,
@@ -370,32 +149,32 @@ async def exposition(demo_agent: str, candidate_agent: str,
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as http:
-            sent = await _rpc(http, base + "/", "message/send", _m03("hi"))
+            sent = await rpc(http, base + "/", "message/send", m03("hi"))
             assert sent["result"]["parts"][0]["text"] == "echo: hi"
             # v1.0 → v0.3: a text part cannot name a file in v0.3, so that is a loss.
-            v10 = await _rpc(http, base + "/", "SendMessage", {"message": {
+            v10 = await rpc(http, base + "/", "SendMessage", {"message": {
                 "messageId": "m-v10", "role": "ROLE_USER",
                 "parts": [{"text": "hi", "filename": "note.txt"}]}}, V10)
             assert v10["result"]["message"]["parts"][0]["text"] == "echo: hi"
-            body = {"jsonrpc": "2.0", "id": 2, "method": "message/stream", "params": _m03("s")}
+            body = {"jsonrpc": "2.0", "id": 2, "method": "message/stream", "params": m03("s")}
             async with http.post(base + "/", json=body) as resp:
                 assert resp.headers["Content-Type"].startswith("text/event-stream")
                 events = [line async for line in resp.content if line.startswith(b"data:")]
             assert events
             # The unknown task: an error from the backend, over JSON-RPC and REST.
-            unknown = await _rpc(http, base + "/", "tasks/get", {"id": "nope"})
+            unknown = await rpc(http, base + "/", "tasks/get", {"id": "nope"})
             assert unknown["error"]["code"] == -32001
             async with http.get(base + "/tasks/nope", headers=V10) as resp:
                 assert resp.status == 404
             # A push notification relayed to the client's webhook (v1.0 client, v0.3 agent).
             url, received = webhook
-            pushed = await _rpc(http, base + "/", "SendMessage", {
+            pushed = await rpc(http, base + "/", "SendMessage", {
                 "message": {"messageId": "m-push", "role": "ROLE_USER",
                             "parts": [{"text": "task: push"}]},
                 "configuration": {"taskPushNotificationConfig": {"url": url}}}, V10)
             assert "task" in pushed["result"]
             await asyncio.wait_for(received.get(), 10)
-            await _migrate(http, base)
+            await migrate(http, base)
             # Two reloads of the config file: one taken, one refused.
             watcher = server.watch_config()
             assert watcher is not None
@@ -403,7 +182,7 @@ async def exposition(demo_agent: str, candidate_agent: str,
             path.write_text("tenants: 5\n")
             assert not await watcher.reload("test")
             async def delivered() -> Exposition | None:  # once the webhook has answered
-                exposed = Exposition(await _scrape(http, base))
+                exposed = Exposition(await scrape(http, base))
                 return exposed if exposed.has("a2a_gateway_push_deliveries_total",
                                               outcome="delivered") else None
 
@@ -469,13 +248,13 @@ def test_dashboard_structure() -> None:
     assert len(ids) == len(set(ids)), "panel ids repeat"
 
     for where, expr in _queries(dash):
-        for braced, bare in _VARIABLE.findall(expr):
+        for braced, bare in VARIABLE.findall(expr):
             name = braced or bare
             assert name in variables or name in GRAFANA_BUILTINS, f"{where}: ${name} undefined"
         assert expr.count("(") == expr.count(")") and expr.count("{") == expr.count("}"), where
 
 
-VALUES = _label_values()
+VALUES = label_values()
 
 
 def _check_queries(queries: list[tuple[str, str]], exposed: Exposition) -> set[str]:
@@ -583,7 +362,7 @@ def test_alert_rules_structure() -> None:
         assert rule["labels"]["severity"] in SEVERITIES, name
         for key in ("summary", "description"):
             assert isinstance(rule["annotations"][key], str) and rule["annotations"][key], name
-        assert "$" not in _STRING.sub("", rule["expr"]), f"{name}: a Grafana variable in a rule"
+        assert "$" not in STRING.sub("", rule["expr"]), f"{name}: a Grafana variable in a rule"
 
 
 async def test_alert_rule_metrics_exist(exposition: Exposition) -> None:
@@ -618,7 +397,7 @@ def test_promtool_dashboard_queries(tmp_path: Path) -> None:
               "tenant": ".*", "DS_PROMETHEUS": "prometheus"}
     rules = []
     for i, (_, expr) in enumerate(_queries(_dashboard())):
-        filled = _VARIABLE.sub(lambda m: values[m.group(1) or m.group(2)], expr)
+        filled = VARIABLE.sub(lambda m: values[m.group(1) or m.group(2)], expr)
         # Grafana's label_values(selector, label) is not PromQL: check its selector.
         filled = re.sub(r"^label_values\((.*),\s*\w+\)$", r"\1", filled.strip())
         rules.append({"record": f"a2a_gateway_dashboard:query_{i}", "expr": filled})
