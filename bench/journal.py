@@ -161,11 +161,9 @@ def run_journal(logs: Path, loop: str = "asyncio", rounds: int = ROUNDS,
 
 
 def print_summary(data: dict[str, Any]) -> None:
-    print(report.text_table(journal_report.COLUMNS, journal_report.rows(data), left=3))
-    for line in journal_report.target_lines(data["targets"]):
-        print(f"target: {line}")
-    for line in journal_report.recorded(data["metrics"]):
-        print(f"recorded: {line}")
+    report.print_summary(report.text_table(journal_report.COLUMNS, journal_report.rows(data), left=3),
+                         ("target", journal_report.target_lines(data["targets"])),
+                         ("recorded", journal_report.recorded(data["metrics"])))
 
 
 def main(argv: list[str] | None = None) -> int:

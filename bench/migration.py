@@ -215,11 +215,9 @@ def run_migration(logs: Path, loop: str = "asyncio", rounds: int = ROUNDS,
 
 
 def print_summary(data: dict[str, Any]) -> None:
-    print(report.text_table(migration_report.COLUMNS, migration_report.rows(data), left=2))
-    for line in migration_report.target_lines(data["targets"]):
-        print(f"target: {line}")
-    for line in migration_report.recorded(data):
-        print(f"recorded: {line}")
+    report.print_summary(report.text_table(migration_report.COLUMNS, migration_report.rows(data), left=2),
+                         ("target", migration_report.target_lines(data["targets"])),
+                         ("recorded", migration_report.recorded(data)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ import math
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +236,15 @@ def summarize(data: dict[str, Any], json_path: Any, md_path: Any, strict: bool) 
           + ("" if str(md_path) == "-" else f" and {md_path}")
           + f" in {data['elapsed_s']:.0f} s")
     return 1 if strict and missed else 0
+
+
+def print_summary(table: str, *labelled: tuple[str, Iterable[str]]) -> None:
+    """A section's summary on the terminal: its table, then each group of lines with its
+    label ("target: ...", "recorded: ...")."""
+    print(table)
+    for label, lines in labelled:
+        for line in lines:
+            print(f"{label}: {line}")
 
 
 def run_section(name: str, run: Callable[[Path], dict[str, Any]],

@@ -28,7 +28,7 @@ from google.protobuf.message import Message as ProtoMessage
 from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.migration import ShadowConfig
 from gateway.egress.base import Backend
-from gateway.migration.counterparts import Counterparts, Learn, Wanted
+from gateway.migration.counterparts import Counterparts, Learn, Wanted, outcome_ids
 from gateway.migration.stats import TenantStats, Verdict, above_noise
 from gateway.migration.sticky import CANDIDATE, point
 from gateway.observability.metrics import (
@@ -61,48 +61,50 @@ def copy_of(call: Call) -> Call:
     return Call(call.op, request, ctx)
 
 
+# The errors that are the agent's fault (or reaching it failed), not the caller's: a task
+# not found or a bad request is an answer like any other.
+_AGENTS_FAULT = frozenset({"InternalError", "BackendUnavailableError", "BackendTimeoutError",
+                           "InvalidAgentResponseError", "StoreUnavailableError"})
+
+
 def verdict_of(err: BaseException | None) -> Verdict:
     if err is None:
         return "ok"
-    if isinstance(err, A2AError) and err.kind.name == "BackendTimeoutError":
-        return "timeout"
-    if isinstance(err, TimeoutError):
+    if isinstance(err, TimeoutError) or (isinstance(err, A2AError)
+                                         and err.kind.name == "BackendTimeoutError"):
         return "timeout"
     return "error" if counts_against(err) else "ok"
 
 
 def counts_against(err: BaseException) -> bool:
-    """Whether an error is the agent's fault (or reaching it failed), not the caller's: a
-    task not found or a bad request is an answer like any other."""
+    """Whether an error counts against the agent (see _AGENTS_FAULT; any 5xx kind)."""
     if not isinstance(err, A2AError):
         return True
-    return err.kind.name in {"InternalError", "BackendUnavailableError",
-                             "BackendTimeoutError", "InvalidAgentResponseError",
-                             "StoreUnavailableError"} or err.kind.http >= 500
+    return err.kind.name in _AGENTS_FAULT or err.kind.http >= 500
+
+
+def _last_state(outcome: Outcome) -> int | None:
+    """The task's state an answer or a stream ends with (None: it shows no task)."""
+    if isinstance(outcome, pb.Task):
+        return int(outcome.status.state)
+    if isinstance(outcome, pb.SendMessageResponse) and outcome.HasField("task"):
+        return int(outcome.task.status.state)
+    if isinstance(outcome, Sequence) and not isinstance(outcome, A2AError):
+        for event in reversed(outcome):
+            if event.HasField("task"):
+                return int(event.task.status.state)
+            if event.HasField("status_update"):
+                return int(event.status_update.status.state)
+    return None
 
 
 def _task_left(outcome: Outcome) -> str:
     """The id of a task the candidate's answer left running ("" for none). A task that
     waits for its client (input or auth required) is not running: the client's next
     message, copied in its turn, carries it on."""
-    task: Any = None
-    if isinstance(outcome, pb.Task):
-        task = outcome
-    elif isinstance(outcome, pb.SendMessageResponse) and outcome.HasField("task"):
-        task = outcome.task
-    elif isinstance(outcome, Sequence) and not isinstance(outcome, A2AError):
-        ids = [e.task.id for e in outcome if e.HasField("task")] + \
-              [e.status_update.task_id for e in outcome if e.HasField("status_update")]
-        last = [e for e in outcome if e.HasField("status_update") or e.HasField("task")]
-        if ids and last:
-            end = last[-1]
-            state = end.task.status.state if end.HasField("task") else \
-                end.status_update.status.state
-            return "" if ends_stream(state) else ids[0]
-        return ""
-    if task is not None and not ends_stream(task.status.state):
-        return str(task.id)
-    return ""
+    task_id, _ = outcome_ids(outcome)
+    state = _last_state(outcome)
+    return task_id if task_id and state is not None and not ends_stream(state) else ""
 
 
 class _Ids:
