@@ -21,6 +21,7 @@ from gateway.observability import tracing
 from translators.dialects.base import BACKEND_HEADERS, EXTENSION_HEADERS, WireAnswer
 from translators.dialects.contract import BackendCodec, Dialect
 from translators.errors import BY_NAME, A2AError, a2a_error
+from translators.loss import LossReport
 from translators.versions import V10
 
 log = structlog.get_logger("a2a_gateway.egress")
@@ -52,13 +53,25 @@ class Backend(Protocol):
     async def close(self) -> None: ...
 
 
-def backend_codec(call: Call, backend: Backend, *, forward: bool = False) -> BackendCodec:
+def backend_codec(call: Call, backend: Backend, *, forward: bool = False,
+                  loss: LossReport | None = None) -> BackendCodec:
     """The call encoded for ``backend`` by its dialect (the one way all three egress
-    modules ask for it); ``forward``: the client's own request, as it came."""
-    return backend.dialect.backend(call.op, call.request, call.ctx.loss, backend.config.tenant,
+    modules ask for it); ``forward``: the client's own request, as it came; ``loss``: a
+    report of its own instead of the call's."""
+    return backend.dialect.backend(call.op, call.request,
+                                   call.ctx.loss if loss is None else loss,
+                                   backend.config.tenant,
                                    call.backend_card, call.ctx.facts.extensions,
                                    subscribe_verb=backend.config.subscribe_verb,
                                    wire=call.wire if forward else None)
+
+
+def read_passed(call: Call, backend: Backend, answer: WireAnswer) -> ProtoMessage | None:
+    """An answer passed through to the client, read the translated way after the client
+    has it (a shadow copy compares it): what reading it loses is on a report of its own,
+    not the call's, whose line is written."""
+    codec = backend_codec(call, backend, forward=True, loss=LossReport())  # its request id
+    return codec.read(answer.status, answer.body)
 
 
 def passed_through(codec: BackendCodec, status: int, content_type: str,

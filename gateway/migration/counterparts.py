@@ -82,13 +82,13 @@ class Counterparts:
                 return _known_or_coming(self._ids.get(f"task:{ident}"))
         return True
 
-    def expect(self, primary: Outcome) -> Learn:
-        """A copy of a message whose primary answer was ``primary`` is on its way to the
-        candidate: the ids it shows that have no counterpart yet get one, from the
-        candidate's answer given to the returned function (None when the copy failed:
-        then they have none)."""
+    def expect(self, primary: tuple[str, str]) -> Learn:
+        """A copy of a message whose primary answer showed the ids ``primary`` (task,
+        context: counterparts.outcome_ids) is on its way to the candidate: those with no
+        counterpart yet get one, from the candidate's answer given to the returned
+        function (None when the copy failed: then they have none)."""
         pending: dict[str, asyncio.Future[str]] = {}
-        for kind, ident in zip(("task", "context"), outcome_ids(primary), strict=True):
+        for kind, ident in zip(("task", "context"), primary, strict=True):
             key = f"{kind}:{ident}"
             if not ident or _known_or_coming(self._ids.get(key)):
                 continue  # a conversation carried on: its counterpart is known or coming

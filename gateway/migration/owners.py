@@ -7,7 +7,11 @@ Bindings are written in batches, one store transaction for all that are waiting 
 commit): a call that must wait for its bindings (a new conversation the candidate took:
 a follow-up through any replica must find it) shares the write with every call waiting
 at that moment; the others (the primary's: an unbound task is the primary's anyway) go
-with the next write, up to QUEUED of them, and past that are dropped and counted."""
+with the next write, up to QUEUED of them, and past that are dropped and counted.
+
+No call waits when no other process reads the store (``waits`` false: one process alone
+on SQLite with `state.tasks.wait_for_writes: auto`, the task index's rule): this process
+follows its local table, and its bindings go with the next write (SIGTERM writes them)."""
 
 from __future__ import annotations
 
@@ -32,9 +36,13 @@ def owner_key(tenant: str, kind: str, ident: str) -> str:
 
 
 class Owners:
-    def __init__(self, store: Store | None, ttl: float, capacity: int = LOCAL_ENTRIES) -> None:
+    def __init__(self, store: Store | None, ttl: float, capacity: int = LOCAL_ENTRIES,
+                 waits: bool = True) -> None:
+        """``waits``: a binding that must be seen elsewhere is written before :meth:`bind`
+        returns (other workers or replicas read the store)."""
         self.store = store
         self.ttl = ttl
+        self.waits = waits
         self.capacity = capacity
         self.dropped = 0  # background bindings dropped for want of room
         self._known: OrderedDict[str, Arm] = OrderedDict()
@@ -42,6 +50,7 @@ class Owners:
         self._waiting: list[asyncio.Future[None]] = []
         self._writer: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None  # a caller waits: the linger ends now
+        self._flushing = False  # closing: what is queued is written without a linger
 
     def _remember(self, key: str, arm: Arm) -> Arm:
         self._known[key] = arm
@@ -75,10 +84,15 @@ class Owners:
 
     def _taken(self, keys: Sequence[str], arm: Arm, wait: bool) -> bool:
         """Take the bindings of ``keys`` not known yet to be written; whether any were."""
-        fresh = [k for k in keys if k not in self._known]
-        for key in fresh:
-            self._remember(key, arm)  # this process follows it at once
-        if not fresh or self.store is None:
+        known = self._known
+        fresh = [k for k in keys if k not in known]
+        if not fresh:
+            return False
+        for key in fresh:  # this process follows them at once (new keys go last)
+            known[key] = arm
+        while len(known) > self.capacity:
+            known.popitem(last=False)
+        if self.store is None:
             return False
         if not wait and len(self._queued) + len(fresh) > QUEUED:
             self.dropped += len(fresh)
@@ -91,12 +105,12 @@ class Owners:
         """Bind ``keys`` (from :func:`owner_key`) to ``arm`` where not bound yet, with the
         next write (no one waits for it)."""
         if self._taken(keys, arm, wait=False):
-            self._start(linger=True)
+            self._start()
 
     async def bind(self, keys: Sequence[str], arm: Arm, wait: bool = True) -> None:
         """Bind ``keys`` to ``arm`` where not bound yet, in the store before this returns
-        (``wait``: else as :meth:`bind_later`)."""
-        if not wait:
+        (``wait`` and :attr:`waits`: else as :meth:`bind_later`)."""
+        if not (wait and self.waits):
             self.bind_later(keys, arm)
             return
         if not self._taken(keys, arm, wait=True):
@@ -105,24 +119,31 @@ class Owners:
         self._waiting.append(done)
         if self._wake is not None:
             self._wake.set()
-        self._start(linger=False)
+        self._start()
         await done
 
-    def _start(self, linger: bool) -> None:
+    def _start(self) -> None:
         if self._writer is None or self._writer.done():
-            self._writer = asyncio.get_running_loop().create_task(self._write(linger))
+            self._writer = asyncio.get_running_loop().create_task(self._write())
 
-    async def _write(self, linger: bool) -> None:
+    async def _lingered(self) -> None:
+        """LINGER seconds, or until a caller waits for a write."""
+        self._wake = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._wake.wait(), LINGER)
+        except TimeoutError:
+            pass
+        finally:
+            self._wake = None
+
+    async def _write(self) -> None:
         assert self.store is not None
-        if linger and not self._waiting:
-            self._wake = asyncio.Event()
-            try:
-                await asyncio.wait_for(self._wake.wait(), LINGER)
-            except TimeoutError:
-                pass
-            finally:
-                self._wake = None
         while self._queued:
+            # Each batch no caller waits for lingers: the bindings that come meanwhile go
+            # with it (one transaction, one hop to the store's thread, per LINGER), also
+            # those that came while the last write was on its way.
+            if not self._waiting and not self._flushing:
+                await self._lingered()
             items, self._queued = list(self._queued.items()), {}
             waiting, self._waiting = self._waiting, []
             try:
@@ -140,17 +161,24 @@ class Owners:
                     if not done.done():
                         done.set_exception(store_unavailable("the gateway is closing"))
                 raise exc
-            for (key, _), value in zip(items, bound, strict=True):
-                if value in ARMS:  # another process bound it first: follow that
+            for (key, mine), value in zip(items, bound, strict=True):
+                if value != mine and value in ARMS:  # another process bound it first
                     self._remember(key, value)
             for done in waiting:
                 if not done.done():
                     done.set_result(None)
 
     async def flushed(self) -> None:
-        """The bindings taken so far, written (a closing gateway's last write)."""
-        if self._queued:
-            self._start(linger=False)
-        writer = self._writer
-        if writer is not None and not writer.done():
-            await asyncio.wait([writer])
+        """The bindings taken so far, written (a closing gateway's last write: it does
+        not linger)."""
+        self._flushing = True
+        try:
+            if self._wake is not None:
+                self._wake.set()
+            if self._queued:
+                self._start()
+            writer = self._writer
+            if writer is not None and not writer.done():
+                await asyncio.wait([writer])
+        finally:
+            self._flushing = False

@@ -46,6 +46,12 @@ log = structlog.get_logger("a2a_gateway.migration")
 
 SHADOW_BINDING = "migration-shadow"  # the client binding of a copy (logs, the task index)
 Resolve = Callable[[Call], Awaitable[Backend]]
+Reading = Callable[[], ProtoMessage | None]  # the primary's answer, read when compared
+
+
+def _read(reading: Reading) -> Outcome:
+    answer = reading()
+    return answer if answer is not None else pb.Task()
 
 
 def copy_of(call: Call) -> Call:
@@ -114,7 +120,7 @@ class _Ids:
 
     __slots__ = ("learn", "wanted")
 
-    def __init__(self, ids: Counterparts, call: Call, primary: Outcome) -> None:
+    def __init__(self, ids: Counterparts, call: Call, primary: tuple[str, str]) -> None:
         self.wanted: Wanted = ids.wanted(call.request)
         learns = call.op.name in (ops.SEND, ops.STREAM)
         self.learn: Learn = ids.expect(primary) if learns else _nothing
@@ -162,23 +168,29 @@ class Shadow:
         """Copies running now (compared or not yet)."""
         return len(self._running)
 
-    def mirror(self, call: Call, answer: Outcome, seconds: float) -> None:
-        """Start the copy of ``call``, whose primary answered ``answer`` in ``seconds``;
-        skipped (and counted) when max_concurrent copies are running."""
+    def mirror(self, call: Call, answer: Outcome | Reading, seconds: float,
+               ids: tuple[str, str] | None = None) -> None:
+        """Start the copy of ``call``, whose primary answered ``answer`` in ``seconds``
+        (or a function that reads it: an answer passed through as the agent sent it,
+        read by the copy; ``ids``: the task and conversation it shows, read by the
+        caller); skipped (and counted) when max_concurrent copies are running."""
         if len(self._running) >= self.config.max_concurrent:
             self.stats.shadow.skipped += 1
             MIGRATION_COMPARISONS.labels(self.tenant, "skipped").inc()
             return
-        copies = [_Ids(self.counterparts, call, answer)]
+        if ids is None:
+            ids = outcome_ids(None if callable(answer) else answer)
+        copies = [_Ids(self.counterparts, call, ids)]
         if self.config.aa:
-            copies.append(_Ids(self.aa_counterparts, call, answer))
+            copies.append(_Ids(self.aa_counterparts, call, ids))
         task = asyncio.get_running_loop().create_task(self._run(call, answer, seconds, copies))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
 
-    async def _run(self, call: Call, primary: Outcome, primary_seconds: float,
+    async def _run(self, call: Call, answer: Outcome | Reading, primary_seconds: float,
                    copies: list[_Ids]) -> None:
         try:
+            primary = _read(answer) if callable(answer) else answer
             candidate, seconds, err = await self._made(self._candidate, call, copies[0])
             verdict = verdict_of(err)
             # Counted for the candidate as its rollback counts it: in shadow mode the

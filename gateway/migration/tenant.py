@@ -8,8 +8,9 @@ Which agent serves a call:
   migration);
 - a message in a conversation (its contextId) whose owner is bound: that owner;
 - a new conversation: by a stable hash of tenant + contextId (the caller's principal when
-  there is no context yet; the request id without a principal) against the share now;
-  its owner is bound once its answer (or stream) shows its ids;
+  there is no context yet) against the share now, at random with the share's odds when
+  there is neither (nothing stable to hash); its owner is bound once its answer (or
+  stream) shows its ids;
 - anything else (the extended card): the primary. ListTasks is answered from the task
   index, which holds both agents' tasks.
 """
@@ -17,7 +18,9 @@ Which agent serves a call:
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable
+from functools import partial
 from typing import Any
 
 import structlog
@@ -25,7 +28,7 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
 from gateway.config.migration import MigrationConfig
-from gateway.egress.base import Backend
+from gateway.egress.base import Backend, read_passed
 from gateway.migration.api import Move
 from gateway.migration.control import Control, configured_share
 from gateway.migration.counterparts import ids_of
@@ -53,9 +56,10 @@ class TenantMigration:
     def __init__(self, name: str, config: MigrationConfig, primary: TenantRoute,
                  candidate: TenantRoute, store: Store | None,
                  previous: TenantMigration | None = None,
-                 retarget: Retarget | None = None) -> None:
+                 retarget: Retarget | None = None, waits: bool = True) -> None:
         """``retarget``: makes a call's push config again for the agent it falls back to
-        (the push relay's)."""
+        (the push relay's); ``waits``: other processes read ``store`` (the candidate's
+        bindings are written before its answer goes out: owners.py)."""
         self.name = name
         self.retarget = retarget
         self.config = config
@@ -64,6 +68,7 @@ class TenantMigration:
         self.owners: Owners = (previous.owners if previous is not None
                                else Owners(store, config.owner_ttl))
         self.owners.ttl = config.owner_ttl
+        self.owners.waits = waits
         self.control = Control(name, config, store,
                                on_share=MIGRATION_SHARE.labels(name).set)
         self.stats = TenantStats(config.rollback, config.keep)
@@ -73,11 +78,9 @@ class TenantMigration:
         self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
                              candidate.backend, primary.backend, self.check_rollback)
         self._rolling: asyncio.Task[None] | None = None
+        mode = config.mode
+        self.shadowing = mode == "shadow" or (mode == "canary" and config.shadow.with_canary)
 
-    @property
-    def shadowing(self) -> bool:
-        mode = self.config.mode
-        return mode == "shadow" or (mode == "canary" and self.config.shadow.with_canary)
 
     # ------------------------------------------------------------ the choice
 
@@ -108,10 +111,12 @@ class TenantMigration:
         share = self.control.current()
         if share <= 0:
             return PRIMARY
+        if context_id:
+            return arm_for(self.name, context_id, share)
         principal = call.ctx.principal
-        key = context_id or (f"principal:{principal.key}" if principal is not None
-                             else f"request:{call.ctx.facts.request_id}")
-        return arm_for(self.name, key, share)
+        if principal is not None:
+            return arm_for(self.name, f"principal:{principal.key}", share)
+        return CANDIDATE if random.random() < share else PRIMARY
 
     async def _looked_up(self, call: Call, passage: Passage, task_id: str,
                          context_id: str) -> None:
@@ -133,7 +138,7 @@ class TenantMigration:
         if arm == PRIMARY:
             if self.shadowing and self.shadow.wants(call):
                 ticket.shadowed = True
-                passage.canonical = True  # the copy compares the canonical answer
+                ticket.backend = passage.backend  # its answer, passed through, read later
                 if passage.streaming:
                     ticket.events = []
             return None
@@ -159,23 +164,38 @@ class TenantMigration:
     # ------------------------------------------------------------ after the answer
 
     def answered(self, call: Call, ticket: Ticket, answer: Any) -> Awaitable[None] | None:
-        """Bind the owner of what a call's answer shows (a new conversation's, or one
-        the candidate serves); mirror the call when it is shadowed."""
-        if ticket.shadowed and isinstance(answer, pb.Task | pb.Message | pb.SendMessageResponse
-                                          | pb.AgentCard):
-            self.shadow.mirror(call, answer, ticket.seconds)
+        """Count a unary call's answer for its arm; bind the owner of what it shows (a
+        new conversation's, or one the candidate serves); mirror the call when it is
+        shadowed."""
+        ticket.seconds = call.ctx.outcome.backend_seconds or 0.0
+        ticket.count("ok")
+        if ticket.done and not ticket.shadowed:
+            return None
+        wire = isinstance(answer, WireAnswer)
+        task_id, context_id = _wire_ids(call, answer) if wire else ids_of(answer)
+        if ticket.shadowed:
+            self._mirror(call, ticket, answer, (task_id, context_id))
         if ticket.done:
             return None
-        task_id, context_id = (_wire_ids(call, answer) if isinstance(answer, WireAnswer)
-                               else ids_of(answer))
         if not (task_id or context_id):
             return None
         ticket.done = True
         keys = self._keys(ticket, task_id, context_id)
-        if ticket.arm == CANDIDATE:
+        if ticket.arm == CANDIDATE and self.owners.waits:
             return self.owners.bind(keys, CANDIDATE)
-        self.owners.bind_later(keys, PRIMARY)
+        self.owners.bind_later(keys, ticket.arm)
         return None
+
+    def _mirror(self, call: Call, ticket: Ticket, answer: Any, ids: tuple[str, str]) -> None:
+        """Start the copy of a shadowed call the primary answered. An answer passed
+        through as the agent sent it is read the translated way by the copy, after the
+        client has it: shadowing keeps the client's call as it would be without."""
+        backend = ticket.backend
+        if isinstance(answer, WireAnswer) and backend is not None:
+            self.shadow.mirror(call, partial(read_passed, call, backend, answer),
+                               ticket.seconds, ids)
+        elif isinstance(answer, pb.Task | pb.Message | pb.SendMessageResponse | pb.AgentCard):
+            self.shadow.mirror(call, answer, ticket.seconds, ids)
 
     def _keys(self, ticket: Ticket, task_id: str, context_id: str) -> list[str]:
         keys = []

@@ -24,8 +24,9 @@ class Migrations:
     def __init__(self, config: GatewayConfig, routes: dict[str, TenantRoute],
                  make_route: RouteFactory, store: Store | None,
                  previous: Migrations | None = None, retarget: Retarget | None = None,
-                 ) -> None:
-        """``retarget``: the push relay's, for a call that falls back to the primary."""
+                 waits: bool = True) -> None:
+        """``retarget``: the push relay's, for a call that falls back to the primary;
+        ``waits``: other processes read ``store`` (the task index's rule)."""
         self.active: dict[str, TenantMigration] = {}
         self.configured: list[str] = []  # every tenant with a migration block
         for name, tenant in config.tenants.items():
@@ -38,7 +39,7 @@ class Migrations:
             before = previous.active.get(name) if previous is not None else None
             self.active[name] = TenantMigration(
                 name, m, routes[name], make_route(name, m.candidate), store, before,
-                retarget)
+                retarget, waits)
 
     def merged(self, tenant: str) -> bool:
         """Whether ListTasks of ``tenant`` is answered from the task index (both agents'

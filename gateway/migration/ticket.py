@@ -1,8 +1,8 @@
 """One call's place in a migration: the arm that serves it, whether it starts a
-conversation, and what its shadow copy compares. It is the call's hold around the backend
-(its time and verdict counted for its arm), the first sight of a stream's task (whose
-owner is bound before the client learns its id), and a stream's recorder of events for
-the shadow copy."""
+conversation, and what its shadow copy compares. It counts the call's time and verdict
+for its arm (a unary call's when the stage leaves or fails, a stream's as its hold), is
+the first sight of a stream's task (whose owner is bound before the client learns its
+id), and a stream's recorder of events for the shadow copy."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
 from gateway.migration.counterparts import ids_of
 from gateway.migration.shadow import Shadow, verdict_of
-from gateway.migration.stats import TenantStats
+from gateway.migration.stats import TenantStats, Verdict
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
 from gateway.observability.metrics import migration_call
 from translators import operations as ops
@@ -54,7 +54,6 @@ class Passage(Protocol):
     route: TenantRoute
     streaming: bool
     backend: Backend | None
-    canonical: bool
     migration: object | None
 
     @property
@@ -68,7 +67,7 @@ _MAY_START = frozenset({ops.SEND, ops.STREAM})
 
 
 class Ticket:
-    __slots__ = ("arm", "call", "done", "events", "migration", "new", "seconds",
+    __slots__ = ("arm", "backend", "call", "done", "events", "migration", "new", "seconds",
                  "shadowed", "started", "streaming")
 
     def __init__(self, migration: Migrating, call: Call, arm: Arm, new: bool,
@@ -79,6 +78,7 @@ class Ticket:
         self.new = new  # a new conversation: its owner is bound once its ids are known
         self.streaming = streaming
         self.shadowed = False
+        self.backend: Backend | None = None  # a shadowed call's (its answer read later)
         self.started = 0.0
         self.seconds = 0.0
         # Nothing to bind (as a stream's first sight): the primary's call that is no new
@@ -93,28 +93,38 @@ class Ticket:
         self.migration.fell_back(self.call)
         self.arm = PRIMARY
 
-    # ------------------------------------------------ the hold around the backend
+    # ------------------------------------------------ the call's time and verdict
+
+    def count(self, verdict: Verdict) -> None:
+        """The call's verdict and time (:attr:`seconds`), counted for its arm."""
+        m = self.migration
+        m.stats.call(self.arm, self.seconds, verdict)
+        migration_call(m.name, self.arm, verdict)
+        if verdict != "ok" and self.arm == CANDIDATE:
+            m.check_rollback()
+
+    def failed(self, error: Exception) -> None:
+        """A unary call whose backend exchange failed (the stage's ``failed``)."""
+        self.seconds = self.call.ctx.outcome.backend_seconds or 0.0
+        self.count(verdict_of(error) if isinstance(error, A2AError | TimeoutError)
+                   else "error")
+        if self.shadowed and isinstance(error, A2AError):
+            self.migration.shadow.mirror(self.call, error, self.seconds)
+
+    # ------------------------------------------------ a stream's hold
 
     async def __aenter__(self) -> None:
         self.started = time.monotonic()
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        outcome = self.call.ctx.outcome
-        took = time.monotonic() - self.started
-        self.seconds = (outcome.backend_seconds if self.streaming
-                        and outcome.backend_seconds is not None else took)
-        verdict = verdict_of(exc) if isinstance(exc, A2AError | TimeoutError) else (
-            "ok" if exc is None else "error")
         if exc is not None and not isinstance(exc, Exception):  # cancelled: no verdict
             return
-        m = self.migration
-        m.stats.call(self.arm, self.seconds, verdict)
-        migration_call(m.name, self.arm, verdict)
-        if self.arm == CANDIDATE and verdict != "ok":
-            m.check_rollback()
-        if self.shadowed and isinstance(exc, A2AError) and not self.streaming:
-            m.shadow.mirror(self.call, exc, self.seconds)
+        backend_seconds = self.call.ctx.outcome.backend_seconds
+        self.seconds = (backend_seconds if backend_seconds is not None
+                        else time.monotonic() - self.started)
+        self.count(verdict_of(exc) if isinstance(exc, A2AError | TimeoutError) else (
+            "ok" if exc is None else "error"))
 
     # ------------------------------------------------ a stream's first sight of its task
 

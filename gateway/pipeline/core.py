@@ -111,7 +111,8 @@ class Gateway:
                 name, c, session, effective(config.auth, config.tenants[name].auth)
                 .backend_tls),
             store, previous.migration if previous is not None else None,
-            retarget=self.relay.rewrite_again)  # a fallback's push config made again
+            retarget=self.relay.rewrite_again,  # a fallback's push config made again
+            waits=self.tasks.waits)
         self.tasks.merged = frozenset(self.migration.active)
         # What every call passes, in order, unary and stream alike.
         self.stages = standard_stages(config, self.auth, self.tasks, self.listing,
@@ -206,10 +207,15 @@ class Gateway:
             try:
                 answer = await (backend.forward(call) if passage.forward
                                 else backend.unary(call))
-            except A2AError as err:
-                call.ctx.outcome.backend_error = err.kind.reason
+            except Exception as err:
+                outcome = call.ctx.outcome
+                outcome.backend_seconds = time.monotonic() - started
+                if isinstance(err, A2AError):
+                    outcome.backend_error = err.kind.reason
+                if self.stages.fails:
+                    self.stages.failed(call, passage, err)
                 raise
-            finally:
+            finally:  # also when cancelled
                 call.ctx.outcome.backend_seconds = time.monotonic() - started
         return await self.stages.leave(call, passage, answer)
 

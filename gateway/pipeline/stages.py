@@ -1,7 +1,7 @@
 """The stages every call passes, in one ordered list shared by unary calls and streams
 (after mitmproxy's ordered addons and Envoy's filter chains).
 
-A stage has up to three hooks, each optional:
+A stage has up to four hooks, each optional:
 
 - ``enter(call, passage)``, before the backend, in list order: it may refuse the call
   (raise A2AError), pick what the call goes to, or rewrite the request. It returns None
@@ -13,7 +13,11 @@ A stage has up to three hooks, each optional:
 - ``leave(call, passage, answer)``, after a unary answer, in list order: it may record or
   rewrite the answer; what must be waited for before the answer goes out it leaves in
   ``passage.wait``. A stream's events pass the stream filters instead
-  (gateway/streams/plan.py).
+  (gateway/streams/plan.py);
+- ``failed(call, passage, error)``, when a unary call's backend exchange ends in an
+  error instead (the error goes on to the client as it was): what a stage counts of
+  every call, answered or not, it counts in ``leave`` and here, with no hold around the
+  backend for it.
 
 Counting, logging and tracing the call's end are not a stage: they are the call's one
 exit, ``observe.finish``, which the ingress (unary) and the stream driver call once.
@@ -55,8 +59,6 @@ class Passage:
     forward: bool = False
     local: Callable[[Call], Awaitable[Answer]] | None = None
     wait: Awaitable[None] | None = None  # a leave's work the answer waits for
-    # A stage needs the canonical answer (a shadow copy compares it): not passed through.
-    canonical: bool = False
     # The migration's record of the call (gateway/migration/stage.py): its arm, what its
     # shadow copy compares. None for a tenant without a migration.
     migration: object | None = None
@@ -83,6 +85,7 @@ async def _both(first: Awaitable[None], second: Awaitable[None]) -> None:
 Enter = Callable[[Call, Passage], Awaitable[None] | None]
 Hold = Callable[[Call, Passage], AbstractAsyncContextManager[None] | None]
 Leave = Callable[[Call, Passage, Answer], Answer]
+Failed = Callable[[Call, Passage, Exception], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,7 @@ class Stage:
     enter: Enter | None = None
     hold: Hold | None = None
     leave: Leave | None = None
+    failed: Failed | None = None
 
 
 @dataclass(frozen=True)
@@ -101,11 +105,13 @@ class Stages:
     enters: tuple[Enter, ...] = field(init=False)
     holds: tuple[Hold, ...] = field(init=False)
     leaves: tuple[Leave, ...] = field(init=False)
+    fails: tuple[Failed, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "enters", tuple(s.enter for s in self.stages if s.enter))
         object.__setattr__(self, "holds", tuple(s.hold for s in self.stages if s.hold))
         object.__setattr__(self, "leaves", tuple(s.leave for s in self.stages if s.leave))
+        object.__setattr__(self, "fails", tuple(s.failed for s in self.stages if s.failed))
 
     @property
     def names(self) -> list[str]:
@@ -127,6 +133,10 @@ class Stages:
         if passage.wait is not None:
             await passage.wait
         return answer
+
+    def failed(self, call: Call, passage: Passage, error: Exception) -> None:
+        for failed in self.fails:
+            failed(call, passage, error)
 
     def held(self, call: Call, passage: Passage) -> AbstractAsyncContextManager[None]:
         """The holds of the call, as one context: nothing, the one hold itself (the usual

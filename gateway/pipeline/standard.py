@@ -127,8 +127,8 @@ def _migration(migrations: Migrations) -> Stage | None:
         return None if m is None else m.choose(call, passage)
 
     def hold(call: Call, passage: Passage) -> AbstractAsyncContextManager[None] | None:
-        ticket = passage.migration
-        return ticket if isinstance(ticket, Ticket) else None
+        ticket = passage.migration  # a stream's (a unary call's: leave or failed)
+        return ticket if passage.streaming and isinstance(ticket, Ticket) else None
 
     def leave(call: Call, passage: Passage, answer: Answer) -> Answer:
         ticket = passage.migration
@@ -136,7 +136,12 @@ def _migration(migrations: Migrations) -> Stage | None:
             passage.also_wait(ticket.migration.answered(call, ticket, answer))
         return answer
 
-    return Stage("migration", enter, hold, leave)
+    def failed(call: Call, passage: Passage, error: Exception) -> None:
+        ticket = passage.migration
+        if isinstance(ticket, Ticket):
+            ticket.failed(error)
+
+    return Stage("migration", enter, hold, leave, failed)
 
 
 async def _fetch_card(call: Call, passage: Passage) -> None:
@@ -168,7 +173,7 @@ def _pass_through(call: Call, passage: Passage) -> None:
     """Same dialect object on both sides first: a translated call asks no more."""
     client, backend = call.dialect, passage.backend
     assert backend is not None  # the router's
-    if passage.streaming or passage.canonical or client is None \
+    if passage.streaming or client is None \
             or client is not backend.dialect \
             or call.wire is None or not passage.route.config.pass_through \
             or not forwardable(call.op, call.request, client, backend.dialect,

@@ -4,10 +4,16 @@ by the other), the canary's share moved in one process and read in the other."""
 
 from __future__ import annotations
 
+import asyncio
+
+import pytest
+
 from gateway.config.migration import MigrationConfig
+from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
 from gateway.migration.owners import Owners
 from tests.state.conftest import MakeStore
+from tests.support.waiting import wait_until
 
 
 async def test_claims_can_be_read_and_rebound(make_store: MakeStore) -> None:
@@ -101,3 +107,58 @@ async def test_bindings_are_written_together_and_the_first_writer_wins(
     assert await b.store.claimed("migration:shop:task:t-1") == "candidate"  # type: ignore[union-attr]
     assert b.known("shop", "task", "t-1") == "candidate"
     assert await Owners(make_store(), 60).owner("shop", "context", "c-1") == "candidate"
+
+
+class _GatedWrites:
+    """The store's claim_all, counted, and held at a gate the test opens."""
+
+    def __init__(self, owners: Owners) -> None:
+        assert owners.store is not None
+        self.store = owners.store
+        self.real = owners.store.claim_all
+        self.writes: list[list[str]] = []
+        self.gate = asyncio.Event()
+        self.gate.set()
+        owners.store.claim_all = self.claim_all  # type: ignore[method-assign]
+
+    async def claim_all(self, items: list[tuple[str, str]], ttl: float) -> list[str | None]:
+        self.writes.append([key for key, _ in items])
+        await self.gate.wait()
+        return await self.real(items, ttl)
+
+
+async def test_bindings_no_call_waits_for_linger_even_behind_a_write(
+        make_store: MakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A binding that came while a write was on its way lingers for the next one: a write
+    # right behind each write was one hop to the store per new conversation.
+    monkeypatch.setattr(owners_module, "LINGER", 3600.0)  # only a waiting call ends it
+    owners = Owners(make_store(), 60)
+    gated = _GatedWrites(owners)
+    gated.gate.clear()
+    waiting = asyncio.create_task(owners.bind(["k-wait"], "candidate"))
+    await wait_until(lambda: gated.writes, "the first write started")
+    owners.bind_later(["k-1"], "primary")
+    owners.bind_later(["k-2"], "primary")
+    gated.gate.set()
+    await waiting
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert gated.writes == [["k-wait"]]  # k-1 and k-2 linger
+    await owners.bind(["k-3"], "candidate")
+    assert gated.writes == [["k-wait"], ["k-1", "k-2", "k-3"]]
+    assert await gated.store.claimed("k-2") == "primary"
+
+
+async def test_alone_a_binding_is_written_with_the_next_batch_and_followed_at_once(
+        make_store: MakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One process alone on its store (`wait_for_writes: auto`): nothing reads the store
+    # but itself, so the candidate's binding does not hold up its answer.
+    monkeypatch.setattr(owners_module, "LINGER", 3600.0)
+    owners = Owners(make_store(), 60, waits=False)
+    gated = _GatedWrites(owners)
+    await owners.bind(["migration:shop:context:c-1"], "candidate")
+    assert gated.writes == []
+    assert owners.known("shop", "context", "c-1") == "candidate"
+    await owners.flushed()  # a closing gateway's write does not linger
+    assert gated.writes == [["migration:shop:context:c-1"]]
+    assert await gated.store.claimed("migration:shop:context:c-1") == "candidate"

@@ -168,3 +168,27 @@ async def test_the_a_a_copies_carry_on_their_own_conversation() -> None:
         "", "", "p-task-0", "p-task-1"]
     counts = shadow.stats.shadow
     assert (counts.agreed, counts.aa_compared, dict(counts.noise)) == (2, 2, {})
+
+
+async def test_an_answer_passed_through_is_read_by_the_copy_not_on_the_clients_path(
+        ) -> None:
+    # The client's call stays passed through: the copy gets a function that reads the
+    # primary's answer, and the ids that answer shows (read from its wire form).
+    primary, candidate = Agent("p"), Agent("c")
+    shadow = make_shadow(primary, candidate)
+    made = call(ops.SEND, message("ask"))
+    answer = await primary.unary(made)
+    reads: list[str] = []
+
+    def read() -> Any:
+        reads.append("read")
+        return answer
+
+    shadow.mirror(made, read, 0.001, (answer.task.id, answer.task.context_id))
+    assert reads == []  # not read while the client's answer goes out
+    await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
+    assert reads == ["read"]
+    assert shadow.stats.shadow.agreed == 1
+    # The ids given were learned: a follow-up's copy names the candidate's own task.
+    await answered(shadow, primary, ops.GET_TASK, pb.GetTaskRequest(id=answer.task.id))
+    assert [r.id for r in candidate.sent(ops.GET_TASK)] == ["c-task-0"]

@@ -1,7 +1,7 @@
-"""Which calls of a tenant in migration mode must be answered canonically, so that their
-answer's ids are bound to their agent (gateway/migration/tenant.py, ticket.py): a new
-conversation and the candidate's messages; not a call on a task whose owner is known,
-which is forwarded as sent (pass-through) as any other call is."""
+"""Which calls of a tenant in migration mode bind their answer's ids to their agent
+(gateway/migration/tenant.py, ticket.py): a new conversation and the candidate's
+messages, read from the answer whether it was translated or passed through as the agent
+sent it; not a call on a task whose owner is known."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from gateway.pipeline.stages import Passage
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V10
+from translators.errors import a2a_error
 
 
 def route(url: str) -> Any:
@@ -67,7 +68,7 @@ async def test_a_get_task_on_the_candidates_task_goes_there_and_may_be_passed_th
     passage = await chosen(m, c)
     assert passage.backend is m.candidate.fixed_backend
     assert ticket(passage).arm == CANDIDATE
-    assert ticket(passage).done and not passage.canonical
+    assert ticket(passage).done
     # Its answer shows its own task: nothing to bind, nothing waited for.
     assert m.answered(c, ticket(passage), pb.Task(id="t-c", context_id="c-c")) is None
 
@@ -78,7 +79,7 @@ async def test_a_message_in_the_candidates_conversation_binds_the_task_it_starts
     c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
         message_id="m", context_id="c-c", parts=[pb.Part(text="again")])))
     passage = await chosen(m, c)
-    assert ticket(passage).arm == CANDIDATE and not passage.canonical
+    assert ticket(passage).arm == CANDIDATE
     bound = m.answered(c, ticket(passage), pb.SendMessageResponse(
         task=pb.Task(id="t-new", context_id="c-c")))
     assert bound is not None
@@ -92,7 +93,7 @@ async def test_a_new_conversation_passed_through_binds_the_ids_of_its_wire_answe
         message_id="m", parts=[pb.Part(text="hello")])))
     c.dialect = JSONRPC_V10  # the client's, which the agent speaks: passed through
     passage = await chosen(m, c)
-    assert ticket(passage).arm == CANDIDATE and not passage.canonical
+    assert ticket(passage).arm == CANDIDATE
     answer = WireAnswer(b"", 200, {"jsonrpc": "2.0", "id": 1, "result": {"task": {
         "id": "t-w", "contextId": "c-w", "status": {"state": "TASK_STATE_WORKING"}}}})
     bound = m.answered(c, ticket(passage), answer)
@@ -107,7 +108,7 @@ async def test_the_primarys_new_conversation_binds_in_the_background() -> None:
     c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
         message_id="m", parts=[pb.Part(text="hello")])))
     passage = await chosen(m, c)
-    assert ticket(passage).arm == PRIMARY and not passage.canonical
+    assert ticket(passage).arm == PRIMARY
     # The primary's bindings go with the next write: the answer waits for nothing.
     assert m.answered(c, ticket(passage), pb.SendMessageResponse(
         task=pb.Task(id="t-p", context_id="c-p"))) is None
@@ -119,4 +120,18 @@ async def test_the_primarys_get_task_binds_nothing() -> None:
     m = migration(share=1.0)
     passage = await chosen(m, call(ops.GET_TASK, pb.GetTaskRequest(id="t-old")))
     assert passage.backend is m.primary.fixed_backend
-    assert ticket(passage).done and not passage.canonical
+    assert ticket(passage).done
+
+
+async def test_a_candidates_failed_call_is_counted_against_it_without_a_hold() -> None:
+    m = migration(share=1.0)
+    c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(m, c)
+    assert ticket(passage).arm == CANDIDATE
+    c.ctx.outcome.backend_seconds = 0.25
+    ticket(passage).failed(a2a_error("BackendUnavailableError", "refused"))
+    counts = m.stats.arms[CANDIDATE]
+    assert (counts.calls, counts.errors, list(counts.latencies)) == (1, 1, [0.25])
+    ticket(passage).failed(a2a_error("TaskNotFoundError", "no such task"))  # the caller's
+    assert (counts.calls, counts.errors) == (2, 1)

@@ -129,3 +129,16 @@ async def test_leaves_run_in_order_then_their_pending_work_once() -> None:
         _call(), _passage(), pb.Task(id="t"))
     assert isinstance(out, pb.Task) and out.id == "rewritten"
     assert log == ["record", "rewrite", "written"]
+
+
+async def test_failed_hooks_see_the_backends_error_in_order() -> None:
+    seen: list[str] = []
+
+    def counted(name: str) -> Any:
+        def failed(call: Call, passage: Passage, error: Exception) -> None:
+            seen.append(f"{name}: {error}")
+        return failed
+
+    stages = build([Stage("a", failed=counted("a")), Stage("b"), Stage("c", failed=counted("c"))])
+    stages.failed(_call(), _passage(), ValueError("down"))
+    assert seen == ["a: down", "c: down"]
