@@ -182,16 +182,21 @@ def wire_facts(binding: str, version: str, op: str, body: bytes) -> list[TaskFac
     bytes). Never raises: what does not parse names no task."""
     if op not in TASK_ANSWERS or (op == ops.LIST_TASKS and version == V03):
         return []
-    document: Any
+    document = wire_document(binding, version, op, body)
+    return [] if document is None else document_facts(binding, version, op, document)
+
+
+def wire_document(binding: str, version: str, op: str, body: bytes) -> Any:
+    """What an answer's bytes read as (the JSON document, or the gRPC message), as the
+    pass-through check reads it: None when they do not parse. Never raises."""
     try:
         if binding == "GRPC":
-            document = wire_method(ops.BY_NAME[op], as_version(version)).response.FromString(body)
-        else:
-            # Only the first JSON value is read, without json.loads' encoding sniffing.
-            document, _ = _DECODER.raw_decode(body.decode("utf-8").lstrip())
+            return wire_method(ops.BY_NAME[op], as_version(version)).response.FromString(body)
+        # Only the first JSON value is read, without json.loads' encoding sniffing.
+        document, _ = _DECODER.raw_decode(body.decode("utf-8").lstrip())
     except (DecodeError, KeyError, ValueError, RecursionError):
-        return []  # UnicodeDecodeError is a ValueError
-    return document_facts(binding, version, op, document)
+        return None  # UnicodeDecodeError is a ValueError
+    return document
 
 
 def _json_ids(result: object) -> tuple[str, str]:
@@ -215,15 +220,10 @@ def answer_ids(binding: str, version: str, op: str, body: bytes,
     not parse shows nothing ("", "")."""
     if op != ops.SEND:
         return "", ""
-    try:
+    if document is None:
+        document = wire_document(binding, version, op, body)
         if document is None:
-            if binding == "GRPC":
-                document = wire_method(ops.BY_NAME[op], as_version(version)
-                                       ).response.FromString(body)
-            else:
-                document, _ = _DECODER.raw_decode(body.decode("utf-8").lstrip())
-    except (DecodeError, KeyError, ValueError, RecursionError):
-        return "", ""
+            return "", ""
     if binding == "GRPC":
         kind = document.WhichOneof("payload")
         if kind == "task":

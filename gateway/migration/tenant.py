@@ -269,7 +269,7 @@ def _wire_ids(call: Call, answer: WireAnswer) -> tuple[str, str]:
     """The ids of an answer passed through as the agent sent it (read from what the
     gateway parsed of it, not decoded: a new conversation keeps its pass-through)."""
     dialect = call.dialect
-    if dialect is None or not 200 <= answer.status < 300:
+    if dialect is None or not 200 <= answer.status < 300 or call.op.name not in _CONVERSING:
         return "", ""
     return answer_ids(dialect.binding, dialect.version, call.op.name, answer.body,
                       answer.document)
