@@ -6,8 +6,9 @@ never changes while it lives, so the table is never stale).
 Bindings are written in batches, one store transaction for all that are waiting (a group
 commit): a call that must wait for its bindings (a new conversation the candidate took:
 a follow-up through any replica must find it) shares the write with every call waiting
-at that moment; the others (the primary's: an unbound task is the primary's anyway) go
-with the next write, up to QUEUED of them, and past that are dropped and counted.
+at that moment; the others (a conversation the primary took) go with the next write, up
+to QUEUED of them, and past that are dropped and counted. The primary's tasks are never
+written (a task no one bound is the primary's): only remembered (:meth:`remember`).
 
 No call waits when no other process reads the store (``waits`` false: one process alone
 on SQLite with `state.tasks.wait_for_writes: auto`, the task index's rule): this process
@@ -51,6 +52,11 @@ class Owners:
         self._writer: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None  # a caller waits: the linger ends now
         self._flushing = False  # closing: what is queued is written without a linger
+
+    def remember(self, key: str, arm: Arm) -> Arm:
+        """Follow ``key``'s owner in this process only (what needs no write: a task no
+        one bound is the primary's in every process)."""
+        return self._remember(key, arm)
 
     def _remember(self, key: str, arm: Arm) -> Arm:
         self._known[key] = arm

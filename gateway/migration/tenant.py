@@ -121,8 +121,10 @@ class TenantMigration:
     async def _looked_up(self, call: Call, passage: Passage, task_id: str,
                          context_id: str) -> None:
         arm: Arm | None = None
-        if task_id:
+        if task_id:  # a task no one bound is the primary's (its tasks are not written)
             arm = await self.owners.owner(self.name, "task", task_id)
+            if arm is None:
+                arm = self.owners.remember(owner_key(self.name, "task", task_id), PRIMARY)
         if arm is None and context_id:
             arm = await self.owners.owner(self.name, "context", context_id)
         new = arm is None and not task_id and call.op.name in _CONVERSING
@@ -181,6 +183,8 @@ class TenantMigration:
             return None
         ticket.done = True
         keys = self._keys(ticket, task_id, context_id)
+        if not keys:
+            return None
         if ticket.arm == CANDIDATE and self.owners.waits:
             return self.owners.bind(keys, CANDIDATE)
         self.owners.bind_later(keys, ticket.arm)
@@ -198,11 +202,17 @@ class TenantMigration:
             self.shadow.mirror(call, answer, ticket.seconds, ids)
 
     def _keys(self, ticket: Ticket, task_id: str, context_id: str) -> list[str]:
+        """The bindings to write: a new conversation's, and the candidate's task (a task
+        no one bound is the primary's: the primary's task is only remembered here)."""
         keys = []
         if context_id and ticket.new:
             keys.append(owner_key(self.name, "context", context_id))
         if task_id:
-            keys.append(owner_key(self.name, "task", task_id))
+            key = owner_key(self.name, "task", task_id)
+            if ticket.arm == CANDIDATE:
+                keys.append(key)
+            else:
+                self.owners.remember(key, PRIMARY)
         return keys
 
     async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str) -> None:

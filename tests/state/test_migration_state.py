@@ -7,13 +7,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from a2a.types import a2a_pb2 as pb
 
 from gateway.config.migration import MigrationConfig
 from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
 from gateway.migration.owners import Owners
 from tests.state.conftest import MakeStore
+from tests.support.migration_calls import call, chosen, migration, ticket
 from tests.support.waiting import wait_until
+from translators import operations as ops
 
 
 async def test_claims_can_be_read_and_rebound(make_store: MakeStore) -> None:
@@ -162,3 +165,32 @@ async def test_alone_a_binding_is_written_with_the_next_batch_and_followed_at_on
     await owners.flushed()  # a closing gateway's write does not linger
     assert gated.writes == [["migration:shop:context:c-1"]]
     assert await gated.store.claimed("migration:shop:context:c-1") == "candidate"
+
+
+async def test_the_primarys_tasks_are_not_written_and_another_process_reads_one_once(
+        make_store: MakeStore) -> None:
+    # A task no one bound is the primary's in every process: only the conversation the
+    # primary took is written; elsewhere its task is read once, then followed.
+    here = migration(share=0.0, store=make_store())  # every new conversation: the primary
+    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(here, sent)
+    assert here.answered(sent, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-p", context_id="c-p"))) is None
+    await here.owners.flushed()
+    store = make_store()
+    assert await store.claimed("migration:shop:context:c-p") == "primary"
+    assert await store.claimed("migration:shop:task:t-p") is None
+    there = migration(share=0.0, store=store)
+    reads: list[str] = []
+    real = store.claimed
+
+    async def counted(key: str) -> str | None:
+        reads.append(key)
+        return await real(key)
+
+    store.claimed = counted  # type: ignore[method-assign]
+    for _ in range(2):
+        got = await chosen(there, call(ops.GET_TASK, pb.GetTaskRequest(id="t-p")))
+        assert ticket(got).arm == "primary"
+    assert reads == ["migration:shop:task:t-p"]

@@ -5,59 +5,14 @@ sent it; not a call on a task whose owner is known."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any, cast
-
 from a2a.types import a2a_pb2 as pb
 
-from gateway.call import Call, CallContext, ClientFacts
-from gateway.config.backend import BackendConfig
-from gateway.config.migration import MigrationConfig
 from gateway.migration.sticky import CANDIDATE, PRIMARY
-from gateway.migration.tenant import TenantMigration
-from gateway.migration.ticket import Ticket
-from gateway.pipeline.stages import Passage
+from tests.support.migration_calls import call, chosen, migration, ticket
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V10
 from translators.errors import a2a_error
-
-
-def route(url: str) -> Any:
-    config = BackendConfig(url=url, version="1.0")
-    backend = SimpleNamespace(config=config, name=url)
-
-    async def resolve(call: Call) -> Any:
-        return backend
-
-    return SimpleNamespace(config=config, fixed_backend=backend, backend=resolve, label="")
-
-
-def migration(share: float) -> TenantMigration:
-    primary, candidate = route("http://127.0.0.1:1/"), route("http://127.0.0.1:2/")
-    config = MigrationConfig.model_validate({
-        "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"},
-        "mode": "canary", "canary": {"share": share}})
-    return TenantMigration("shop", config, primary, candidate, None)
-
-
-def call(op: str, request: Any) -> Call:
-    return Call(ops.BY_NAME[op], request,
-                CallContext(ClientFacts("JSONRPC"), "1.0", tenant="shop"))
-
-
-async def chosen(m: TenantMigration, c: Call) -> Passage:
-    passage = Passage(cast(Any, m.primary), streaming=False,
-                      backend=m.primary.fixed_backend)
-    waiting = m.choose(c, passage)
-    if waiting is not None:
-        await waiting
-    return passage
-
-
-def ticket(passage: Passage) -> Ticket:
-    assert isinstance(passage.migration, Ticket)
-    return passage.migration
 
 
 async def test_a_get_task_on_the_candidates_task_goes_there_and_may_be_passed_through(

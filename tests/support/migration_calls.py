@@ -1,0 +1,54 @@
+"""A tenant's migration without a gateway around it: routes whose backend is a name, calls
+as a client's JSON-RPC would make them, and the choice of their agent (the unit tests of
+gateway/migration and the store tests of its bindings)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any, cast
+
+from gateway.call import Call, CallContext, ClientFacts
+from gateway.config.backend import BackendConfig
+from gateway.config.migration import MigrationConfig
+from gateway.migration.tenant import TenantMigration
+from gateway.migration.ticket import Ticket
+from gateway.pipeline.stages import Passage
+from gateway.state import Store
+from translators import operations as ops
+
+
+def route(url: str) -> Any:
+    config = BackendConfig(url=url, version="1.0")
+    backend = SimpleNamespace(config=config, name=url)
+
+    async def resolve(call: Call) -> Any:
+        return backend
+
+    return SimpleNamespace(config=config, fixed_backend=backend, backend=resolve, label="")
+
+
+def migration(share: float, store: Store | None = None) -> TenantMigration:
+    primary, candidate = route("http://127.0.0.1:1/"), route("http://127.0.0.1:2/")
+    config = MigrationConfig.model_validate({
+        "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"},
+        "mode": "canary", "canary": {"share": share}})
+    return TenantMigration("shop", config, primary, candidate, store)
+
+
+def call(op: str, request: Any) -> Call:
+    return Call(ops.BY_NAME[op], request,
+                CallContext(ClientFacts("JSONRPC"), "1.0", tenant="shop"))
+
+
+async def chosen(m: TenantMigration, c: Call) -> Passage:
+    passage = Passage(cast(Any, m.primary), streaming=False,
+                      backend=m.primary.fixed_backend)
+    waiting = m.choose(c, passage)
+    if waiting is not None:
+        await waiting
+    return passage
+
+
+def ticket(passage: Passage) -> Ticket:
+    assert isinstance(passage.migration, Ticket)
+    return passage.migration
