@@ -7,12 +7,18 @@ from __future__ import annotations
 
 from a2a.types import a2a_pb2 as pb
 
+from gateway.call import Call
 from gateway.migration.sticky import CANDIDATE, PRIMARY
 from tests.support.migration_calls import call, chosen, migration, ticket
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.dialects.jsonrpc import JSONRPC_V10
 from translators.errors import a2a_error
+
+
+def new_conversation() -> Call:
+    return call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
 
 
 async def test_a_get_task_on_the_candidates_task_goes_there_and_may_be_passed_through(
@@ -60,8 +66,7 @@ async def test_a_new_conversation_passed_through_binds_the_ids_of_its_wire_answe
 
 async def test_the_primarys_new_conversation_binds_in_the_background() -> None:
     m = migration(share=0.0)
-    c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
-        message_id="m", parts=[pb.Part(text="hello")])))
+    c = new_conversation()
     passage = await chosen(m, c)
     assert ticket(passage).arm == PRIMARY
     # The primary's bindings go with the next write: the answer waits for nothing.
@@ -80,8 +85,7 @@ async def test_the_primarys_get_task_binds_nothing() -> None:
 
 async def test_a_candidates_failed_call_is_counted_against_it_without_a_hold() -> None:
     m = migration(share=1.0)
-    c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
-        message_id="m", parts=[pb.Part(text="hello")])))
+    c = new_conversation()
     passage = await chosen(m, c)
     assert ticket(passage).arm == CANDIDATE
     c.ctx.outcome.backend_seconds = 0.25
