@@ -8,9 +8,8 @@ Which agent serves a call:
   migration);
 - a message in a conversation (its contextId) whose owner is bound: that owner;
 - a new conversation: by a stable hash of tenant + contextId (the caller's principal when
-  there is no context yet) against the share now, at random with the share's odds when
-  there is neither (nothing stable to hash); its owner is bound once its answer (or
-  stream) shows its ids;
+  there is no context yet; the request id without a principal) against the share now;
+  its owner is bound once its answer (or stream) shows its ids;
 - anything else (the extended card): the primary. ListTasks is answered from the task
   index, which holds both agents' tasks.
 """
@@ -18,7 +17,6 @@ Which agent serves a call:
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import Awaitable
 from functools import partial
 from typing import Any
@@ -111,12 +109,10 @@ class TenantMigration:
         share = self.control.current()
         if share <= 0:
             return PRIMARY
-        if context_id:
-            return arm_for(self.name, context_id, share)
         principal = call.ctx.principal
-        if principal is not None:
-            return arm_for(self.name, f"principal:{principal.key}", share)
-        return CANDIDATE if random.random() < share else PRIMARY
+        key = context_id or (f"principal:{principal.key}" if principal is not None
+                             else f"request:{call.ctx.facts.request_id}")
+        return arm_for(self.name, key, share)
 
     async def _looked_up(self, call: Call, passage: Passage, task_id: str,
                          context_id: str) -> None:
