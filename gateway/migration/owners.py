@@ -54,16 +54,17 @@ class Owners:
         self._flushing = False  # closing: what is queued is written without a linger
 
     def remember(self, key: str, arm: Arm) -> Arm:
-        """Follow ``key``'s owner in this process only (what needs no write: a task no
-        one bound is the primary's in every process)."""
-        return self._remember(key, arm)
-
-    def _remember(self, key: str, arm: Arm) -> Arm:
+        """Follow ``key``'s owner in this process (only: what needs no write, as a task no
+        one bound is the primary's in every process; or what the store had)."""
         self._known[key] = arm
         self._known.move_to_end(key)
-        if len(self._known) > self.capacity:
-            self._known.popitem(last=False)
+        self._trim()
         return arm
+
+    def _trim(self) -> None:
+        known = self._known
+        while len(known) > self.capacity:
+            known.popitem(last=False)
 
     def known(self, tenant: str, kind: str, ident: str) -> Arm | None:
         """The owner this process already knows (no store read)."""
@@ -80,7 +81,7 @@ class Owners:
             found = await self.store.claimed(key)
         except StoreError as exc:
             raise store_unavailable("the migration's owners cannot be read now", exc) from exc
-        return self._remember(key, found) if found in ARMS else None
+        return self.remember(key, found) if found in ARMS else None
 
     async def claim(self, tenant: str, kind: str, ident: str, arm: Arm) -> Arm:
         """Bind one conversation or task to ``arm`` unless bound already; the bound arm."""
@@ -96,8 +97,7 @@ class Owners:
             return False
         for key in fresh:  # this process follows them at once (new keys go last)
             known[key] = arm
-        while len(known) > self.capacity:
-            known.popitem(last=False)
+        self._trim()
         if self.store is None:
             return False
         if not wait and len(self._queued) + len(fresh) > QUEUED:
@@ -169,7 +169,7 @@ class Owners:
                 raise exc
             for (key, mine), value in zip(items, bound, strict=True):
                 if value != mine and value in ARMS:  # another process bound it first
-                    self._remember(key, value)
+                    self.remember(key, value)
             for done in waiting:
                 if not done.done():
                     done.set_result(None)

@@ -49,8 +49,8 @@ Resolve = Callable[[Call], Awaitable[Backend]]
 Reading = Callable[[], ProtoMessage | None]  # the primary's answer, read when compared
 
 
-def _read(reading: Reading) -> Outcome:
-    answer = reading()
+def _answered(answer: ProtoMessage | None) -> Outcome:
+    """An answer as compared: an empty one as an empty task."""
     return answer if answer is not None else pb.Task()
 
 
@@ -169,17 +169,15 @@ class Shadow:
         return len(self._running)
 
     def mirror(self, call: Call, answer: Outcome | Reading, seconds: float,
-               ids: tuple[str, str] | None = None) -> None:
+               ids: tuple[str, str]) -> None:
         """Start the copy of ``call``, whose primary answered ``answer`` in ``seconds``
         (or a function that reads it: an answer passed through as the agent sent it,
-        read by the copy; ``ids``: the task and conversation it shows, read by the
-        caller); skipped (and counted) when max_concurrent copies are running."""
+        read by the copy), showing the task and conversation ``ids``; skipped (and
+        counted) when max_concurrent copies are running."""
         if len(self._running) >= self.config.max_concurrent:
             self.stats.shadow.skipped += 1
             MIGRATION_COMPARISONS.labels(self.tenant, "skipped").inc()
             return
-        if ids is None:
-            ids = outcome_ids(None if callable(answer) else answer)
         copies = [_Ids(self.counterparts, call, ids)]
         if self.config.aa:
             copies.append(_Ids(self.aa_counterparts, call, ids))
@@ -190,7 +188,7 @@ class Shadow:
     async def _run(self, call: Call, answer: Outcome | Reading, primary_seconds: float,
                    copies: list[_Ids]) -> None:
         try:
-            primary = _read(answer) if callable(answer) else answer
+            primary = _answered(answer()) if callable(answer) else answer
             candidate, seconds, err = await self._made(self._candidate, call, copies[0])
             verdict = verdict_of(err)
             # Counted for the candidate as its rollback counts it: in shadow mode the
@@ -247,7 +245,7 @@ class Shadow:
                     outcome: Outcome = await self._events(backend, copy)
                 else:
                     answer = await backend.unary(copy)
-                    outcome = answer if answer is not None else pb.Task()
+                    outcome = _answered(answer)
             return outcome, time.monotonic() - started, None
         except A2AError as err:
             return err, time.monotonic() - started, err

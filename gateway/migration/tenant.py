@@ -79,7 +79,6 @@ class TenantMigration:
         mode = config.mode
         self.shadowing = mode == "shadow" or (mode == "canary" and config.shadow.with_canary)
 
-
     # ------------------------------------------------------------ the choice
 
     def choose(self, call: Call, passage: Passage) -> Awaitable[None] | None:
@@ -169,8 +168,8 @@ class TenantMigration:
         ticket.count("ok")
         if ticket.done and not ticket.shadowed:
             return None
-        wire = isinstance(answer, WireAnswer)
-        task_id, context_id = _wire_ids(call, answer) if wire else ids_of(answer)
+        task_id, context_id = (_wire_ids(call, answer) if isinstance(answer, WireAnswer)
+                               else ids_of(answer))
         if ticket.shadowed:
             self._mirror(call, ticket, answer, (task_id, context_id))
         if ticket.done:
@@ -275,7 +274,7 @@ def _wire_ids(call: Call, answer: WireAnswer) -> tuple[str, str]:
     """The ids of an answer passed through as the agent sent it (read from what the
     gateway parsed of it, not decoded: a new conversation keeps its pass-through)."""
     dialect = call.dialect
-    if dialect is None or not 200 <= answer.status < 300 or call.op.name not in _CONVERSING:
+    if dialect is None or not 200 <= answer.status < 300:
         return "", ""
     return answer_ids(dialect.binding, dialect.version, call.op.name, answer.body,
                       answer.document)

@@ -16,7 +16,7 @@ from a2a.types import a2a_pb2 as pb
 from gateway.call import Call
 from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
-from gateway.migration.counterparts import ids_of
+from gateway.migration.counterparts import ids_of, outcome_ids
 from gateway.migration.shadow import Shadow, verdict_of
 from gateway.migration.stats import TenantStats, Verdict
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
@@ -106,10 +106,9 @@ class Ticket:
     def failed(self, error: Exception) -> None:
         """A unary call whose backend exchange failed (the stage's ``failed``)."""
         self.seconds = self.call.ctx.outcome.backend_seconds or 0.0
-        self.count(verdict_of(error) if isinstance(error, A2AError | TimeoutError)
-                   else "error")
+        self.count(verdict_of(error))
         if self.shadowed and isinstance(error, A2AError):
-            self.migration.shadow.mirror(self.call, error, self.seconds)
+            self.migration.shadow.mirror(self.call, error, self.seconds, ("", ""))
 
     # ------------------------------------------------ a stream's hold
 
@@ -123,8 +122,7 @@ class Ticket:
         backend_seconds = self.call.ctx.outcome.backend_seconds
         self.seconds = (backend_seconds if backend_seconds is not None
                         else time.monotonic() - self.started)
-        self.count(verdict_of(exc) if isinstance(exc, A2AError | TimeoutError) else (
-            "ok" if exc is None else "error"))
+        self.count(verdict_of(exc))
 
     # ------------------------------------------------ a stream's first sight of its task
 
@@ -148,5 +146,6 @@ class Ticket:
         if self.events is not None:
             recorded: Outcome = self.events
             self.migration.shadow.mirror(self.call, recorded,
-                                         self.call.ctx.outcome.backend_seconds or 0.0)
+                                         self.call.ctx.outcome.backend_seconds or 0.0,
+                                         outcome_ids(recorded))
         return ()

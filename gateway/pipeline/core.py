@@ -207,16 +207,15 @@ class Gateway:
             try:
                 answer = await (backend.forward(call) if passage.forward
                                 else backend.unary(call))
-            except Exception as err:
+            except BaseException as err:  # also cancelled: its time, but no stage's verdict
                 outcome = call.ctx.outcome
                 outcome.backend_seconds = time.monotonic() - started
                 if isinstance(err, A2AError):
                     outcome.backend_error = err.kind.reason
-                if self.stages.fails:
+                if self.stages.fails and isinstance(err, Exception):
                     self.stages.failed(call, passage, err)
                 raise
-            finally:  # also when cancelled
-                call.ctx.outcome.backend_seconds = time.monotonic() - started
+            call.ctx.outcome.backend_seconds = time.monotonic() - started
         return await self.stages.leave(call, passage, answer)
 
     @asynccontextmanager

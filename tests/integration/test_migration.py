@@ -105,7 +105,11 @@ async def test_a_candidate_that_stops_is_rolled_back_and_new_conversations_fall_
         assert report["events"][0]["kind"] == "rollback"
         assert report["events"][0]["by"] == "automatic"
         assert "candidate error rate" in report["events"][0]["reason"]
-        assert report["arms"]["candidate"]["fell_back"] >= 1
+        candidate_arm = report["arms"]["candidate"]
+        assert candidate_arm["fell_back"] >= 1
+        # Each refused new conversation, and each GetTask on its tasks (counted by the
+        # stage's failed hook), counts against the candidate.
+        assert candidate_arm["errors"] == candidate_arm["fell_back"] + len(owned), report
     finally:
         await primary.cleanup()
 

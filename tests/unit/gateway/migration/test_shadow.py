@@ -10,6 +10,7 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.migration import RollbackConfig, ShadowConfig
+from gateway.migration.counterparts import outcome_ids
 from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
 from tests.support.waiting import wait_until
@@ -95,7 +96,7 @@ async def answered(shadow: Shadow, primary: Agent, op: str, request: Any) -> Any
     comparison, and the cancel of a task it left), the answer."""
     made = call(op, request)
     answer = await primary.unary(made)
-    shadow.mirror(made, answer, 0.001)
+    shadow.mirror(made, answer, 0.001, outcome_ids(answer))
     assert shadow.in_flight == 1
     await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
     return answer
@@ -149,7 +150,8 @@ async def test_with_messages_copied_a_task_without_a_counterpart_is_not_copied()
                                      else ops.SEND, request))
     first = call(ops.SEND, message("ask"))
     assert shadow.wants(first)
-    shadow.mirror(first, await primary.unary(first), 0.001)  # its copy on its way
+    opened = await primary.unary(first)
+    shadow.mirror(first, opened, 0.001, outcome_ids(opened))  # its copy on its way
     assert shadow.wants(call(ops.GET_TASK, pb.GetTaskRequest(id="p-task-1")))
     await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
 
