@@ -70,6 +70,11 @@ CREATE TABLE IF NOT EXISTS buckets (
   WITHOUT ROWID;
 """
 
+# A binding: the first writer's value stays until it expires (Store.claim_all).
+_CLAIM = ("INSERT INTO once VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
+          "value = excluded.value, expires = excluded.expires WHERE once.expires <= ?")
+_KEYS_READ = 500  # keys a claim reads back per statement (SQLite's limit is 32,766)
+
 # A newer status replaces the row; an older one (a late webhook) only fills a missing owner.
 _ON_CONFLICT = """
 ON CONFLICT (tenant, task_id) DO UPDATE SET
@@ -344,16 +349,21 @@ class SqliteStore(SqliteRelayQueue):
         return await self._run(self._tx, claim)
 
     async def claim_all(self, items: Sequence[tuple[str, str]], ttl: float) -> list[str]:
+        # One upsert a key (an expired binding is taken over, a live one stays), then the
+        # values bound read back a chunk of keys at a time: a batch small enough is one
+        # transaction on the loop's connection (sqlite_loop.py), no thread hop.
         def claim(db: sqlite3.Connection) -> list[str]:
             now = time.time()
-            keys = [(key,) for key, _ in items]
-            db.executemany("DELETE FROM once WHERE key = ? AND expires <= ?",
-                           [(key, now) for key, _ in items])
-            db.executemany("INSERT OR IGNORE INTO once VALUES (?, ?, ?)",
-                           [(key, value, now + ttl) for key, value in items])
-            return [str(db.execute("SELECT value FROM once WHERE key = ?", k).fetchone()[0])
-                    for k in keys]
-        return await self._run(self._tx, claim) if items else []
+            db.executemany(_CLAIM, [(key, value, now + ttl, now) for key, value in items])
+            keys = list(dict.fromkeys(key for key, _ in items))
+            bound: dict[str, str] = {}
+            for start in range(0, len(keys), _KEYS_READ):
+                part = keys[start:start + _KEYS_READ]
+                bound.update(db.execute(
+                    f"SELECT key, value FROM once WHERE key IN ({','.join('?' * len(part))})",
+                    part).fetchall())
+            return [str(bound[key]) for key, _ in items]
+        return await self._write(claim, len(items)) if items else []
 
     async def claimed(self, key: str) -> str | None:
         def read() -> str | None:

@@ -112,6 +112,31 @@ async def test_bindings_are_written_together_and_the_first_writer_wins(
     assert await Owners(make_store(), 60).owner("shop", "context", "c-1") == "candidate"
 
 
+async def test_a_large_claim_keeps_each_keys_first_writer_and_its_order(
+        make_store: MakeStore) -> None:
+    """More keys than one statement reads back (and than a batch written on the loop's
+    connection), a key twice in one batch: each gets the value bound first."""
+    one, two = make_store(), make_store()
+    first = [(f"k-{i}", "candidate" if i % 3 == 0 else "primary") for i in range(1200)]
+    assert await one.claim_all(first, 60) == [value for _, value in first]
+    again = [("k-7", "candidate"), ("new", "primary"), ("new", "candidate"),
+             ("k-3", "primary"), *[(f"k-{i}", "candidate") for i in range(1100, 1200)]]
+    assert await two.claim_all(again, 60) == [
+        "primary", "primary", "primary", "candidate",
+        *["candidate" if i % 3 == 0 else "primary" for i in range(1100, 1200)]]
+
+
+async def test_an_expired_binding_is_taken_by_the_next_claim(make_store: MakeStore) -> None:
+    store = make_store()
+    if not hasattr(store, "loop_writer"):
+        pytest.skip("Redis expires a binding itself (PX): nothing of it is left to claim")
+    await store.rebind("old", "candidate", -1)  # expired a second ago
+    await store.rebind("live", "candidate", 60)
+    assert await store.claim_all([("old", "primary"), ("live", "primary")], 60) == [
+        "primary", "candidate"]
+    assert await store.claimed("old") == "primary"
+
+
 class _GatedWrites:
     """The store's claim_all, counted, and held at a gate the test opens."""
 
