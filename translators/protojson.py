@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from google.protobuf import json_format
@@ -150,15 +151,23 @@ class Codec:
         """What turns a field's value (as ListFields gives it) into its ProtoJSON: the
         kind of field is decided here once, not for every value dumped."""
         if f.map_value is not None:
-            each = f.map_value.out
-            return lambda value: {str(k): each(x) for k, x in value.items()}
+            v = f.map_value
+            return lambda value: {str(k): v.out(x) for k, x in value.items()}
         if f.message is None:
             assert f.dump is not None
             one = f.dump
-        else:
-            def one(value: Any) -> Any:
-                return self._dump(f.plan or self._sub_plan(f), value)
-        return (lambda value: [one(x) for x in value]) if f.repeated else one
+            return (lambda value: [one(x) for x in value]) if f.repeated else one
+
+        def first(value: Any) -> Any:
+            # A message field's plan may not exist yet while plans are made (types nest
+            # and recur): the dumper is finished at its first value, then called direct.
+            f.out = self._message_dumper(f.plan or self._sub_plan(f), f.repeated)
+            return f.out(value)
+        return first
+
+    def _message_dumper(self, plan: _Plan, repeated: bool) -> Callable[[Any], Any]:
+        one = partial(self._dump, plan)  # no Python frame of its own per message
+        return (lambda values: list(map(one, values))) if repeated else one
 
     def _plan(self, desc: Descriptor) -> _Plan:
         plan = self._plans.get(desc)
