@@ -340,13 +340,7 @@ class SqliteStore(SqliteRelayQueue):
     # The relay's replay and spent-seal facts.
 
     async def claim(self, key: str, value: str, ttl: float) -> str:
-        def claim(db: sqlite3.Connection) -> str:
-            now = time.time()
-            db.execute("DELETE FROM once WHERE key = ? AND expires <= ?", (key, now))
-            db.execute("INSERT OR IGNORE INTO once VALUES (?, ?, ?)", (key, value, now + ttl))
-            return str(db.execute("SELECT value FROM once WHERE key = ?",
-                                  (key,)).fetchone()[0])
-        return await self._run(self._tx, claim)
+        return (await self.claim_all([(key, value)], ttl))[0]
 
     async def claim_all(self, items: Sequence[tuple[str, str]], ttl: float) -> list[str]:
         # One upsert a key (an expired binding is taken over, a live one stays), then the
