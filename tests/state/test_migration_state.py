@@ -13,6 +13,7 @@ from gateway.config.migration import MigrationConfig
 from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
 from gateway.migration.owners import Owners
+from gateway.state.sqlite_store import SqliteStore
 from tests.state.conftest import MakeStore
 from tests.support.migration_calls import call, chosen, migration, ticket
 from tests.support.waiting import wait_until
@@ -126,15 +127,20 @@ async def test_a_large_claim_keeps_each_keys_first_writer_and_its_order(
         *["candidate" if i % 3 == 0 else "primary" for i in range(1100, 1200)]]
 
 
-async def test_an_expired_binding_is_taken_by_the_next_claim(make_store: MakeStore) -> None:
+async def test_an_expired_binding_is_taken_by_the_next_claim_on_the_loops_connection(
+        make_store: MakeStore) -> None:
     store = make_store()
-    if not hasattr(store, "loop_writer"):
+    if not isinstance(store, SqliteStore):
         pytest.skip("Redis expires a binding itself (PX): nothing of it is left to claim")
+    assert store.loop_writer is not None
     await store.rebind("old", "candidate", -1)  # expired a second ago
     await store.rebind("live", "candidate", 60)
+    written = store.loop_writer.written
     assert await store.claim_all([("old", "primary"), ("live", "primary")], 60) == [
         "primary", "candidate"]
+    assert store.loop_writer.written == written + 1  # a small batch: no thread hop
     assert await store.claimed("old") == "primary"
+    assert await store.claimed("live") == "candidate"
 
 
 class _GatedWrites:
