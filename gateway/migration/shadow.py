@@ -2,7 +2,8 @@
 the two answers compared by meaning on canonical v1.0 objects (translators/answer_diff.py).
 
 The client never waits for a copy: it is started as the primary's answer goes out, at
-most `shadow.max_concurrent` at once (more are skipped and counted, never queued). A copy
+most `shadow.max_concurrent` at once (more are skipped and counted, never queued), and it
+is sent, and compared, in the loop's spare time (spare.py: the clients' work first). A copy
 carries no push config (the candidate would post to the client's webhook), and a task the
 candidate started for it (a message's copy; never a task a GetTask copy found) is
 cancelled once compared, unless it waits for its client. A copy names the candidate's
@@ -29,6 +30,7 @@ from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.migration import ShadowConfig
 from gateway.egress.base import Backend
 from gateway.migration.counterparts import Counterparts, Learn, Wanted, outcome_ids
+from gateway.migration.spare import spare_time
 from gateway.migration.stats import TenantStats, Verdict, above_noise
 from gateway.migration.sticky import CANDIDATE, point
 from gateway.observability.metrics import (
@@ -188,17 +190,19 @@ class Shadow:
     async def _run(self, call: Call, answer: Outcome | Reading, primary_seconds: float,
                    copies: list[_Ids]) -> None:
         try:
-            primary = _answered(answer()) if callable(answer) else answer
+            spare = spare_time()
+            await spare.wait()
             candidate, seconds, err = await self._made(self._candidate, call, copies[0])
             verdict = verdict_of(err)
             # Counted for the candidate as its rollback counts it: in shadow mode the
             # copies are all that the candidate answers.
             self.stats.call(CANDIDATE, seconds, verdict)
             migration_call(self.tenant, CANDIDATE, verdict)
-            noise = None
-            if self.config.aa:
-                again, _, _ = await self._made(self._primary, call, copies[1])
-                noise = compare(primary, again, self.rules)
+            again = ((await self._made(self._primary, call, copies[1]))[0]
+                     if self.config.aa else None)
+            await spare.wait()  # read and compared in spare time too
+            primary = _answered(answer()) if callable(answer) else answer
+            noise = compare(primary, again, self.rules) if again is not None else None
             found = compare(primary, candidate, self.rules)
             ratio = self.config.compare.latency_ratio
             if ratio is not None and seconds > ratio * max(primary_seconds, 1e-6):

@@ -3,6 +3,7 @@ which ids a copy names (gateway/migration/shadow.py, counterparts.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -194,3 +195,36 @@ async def test_an_answer_passed_through_is_read_by_the_copy_not_on_the_clients_p
     # The ids given were learned: a follow-up's copy names the candidate's own task.
     await answered(shadow, primary, ops.GET_TASK, pb.GetTaskRequest(id=answer.task.id))
     assert [r.id for r in candidate.sent(ops.GET_TASK)] == ["c-task-0"]
+
+
+async def test_a_copy_is_sent_and_compared_only_when_the_loop_has_nothing_else_due(
+        ) -> None:
+    # A copy runs in the loop's spare time (gateway/migration/spare.py): the work due for
+    # the clients' calls goes first, here 30 passes of it started with the copy.
+    tasks: dict[str, pb.Task] = {}  # one storage: a successor over the same data
+    primary, candidate = Agent("p", tasks), Agent("c", tasks)
+    shadow = make_shadow(primary, candidate, operations=["GetTask"])
+    made = call(ops.GET_TASK, pb.GetTaskRequest(id="p-task-0"))
+    await primary.unary(call(ops.SEND, message("ask")))
+    answer = await primary.unary(made)
+    clients: list[int] = []
+    loop = asyncio.get_running_loop()
+
+    def client_work(left: int) -> None:
+        clients.append(left)
+        if left > 1:
+            loop.call_soon(client_work, left - 1)
+
+    seen_at: list[int] = []
+    sent = candidate.unary
+
+    async def noted(copy: Call) -> Any:
+        seen_at.append(len(clients))
+        return await sent(copy)
+
+    candidate.unary = noted  # type: ignore[method-assign]
+    shadow.mirror(made, answer, 0.001, outcome_ids(answer))
+    loop.call_soon(client_work, 30)
+    await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
+    assert seen_at == [30]  # sent after all 30 passes of the clients' work
+    assert shadow.stats.shadow.agreed == 1
