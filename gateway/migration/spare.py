@@ -24,7 +24,7 @@ import weakref
 from collections import deque
 from collections.abc import Sized
 
-MAX_PASSES = 64  # loop passes a copy waits at most for an idle one
+MAX_PASSES = 16  # loop passes a copy waits at most for an idle one
 
 
 def _ready_queue(loop: asyncio.AbstractEventLoop) -> Sized | None:
