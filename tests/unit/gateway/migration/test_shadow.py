@@ -13,6 +13,7 @@ from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.migration import RollbackConfig, ShadowConfig
 from gateway.migration.counterparts import outcome_ids
 from gateway.migration.shadow import Shadow
+from gateway.migration.spare import MAX_PASSES
 from gateway.migration.stats import TenantStats
 from tests.support.waiting import wait_until
 from translators import operations as ops
@@ -200,7 +201,8 @@ async def test_an_answer_passed_through_is_read_by_the_copy_not_on_the_clients_p
 async def test_a_copy_is_sent_and_compared_only_when_the_loop_has_nothing_else_due(
         ) -> None:
     # A copy runs in the loop's spare time (gateway/migration/spare.py): the work due for
-    # the clients' calls goes first, here 30 passes of it started with the copy.
+    # the clients' calls goes first, here passes of it started with the copy (fewer than
+    # the passes after which a copy goes on anyway).
     tasks: dict[str, pb.Task] = {}  # one storage: a successor over the same data
     primary, candidate = Agent("p", tasks), Agent("c", tasks)
     shadow = make_shadow(primary, candidate, operations=["GetTask"])
@@ -224,7 +226,8 @@ async def test_a_copy_is_sent_and_compared_only_when_the_loop_has_nothing_else_d
 
     candidate.unary = noted  # type: ignore[method-assign]
     shadow.mirror(made, answer, 0.001, outcome_ids(answer))
-    loop.call_soon(client_work, 30)
+    passes = MAX_PASSES - 2
+    loop.call_soon(client_work, passes)
     await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
-    assert seen_at == [30]  # sent after all 30 passes of the clients' work
+    assert seen_at == [passes]  # sent after all the passes of the clients' work
     assert shadow.stats.shadow.agreed == 1
