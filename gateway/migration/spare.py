@@ -40,7 +40,6 @@ class SpareTime:
         self._waiting: deque[asyncio.Future[None]] = deque()
         self._passes = 0  # passes the first waiter has waited
         self._polling = False
-        self.forced = 0  # turns given after max_passes busy passes (a loop never idle)
 
     async def wait(self) -> None:
         """Return at an idle pass of the running loop (or after :attr:`max_passes`)."""
@@ -54,26 +53,19 @@ class SpareTime:
             self._polling = True
             self._passes = 0
             loop.call_soon(self._poll, loop, ready)
-        try:
-            await turn
-        except asyncio.CancelledError:
-            if turn in self._waiting:
-                self._waiting.remove(turn)
-            raise
+        await turn  # cancelled: the poll drops it when it comes first
 
     def _poll(self, loop: asyncio.AbstractEventLoop, ready: Sized) -> None:
         """Once per pass of the loop while a copy waits: the first waiter's turn when
         nothing else is due in this pass (this callback is out of the queue already)."""
         waiting = self._waiting
-        while waiting and waiting[0].done():  # cancelled meanwhile
+        while waiting and waiting[0].done():  # its copy was cancelled meanwhile
             waiting.popleft()
         if not waiting:
             self._polling = False
             return
         self._passes += 1
         if len(ready) == 0 or self._passes > self.max_passes:
-            if len(ready) != 0:
-                self.forced += 1
             self._passes = 0
             waiting.popleft().set_result(None)
             if not waiting:

@@ -43,7 +43,6 @@ async def test_a_waiter_goes_on_only_once_the_work_due_is_done() -> None:
 
     await asyncio.create_task(copy())
     assert order == ["busy"] * 40 + ["copy"]
-    assert spare.forced == 0
 
 
 async def test_a_loop_never_idle_gives_a_turn_after_max_passes() -> None:
@@ -54,7 +53,6 @@ async def test_a_loop_never_idle_gives_a_turn_after_max_passes() -> None:
     while not waiting.done():
         await asyncio.sleep(0)
     assert 4 <= len(order) <= 8  # a handful of busy passes, not the 100
-    assert spare.forced == 1
 
 
 async def test_waiters_go_in_order_one_per_pass() -> None:
