@@ -6,7 +6,9 @@ Which agent serves a call:
 - a call on a task (GetTask, CancelTask, subscribe, push configs, a message to a task):
   the agent that owns the task; a task no one bound is the primary's (it predates the
   migration);
-- a message in a conversation (its contextId) whose owner is bound: that owner;
+- a message in a conversation (its contextId) whose owner is bound: that owner; one no
+  one bound that the task index holds a task of was under way before (the migration, or
+  the end of its binding): the primary's, bound to it;
 - a new conversation: by a stable hash of tenant + contextId (the caller's principal when
   there is no context yet; the request id without a principal) against the share now;
   its owner is bound once its answer (or stream) shows its ids;
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from a2a.types import a2a_pb2 as pb
@@ -50,15 +52,24 @@ log = structlog.get_logger("a2a_gateway.migration")
 _CONVERSING = frozenset({ops.SEND, ops.STREAM})
 
 
+class Conversations(Protocol):
+    """What a migration asks of the task index (gateway/tasks/index.py's TaskIndex)."""
+
+    async def holds_conversation(self, tenant: str, context_id: str) -> bool: ...
+
+
 class TenantMigration:
     def __init__(self, name: str, config: MigrationConfig, primary: TenantRoute,
                  candidate: TenantRoute, store: Store | None,
                  previous: TenantMigration | None = None,
-                 retarget: Retarget | None = None, waits: bool = True) -> None:
+                 retarget: Retarget | None = None, waits: bool = True,
+                 conversations: Conversations | None = None) -> None:
         """``retarget``: makes a call's push config again for the agent it falls back to
         (the push relay's); ``waits``: other processes read ``store`` (the candidate's
-        bindings are written before its answer goes out: owners.py)."""
+        bindings are written before its answer goes out: owners.py); ``conversations``:
+        the task index, which knows the conversations under way before the migration."""
         self.name = name
+        self.conversations = conversations
         self.retarget = retarget
         self.config = config
         self.primary = primary
@@ -122,12 +133,26 @@ class TenantMigration:
                 arm = self.owners.remember(owner_key(self.name, "task", task_id), PRIMARY)
         if arm is None and context_id:
             arm = await self.owners.owner(self.name, "context", context_id)
+            if arm is None and await self._under_way(context_id):
+                arm = PRIMARY
         new = arm is None and not task_id and call.op.name in _CONVERSING
         if arm is None:
             arm = self._new_arm(call, context_id) if new else PRIMARY
         waiting = self._go(call, passage, arm, new=new)
         if waiting is not None:
             await waiting
+
+    async def _under_way(self, context_id: str) -> bool:
+        """Whether a conversation no one bound was under way already: the task index
+        holds a task of it (made before the migration, or after its binding's
+        `owner_ttl`). It stays with the primary, bound to it with the next write: hashed
+        as a new conversation it could go on at the candidate, which never saw it."""
+        conversations = self.conversations
+        if conversations is None \
+                or not await conversations.holds_conversation(self.name, context_id):
+            return False
+        self.owners.bind_later([owner_key(self.name, "context", context_id)], PRIMARY)
+        return True
 
     def _go(self, call: Call, passage: Passage, arm: Arm, new: bool) -> Awaitable[None] | None:
         ticket = Ticket(self, call, arm, new, passage.streaming)

@@ -10,7 +10,7 @@ from typing import Any
 from gateway.config.models import BackendConfig, GatewayConfig
 from gateway.migration.api import Move
 from gateway.migration.falling_back import Retarget
-from gateway.migration.tenant import TenantMigration
+from gateway.migration.tenant import Conversations, TenantMigration
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
 
@@ -24,9 +24,10 @@ class Migrations:
     def __init__(self, config: GatewayConfig, routes: dict[str, TenantRoute],
                  make_route: RouteFactory, store: Store | None,
                  previous: Migrations | None = None, retarget: Retarget | None = None,
-                 waits: bool = True) -> None:
+                 waits: bool = True, conversations: Conversations | None = None) -> None:
         """``retarget``: the push relay's, for a call that falls back to the primary;
-        ``waits``: other processes read ``store`` (the task index's rule)."""
+        ``waits``: other processes read ``store`` (the task index's rule);
+        ``conversations``: the task index (the conversations under way before)."""
         self.active: dict[str, TenantMigration] = {}
         self.configured: list[str] = []  # every tenant with a migration block
         for name, tenant in config.tenants.items():
@@ -39,7 +40,7 @@ class Migrations:
             before = previous.active.get(name) if previous is not None else None
             self.active[name] = TenantMigration(
                 name, m, routes[name], make_route(name, m.candidate), store, before,
-                retarget, waits)
+                retarget, waits, conversations)
 
     def merged(self, tenant: str) -> bool:
         """Whether ListTasks of ``tenant`` is answered from the task index (both agents'

@@ -24,7 +24,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.config.models import GatewayConfig
-from gateway.state import Store, StoreError, TaskRecord, store_unavailable
+from gateway.state import Store, StoreError, TaskQuery, TaskRecord, store_unavailable
 from gateway.tasks.record import TaskRecorder, records_of, wire_records
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
@@ -249,6 +249,18 @@ class TaskIndex:
         except StoreError as exc:
             raise store_unavailable("the task index cannot be read now", exc) from exc
         return None if stored is None else stored.owner
+
+    async def holds_conversation(self, tenant: str, context_id: str) -> bool:
+        """Whether the index holds a task of conversation ``context_id``, whoever's: one
+        store read (False without an index). A migration asks it of a conversation no one
+        bound: one the index knows was under way before (gateway/migration/tenant.py)."""
+        if self.store is None:
+            return False
+        try:
+            page = await self.store.list_tasks(TaskQuery(tenant, context_id=context_id), 1)
+        except StoreError as exc:
+            raise store_unavailable("the task index cannot be read now", exc) from exc
+        return bool(page.records)
 
     async def _store_back(self) -> None:
         """Ping the store that last failed (one ping at a time, shared); unavailable

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -185,3 +186,28 @@ async def test_a_resumed_stream_goes_on_at_the_agent_that_owns_its_task(
                if line.startswith("data: ")]
     assert all("error" not in r for r in results), results
     assert results[-1]["result"]["status"]["state"] == "canceled", results[-1]
+
+
+async def test_a_conversation_under_way_before_the_migration_stays_with_the_primary(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession, tmp_path: Path) -> None:
+    # The gateway served the tenant before its migration; the conversation it started
+    # then goes on with a message that names only its context, through the gateway now in
+    # canary at share 1 on the same state: at the primary, which has its history.
+    primary, candidate = two_agents
+    state = {"path": str(tmp_path / "state.db"), "tasks": {"wait_for_writes": "always"}}
+    before = await make_gateway({"shop": {"backend": {"url": primary, "version": "0.3"}}},
+                                state=state)
+    first = (await call(http, before, "message/send", {"message": message("task: 1")}))
+    context_id = first["result"]["contextId"]
+    gw = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                            canary={"share": 1.0})}, state=state)
+    later = await call(http, gw, "message/send",
+                       {"message": message("task: 2", contextId=context_id)})
+    assert later["result"]["contextId"] == context_id, later
+    arms = (await _report(http, gw))["arms"]
+    assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (1, 0), arms
+    fresh = await call(http, gw, "message/send", {"message": message("task: 3")})
+    assert "result" in fresh, fresh
+    arms = (await _report(http, gw))["arms"]
+    assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (1, 1), arms

@@ -10,11 +10,15 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 
 from gateway.config.migration import MigrationConfig
+from gateway.config.models import parse_config
 from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
 from gateway.migration.owners import Owners
+from gateway.state import TaskRecord
 from gateway.state.sqlite_store import SqliteStore
+from gateway.tasks.index import TaskIndex
 from tests.state.conftest import MakeStore
+from tests.support.helpers import v03
 from tests.support.migration_calls import call, chosen, migration, ticket
 from tests.support.waiting import wait_until
 from translators import operations as ops
@@ -225,3 +229,31 @@ async def test_the_primarys_tasks_are_not_written_and_another_process_reads_one_
         got = await chosen(there, call(ops.GET_TASK, pb.GetTaskRequest(id="t-p")))
         assert ticket(got).arm == "primary"
     assert reads == ["migration:shop:task:t-p"]
+
+
+def _message(context_id: str) -> pb.SendMessageRequest:
+    return pb.SendMessageRequest(message=pb.Message(
+        message_id=f"m-{context_id}", context_id=context_id, parts=[pb.Part(text="and then?")]))
+
+
+async def test_a_conversation_under_way_before_the_migration_stays_with_the_primary(
+        make_store: MakeStore) -> None:
+    # The task index holds a task of conversation c-old, made before the migration; no
+    # one bound it. Its next message names only the conversation: were it taken for a new
+    # one, at share 1 it would go on at the candidate, which never saw it.
+    store = make_store()
+    await store.record_task(TaskRecord("shop", "t-old", "c-old", "TASK_STATE_COMPLETED",
+                                       1.0, 1.0, backend="JSONRPC/0.3"))
+    tasks = TaskIndex(parse_config({"tenants": {"shop": v03("http://127.0.0.1:9/")},
+                                    "state": {"path": ":memory:"}}), store)
+    m = migration(share=1.0, store=store, conversations=tasks)
+    passage = await chosen(m, call(ops.SEND, _message("c-old")))
+    assert ticket(passage).arm == "primary" and not ticket(passage).new
+    await m.owners.flushed()  # bound for every process, whatever the index keeps later
+    assert await make_store().claimed("migration:shop:context:c-old") == "primary"
+    # A conversation the index does not hold is a new one: the share decides.
+    assert ticket(await chosen(m, call(ops.SEND, _message("c-new")))).arm == "candidate"
+    # Another tenant's conversation of that id is not this tenant's.
+    other = TaskRecord("elsewhere", "t-x", "c-x", "TASK_STATE_COMPLETED", 1.0, 1.0)
+    await store.record_task(other)
+    assert ticket(await chosen(m, call(ops.SEND, _message("c-x")))).arm == "candidate"

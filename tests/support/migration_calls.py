@@ -10,7 +10,7 @@ from typing import Any, cast
 from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.backend import BackendConfig
 from gateway.config.migration import MigrationConfig
-from gateway.migration.tenant import TenantMigration
+from gateway.migration.tenant import Conversations, TenantMigration
 from gateway.migration.ticket import Ticket
 from gateway.pipeline.stages import Passage
 from gateway.state import Store
@@ -27,12 +27,14 @@ def route(url: str) -> Any:
     return SimpleNamespace(config=config, fixed_backend=backend, backend=resolve, label="")
 
 
-def migration(share: float, store: Store | None = None) -> TenantMigration:
+def migration(share: float, store: Store | None = None,
+              conversations: Conversations | None = None) -> TenantMigration:
     primary, candidate = route("http://127.0.0.1:1/"), route("http://127.0.0.1:2/")
     config = MigrationConfig.model_validate({
         "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"},
         "mode": "canary", "canary": {"share": share}})
-    return TenantMigration("shop", config, primary, candidate, store)
+    return TenantMigration("shop", config, primary, candidate, store,
+                           conversations=conversations)
 
 
 def call(op: str, request: Any) -> Call:
