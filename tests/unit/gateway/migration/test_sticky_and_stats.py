@@ -12,6 +12,11 @@ from translators.answer_diff import Difference
 def test_the_hash_is_stable_and_spreads_evenly() -> None:
     assert point("shop", "ctx-1") == point("shop", "ctx-1")
     assert point("shop", "ctx-1") != point("other", "ctx-1")
+    # The same points in every version of the gateway: an upgrade moves no conversation
+    # (BLAKE2b, 8 bytes, of tenant NUL key, read big-endian over 2**64).
+    assert (point("shop", "ctx-1"), point("shop", "principal:alice"),
+            point("other", "ctx-1")) == (0.9087279709347655, 0.373887550792367,
+                                        0.6727016019848863)
     arms = [arm_for("shop", f"ctx-{i}", 0.3) for i in range(10_000)]
     assert 0.28 < arms.count("candidate") / len(arms) < 0.32
 
