@@ -133,7 +133,10 @@ class TenantMigration:
                 arm = self.owners.remember(owner_key(self.name, "task", task_id), PRIMARY)
         if arm is None and context_id:
             arm = await self.owners.owner(self.name, "context", context_id)
-            if arm is None and await self._under_way(context_id):
+            # With no share left (shadow, a rollback) a new conversation is the primary's
+            # too, bound as such from its answer: nothing to ask the index.
+            if arm is None and self.control.current() > 0 \
+                    and await self._under_way(context_id):
                 arm = PRIMARY
         new = arm is None and not task_id and call.op.name in _CONVERSING
         if arm is None:

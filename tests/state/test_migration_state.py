@@ -257,3 +257,24 @@ async def test_a_conversation_under_way_before_the_migration_stays_with_the_prim
     other = TaskRecord("elsewhere", "t-x", "c-x", "TASK_STATE_COMPLETED", 1.0, 1.0)
     await store.record_task(other)
     assert ticket(await chosen(m, call(ops.SEND, _message("c-x")))).arm == "candidate"
+
+
+async def test_with_no_share_left_the_index_is_not_asked_of_a_conversation(
+        make_store: MakeStore) -> None:
+    # Share 0 (shadow, or after a rollback): a conversation no one bound goes to the
+    # primary whether or not it was under way, and is bound from its answer.
+    store = make_store()
+    tasks = TaskIndex(parse_config({"tenants": {"shop": v03("http://127.0.0.1:9/")},
+                                    "state": {"path": ":memory:"}}), store)
+    asked: list[str] = []
+    real = tasks.holds_conversation
+
+    async def counted(tenant: str, context_id: str) -> bool:
+        asked.append(context_id)
+        return await real(tenant, context_id)
+
+    tasks.holds_conversation = counted  # type: ignore[method-assign]
+    m = migration(share=0.0, store=store, conversations=tasks)
+    passage = await chosen(m, call(ops.SEND, _message("c-any")))
+    assert ticket(passage).arm == "primary" and ticket(passage).new
+    assert asked == []
