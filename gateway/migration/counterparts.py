@@ -29,17 +29,22 @@ Learn = Callable[[Outcome | None], None]
 Wanted = dict[str, "asyncio.Future[str]"]  # a request's id field -> its counterpart
 
 
+# Built once (a union written inside isinstance() is made again on every call).
+_WRAPPERS = (pb.SendMessageResponse, pb.StreamResponse)
+_UPDATES = (pb.TaskStatusUpdateEvent, pb.TaskArtifactUpdateEvent)
+
+
 def ids_of(answer: ProtoMessage | None) -> tuple[str, str]:
     """The (task id, context id) an answer or event shows ("" for what it lacks)."""
     item: Any = answer
-    if isinstance(item, pb.SendMessageResponse | pb.StreamResponse):
+    if isinstance(item, _WRAPPERS):
         kind = item.WhichOneof("payload")
         item = getattr(item, kind) if kind else None
     if isinstance(item, pb.Task):
         return str(item.id), str(item.context_id)
     if isinstance(item, pb.Message):
         return str(item.task_id), str(item.context_id)
-    if isinstance(item, pb.TaskStatusUpdateEvent | pb.TaskArtifactUpdateEvent):
+    if isinstance(item, _UPDATES):
         return str(item.task_id), str(item.context_id)
     return "", ""
 

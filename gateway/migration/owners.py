@@ -32,8 +32,15 @@ QUEUED = 10_000  # bindings waiting for their write that no call waits for, at m
 LINGER = 0.02  # seconds a write no call waits for lingers, to take more with it
 
 
+def owner_prefix(tenant: str, kind: str) -> str:
+    """What every key of ``tenant``'s conversations ("context") or tasks ("task") starts
+    with: a call's key is this and its id (made once per tenant: formatting the whole key
+    for each call cost as much as the rest of a GetTask's routing)."""
+    return f"migration:{tenant}:{kind}:"
+
+
 def owner_key(tenant: str, kind: str, ident: str) -> str:
-    return f"migration:{tenant}:{kind}:{ident}"
+    return owner_prefix(tenant, kind) + ident
 
 
 class Owners:
@@ -56,9 +63,11 @@ class Owners:
     def remember(self, key: str, arm: Arm) -> Arm:
         """Follow ``key``'s owner in this process (only: what needs no write, as a task no
         one bound is the primary's in every process; or what the store had)."""
-        self._known[key] = arm
-        self._known.move_to_end(key)
-        self._trim()
+        known = self._known
+        known[key] = arm
+        known.move_to_end(key)
+        if len(known) > self.capacity:
+            self._trim()
         return arm
 
     def _trim(self) -> None:
@@ -66,9 +75,10 @@ class Owners:
         while len(known) > self.capacity:
             known.popitem(last=False)
 
-    def known(self, tenant: str, kind: str, ident: str) -> Arm | None:
-        """The owner this process already knows (no store read)."""
-        return self._known.get(owner_key(tenant, kind, ident))
+    def known(self, key: str) -> Arm | None:
+        """The owner of ``key`` (from :func:`owner_key`) this process already knows (no
+        store read)."""
+        return self._known.get(key)
 
     async def owner(self, tenant: str, kind: str, ident: str) -> Arm | None:
         """The owner of a conversation ("context") or a task ("task"); None when no one
@@ -97,14 +107,17 @@ class Owners:
             return False
         for key in fresh:  # this process follows them at once (new keys go last)
             known[key] = arm
-        self._trim()
+        if len(known) > self.capacity:
+            self._trim()
         if self.store is None:
             return False
-        if not wait and len(self._queued) + len(fresh) > QUEUED:
+        queued = self._queued
+        if not wait and len(queued) + len(fresh) > QUEUED:
             self.dropped += len(fresh)
             log.warning("migration owners dropped: the write queue is full", dropped=len(fresh))
             return False
-        self._queued.update(dict.fromkeys(fresh, arm))
+        for key in fresh:
+            queued[key] = arm
         return True
 
     def bind_later(self, keys: Sequence[str], arm: Arm) -> None:

@@ -33,7 +33,7 @@ from gateway.migration.api import Move
 from gateway.migration.control import Control, configured_share
 from gateway.migration.counterparts import ids_of
 from gateway.migration.falling_back import FallingBack, Retarget
-from gateway.migration.owners import Owners, owner_key
+from gateway.migration.owners import Owners, owner_prefix
 from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm, arm_for
@@ -70,6 +70,7 @@ class TenantMigration:
         the task index, which knows the conversations under way before the migration."""
         self.name = name
         self.conversations = conversations
+        self._tasks, self._contexts = owner_prefix(name, "task"), owner_prefix(name, "context")
         self.retarget = retarget
         self.config = config
         self.primary = primary
@@ -96,20 +97,20 @@ class TenantMigration:
         """Pick the agent of ``call`` (the router picked the primary's backend); an
         awaitable when an owner must be read from the store first."""
         op = call.op.name
-        task_id = task_of(call) or _resumed(call)
+        task_id = task_of(call) or (_resumed(call) if call.ctx.facts.resume_from else "")
         context_id = ""
         if op in _CONVERSING:
             request: Any = call.request
             context_id = str(request.message.context_id)
         if task_id:
-            arm = self.owners.known(self.name, "task", task_id)
+            arm = self.owners.known(self._tasks + task_id)
             if arm is None:
                 return self._looked_up(call, passage, task_id, context_id)
             return self._go(call, passage, arm, new=False)
         if op not in _CONVERSING:
             return self._go(call, passage, PRIMARY, new=False)
         if context_id:
-            arm = self.owners.known(self.name, "context", context_id)
+            arm = self.owners.known(self._contexts + context_id)
             if arm is None:
                 return self._looked_up(call, passage, "", context_id)
             return self._go(call, passage, arm, new=False)
@@ -130,7 +131,7 @@ class TenantMigration:
         if task_id:  # a task no one bound is the primary's (its tasks are not written)
             arm = await self.owners.owner(self.name, "task", task_id)
             if arm is None:
-                arm = self.owners.remember(owner_key(self.name, "task", task_id), PRIMARY)
+                arm = self.owners.remember(self._tasks + task_id, PRIMARY)
         if arm is None and context_id:
             arm = await self.owners.owner(self.name, "context", context_id)
             # With no share left (shadow, a rollback) a new conversation is the primary's
@@ -154,7 +155,7 @@ class TenantMigration:
         if conversations is None \
                 or not await conversations.holds_conversation(self.name, context_id):
             return False
-        self.owners.bind_later([owner_key(self.name, "context", context_id)], PRIMARY)
+        self.owners.bind_later([self._contexts + context_id], PRIMARY)
         return True
 
     def _go(self, call: Call, passage: Passage, arm: Arm, new: bool) -> Awaitable[None] | None:
@@ -229,9 +230,9 @@ class TenantMigration:
         no one bound is the primary's: the primary's task is only remembered here)."""
         keys = []
         if context_id and ticket.new:
-            keys.append(owner_key(self.name, "context", context_id))
+            keys.append(self._contexts + context_id)
         if task_id:
-            key = owner_key(self.name, "task", task_id)
+            key = self._tasks + task_id
             if ticket.arm == CANDIDATE:
                 keys.append(key)
             else:
@@ -311,8 +312,7 @@ def _wire_ids(call: Call, answer: WireAnswer) -> tuple[str, str]:
 def _resumed(call: Call) -> str:
     """The task a stream resumed by its `Last-Event-ID` goes on with ("" for none): the
     agent that owns it serves the resumed stream, whatever its message says."""
-    named = call.ctx.facts.resume_from
-    cursor = read_cursor(named) if named else None
+    cursor = read_cursor(call.ctx.facts.resume_from)  # (the caller checks it has one)
     return cursor[0] if cursor is not None else ""
 
 

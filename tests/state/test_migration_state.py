@@ -13,7 +13,7 @@ from gateway.config.migration import MigrationConfig
 from gateway.config.models import parse_config
 from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
-from gateway.migration.owners import Owners
+from gateway.migration.owners import Owners, owner_key
 from gateway.state import TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.index import TaskIndex
@@ -41,7 +41,7 @@ async def test_the_first_owner_bound_wins_in_every_process(make_store: MakeStore
     assert await b.owner("shop", "context", "c-1") == "candidate"
     assert await b.owner("shop", "task", "t-unknown") is None
     assert await b.owner("other", "context", "c-1") is None  # per tenant
-    assert b.known("shop", "context", "c-1") == "candidate"  # no second read
+    assert b.known(owner_key("shop", "context", "c-1")) == "candidate"  # no second read
 
 
 def _config(**extra: object) -> MigrationConfig:
@@ -113,7 +113,7 @@ async def test_bindings_are_written_together_and_the_first_writer_wins(
     await b.flushed()
     # b's write came second: the store kept a's, and b follows it once it has written.
     assert await b.store.claimed("migration:shop:task:t-1") == "candidate"  # type: ignore[union-attr]
-    assert b.known("shop", "task", "t-1") == "candidate"
+    assert b.known(owner_key("shop", "task", "t-1")) == "candidate"
     assert await Owners(make_store(), 60).owner("shop", "context", "c-1") == "candidate"
 
 
@@ -196,7 +196,7 @@ async def test_alone_a_binding_is_written_with_the_next_batch_and_followed_at_on
     gated = _GatedWrites(owners)
     await owners.bind(["migration:shop:context:c-1"], "candidate")
     assert gated.writes == []
-    assert owners.known("shop", "context", "c-1") == "candidate"
+    assert owners.known(owner_key("shop", "context", "c-1")) == "candidate"
     await owners.flushed()  # a closing gateway's write does not linger
     assert gated.writes == [["migration:shop:context:c-1"]]
     assert await gated.store.claimed("migration:shop:context:c-1") == "candidate"

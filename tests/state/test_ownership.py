@@ -145,6 +145,21 @@ def index(store: Store, **tenant: Any) -> TaskIndex:
     return TaskIndex(config, store)
 
 
+def test_every_request_on_a_task_names_it() -> None:
+    named = [(ops.GET_TASK, pb.GetTaskRequest(id="a1")), (ops.CANCEL, pb.CancelTaskRequest(id="a1")),
+             (ops.SUBSCRIBE, pb.SubscribeToTaskRequest(id="a1")),
+             (ops.PUSH_CREATE, pb.TaskPushNotificationConfig(task_id="a1")),
+             (ops.PUSH_GET, pb.GetTaskPushNotificationConfigRequest(task_id="a1")),
+             (ops.PUSH_LIST, pb.ListTaskPushNotificationConfigsRequest(task_id="a1")),
+             (ops.PUSH_DELETE, pb.DeleteTaskPushNotificationConfigRequest(task_id="a1")),
+             (ops.SEND, pb.SendMessageRequest(message=pb.Message(task_id="a1"))),
+             (ops.STREAM, pb.SendMessageRequest(message=pb.Message(task_id="a1")))]
+    assert [task_of(call(op, request, None)) for op, request in named] == ["a1"] * len(named)
+    for op, request in [(ops.SEND, pb.SendMessageRequest()), (ops.LIST_TASKS, pb.ListTasksRequest()),
+                        (ops.EXTENDED_CARD, pb.GetExtendedAgentCardRequest())]:
+        assert task_of(call(op, request, None)) == ""
+
+
 async def test_owner_rules_on_the_index(store: Store) -> None:
     tasks = index(store)
     await store.record_task(TaskRecord("t", "a1", "c", "TASK_STATE_WORKING", 1.0, 1.0,

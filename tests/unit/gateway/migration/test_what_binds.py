@@ -8,6 +8,7 @@ from __future__ import annotations
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
+from gateway.migration.owners import owner_key
 from gateway.migration.sticky import CANDIDATE, PRIMARY
 from tests.support.migration_calls import call, chosen, migration, ticket
 from translators import operations as ops
@@ -45,7 +46,7 @@ async def test_a_message_in_the_candidates_conversation_binds_the_task_it_starts
         task=pb.Task(id="t-new", context_id="c-c")))
     assert bound is not None
     await bound
-    assert m.owners.known("shop", "task", "t-new") == CANDIDATE
+    assert m.owners.known(owner_key("shop", "task", "t-new")) == CANDIDATE
 
 
 async def test_a_new_conversation_passed_through_binds_the_ids_of_its_wire_answer() -> None:
@@ -60,8 +61,8 @@ async def test_a_new_conversation_passed_through_binds_the_ids_of_its_wire_answe
     bound = m.answered(c, ticket(passage), answer)
     assert bound is not None
     await bound
-    assert m.owners.known("shop", "task", "t-w") == CANDIDATE
-    assert m.owners.known("shop", "context", "c-w") == CANDIDATE
+    assert m.owners.known(owner_key("shop", "task", "t-w")) == CANDIDATE
+    assert m.owners.known(owner_key("shop", "context", "c-w")) == CANDIDATE
 
 
 async def test_the_primarys_new_conversation_binds_in_the_background() -> None:
@@ -72,8 +73,8 @@ async def test_the_primarys_new_conversation_binds_in_the_background() -> None:
     # The primary's bindings go with the next write: the answer waits for nothing.
     assert m.answered(c, ticket(passage), pb.SendMessageResponse(
         task=pb.Task(id="t-p", context_id="c-p"))) is None
-    assert m.owners.known("shop", "context", "c-p") == PRIMARY
-    assert m.owners.known("shop", "task", "t-p") == PRIMARY
+    assert m.owners.known(owner_key("shop", "context", "c-p")) == PRIMARY
+    assert m.owners.known(owner_key("shop", "task", "t-p")) == PRIMARY
 
 
 async def test_the_primarys_get_task_binds_nothing() -> None:
