@@ -203,7 +203,7 @@ def _push_relay(relay: PushRelay) -> Stage:
 
 def _extended_card(cards: CardPublisher) -> Stage:
     def leave(call: Call, passage: Passage, answer: Answer) -> Answer:
-        if isinstance(answer, pb.AgentCard):
+        if type(answer) is pb.AgentCard:  # (not isinstance: see translators/answers.py)
             return cards.rewrite_extended(answer, call.ctx)
         return answer
 
