@@ -64,6 +64,13 @@ OPERATIONS: tuple[Operation, ...] = (
 )
 
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+
+# The operations on one task: the request field that names it (proto name, JSON name). A
+# message names its task inside itself (`message.taskId`), so SEND and STREAM are not here.
+TASK_FIELD: dict[str, tuple[str, str]] = {
+    GET_TASK: ("id", "id"), CANCEL: ("id", "id"), SUBSCRIBE: ("id", "id"),
+    PUSH_CREATE: ("task_id", "taskId"), PUSH_GET: ("task_id", "taskId"),
+    PUSH_LIST: ("task_id", "taskId"), PUSH_DELETE: ("task_id", "taskId")}
 BY_JSONRPC_V03: dict[str, Operation] = {op.jsonrpc_v03: op for op in OPERATIONS if op.jsonrpc_v03}
 
 

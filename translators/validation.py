@@ -62,20 +62,17 @@ def check_request(op: str, request: ProtoMessage) -> None:
         conf = request.configuration
         if conf.HasField("history_length"):
             check_history_length(conf.history_length, "configuration.historyLength")
-    elif isinstance(request, pb.GetTaskRequest | pb.ListTasksRequest) \
-            and request.HasField("history_length"):
+    elif isinstance(request, _WITH_HISTORY) and request.HasField("history_length"):
         check_history_length(request.history_length, "historyLength")
-    named = _NAMES_TASK.get(op)
+    named = ops.TASK_FIELD.get(op)
     if named is not None and not getattr(request, named[0]):
         raise invalid_params(f"{named[1]} is required", field=named[1])
     _check_fields(request, _plan(request.DESCRIPTOR), "")
 
 
-# Operations on one task: the field that names it (proto name, JSON name).
-_NAMES_TASK = {ops.GET_TASK: ("id", "id"), ops.CANCEL: ("id", "id"),
-               ops.SUBSCRIBE: ("id", "id"), ops.PUSH_CREATE: ("task_id", "taskId"),
-               ops.PUSH_GET: ("task_id", "taskId"), ops.PUSH_LIST: ("task_id", "taskId"),
-               ops.PUSH_DELETE: ("task_id", "taskId")}
+# The requests with a top-level `historyLength` (built once: a union written inside
+# isinstance() is a new object on every call).
+_WITH_HISTORY = (pb.GetTaskRequest, pb.ListTasksRequest)
 
 
 # ---------------------------------------------------------------- enums and ids

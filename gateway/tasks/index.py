@@ -41,26 +41,16 @@ _CREATING = frozenset({ops.SEND, ops.STREAM})
 REFRESH_BINDING = "task-index"
 
 
-# The field that names the task, by request type (exact types: the canonical requests
-# are the generated classes themselves). One dict read: isinstance() against a message
-# class that is not the request's own goes through protobuf's metaclass, and a union
-# written inside it is a new object on every call (on a migration's GetTask, those were
-# most of this function's cost).
-_TASK_FIELD = {pb.GetTaskRequest: "id", pb.CancelTaskRequest: "id",
-               pb.SubscribeToTaskRequest: "id", pb.TaskPushNotificationConfig: "task_id",
-               pb.GetTaskPushNotificationConfigRequest: "task_id",
-               pb.ListTaskPushNotificationConfigsRequest: "task_id",
-               pb.DeleteTaskPushNotificationConfigRequest: "task_id"}
-
-
 def task_of(call: Call) -> str:
-    """The task a call acts on ("" for none: a new task, ListTasks, the card)."""
+    """The task a call acts on ("" for none: a new task, ListTasks, the card). By the
+    operation's name (translators/operations.py's table), not isinstance() of the request:
+    against a message class not its own, isinstance goes through protobuf's metaclass."""
     request: Any = call.request
-    kind = type(request)
-    if kind is pb.SendMessageRequest:
+    name = call.op.name
+    if name in _CREATING:
         return str(request.message.task_id)
-    field = _TASK_FIELD.get(kind)
-    return "" if field is None else str(getattr(request, field))
+    field = ops.TASK_FIELD.get(name)
+    return "" if field is None else str(getattr(request, field[0]))
 
 
 def backend_label(call: Call) -> str:
