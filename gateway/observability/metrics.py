@@ -150,16 +150,24 @@ class _Children:
         return child
 
 
-class _Batch:
-    """The counts and observations of the calls of one pass of the event loop, added to
-    the metrics together when the pass ends (as the log lines are written), so nothing
-    waits while the worker waits for I/O: with workers, the values are in the files the
-    other workers read, and a worker that is killed leaves every count it made there. prometheus-client locks and checks on every increment (a
-    histogram observation is two increments): per call that cost more than the rest of
-    the bookkeeping. Histogram observations are kept as bucket counts and a sum, and
-    added to the child's buckets and sum (the values its own `observe` increments)."""
+# Seconds the counts of the calls wait at most before they are added to the metrics (one
+# write for all the calls of that time). A /metrics page adds this process's own first;
+# another worker's shows in its file at most this late, and a worker killed outright
+# (SIGKILL) loses at most this much of its counts (a stopping one flushes them).
+FLUSH_EVERY = 0.05
 
-    def __init__(self) -> None:
+
+class _Batch:
+    """The counts and observations of the calls of up to FLUSH_EVERY seconds, added to
+    the metrics together: prometheus-client locks and checks on every increment (a
+    histogram observation is two increments), which per call cost more than the rest of
+    the bookkeeping; added once for all the calls of a flush, at 5k calls/s that is
+    about one increment each per 250 calls. Histogram observations are kept as bucket
+    counts and a sum, and added to the child's buckets and sum (the values its own
+    `observe` increments)."""
+
+    def __init__(self, every: float = FLUSH_EVERY) -> None:
+        self.every = every  # seconds the first count waits for the flush
         self._counts: dict[tuple[_Children, tuple[str, ...]], float] = {}
         # Per histogram child: the hits of the buckets observed (by index; a pass touches
         # one or two of the 15) and, under the key -1, the sum of the seconds.
@@ -203,7 +211,7 @@ class _Batch:
             self.flush()
             return
         self._loop = loop
-        self._timer = loop.call_soon(self.flush, context=self._context)
+        self._timer = loop.call_later(self.every, self.flush, context=self._context)
 
     def flush(self) -> None:
         if self._timer is not None:
@@ -268,8 +276,8 @@ _migration_calls = _Children(MIGRATION_CALLS)
 
 
 def migration_call(tenant: str, arm: str, verdict: str) -> None:
-    """A call of a tenant in migration mode (MIGRATION_CALLS), counted with the others of
-    its loop pass: one per call, on its path."""
+    """A call of a tenant in migration mode (MIGRATION_CALLS), counted in the batch with
+    the other calls of its time: one per call, on its path."""
     _batch.count(_migration_calls, (tenant, arm, verdict))
 
 

@@ -174,7 +174,14 @@ async def test_both_workers_serve_both_ports_and_metrics_add_up(workers: Workers
     for worker in (0, 1):
         assert calls[(worker, "JSONRPC")] > 0 and calls[(worker, "GRPC")] > 0, calls
     assert calls[(0, "JSONRPC")] + calls[(1, "JSONRPC")] == len(texts)
-    # Whichever worker answers /metrics, it counts every worker's calls.
+    # Whichever worker answers /metrics, it counts every worker's calls: another worker's
+    # show once it has added them (within its flush bound), and then on every scrape.
+    async def all_counted() -> str | None:
+        text = await metrics_text(workers.base)
+        return text if (sent_ok(text, "JSONRPC"), sent_ok(text, "GRPC")) == \
+            (len(texts), SPREAD) else None
+
+    await wait_until(all_counted, "every worker's calls in /metrics", timeout=5)
     for _ in range(6):
         text = await metrics_text(workers.base)
         assert sent_ok(text, "JSONRPC") == len(texts)
@@ -210,6 +217,11 @@ async def test_a_killed_worker_is_replaced_and_the_counts_survive(workers: Worke
             return metric(text, "a2a_gateway_open_connections") >= SPREAD + 1
 
         await wait_until(all_open, "the held connections open on the workers")
+
+        async def first_counted() -> bool:  # the victim has added its share of them
+            return sent_ok(await metrics_text(workers.base), "JSONRPC") == SPREAD
+
+        await wait_until(first_counted, "the first calls in /metrics", timeout=5)
         victim = workers.pids()[1]
         os.kill(victim, signal.SIGKILL)
         died = workers.wait_for(lambda line: line.get("event") == "worker exited; starting "
@@ -227,15 +239,15 @@ async def test_a_killed_worker_is_replaced_and_the_counts_survive(workers: Worke
         assert 0 < len(survivors) < SPREAD
         # The second calls' connections, closed by the client, count until each worker
         # has read their end (a worker may answer the scrape before the other has): the
-        # dead worker's gauges never would.
+        # dead worker's gauges never would. Its counts are in the total once the other
+        # worker has added its share of the second calls (within its flush bound).
         async def settled() -> str | None:
             text = await metrics_text(workers.base)
             return text if metric(text, "a2a_gateway_open_connections") == \
-                len(survivors) + 1 else None
+                len(survivors) + 1 and sent_ok(text, "JSONRPC") == 2 * SPREAD else None
 
-        text = await wait_until(settled, "open connections: the survivors and the scrape",
-                                timeout=5)
-        assert sent_ok(text, "JSONRPC") == 2 * SPREAD
+        await wait_until(settled, "open connections: the survivors and the scrape; "
+                         "every call counted", timeout=5)
     finally:
         for conn in held:
             conn.close()
@@ -339,16 +351,20 @@ async def _relay_across_workers(gateway: Workers, receiver: str, received: list[
                                  headers={"X-A2A-Notification-Token": relay_token}) as resp:
                 assert resp.status == 202, await resp.text()
     after = await metrics_text(gateway.base)
-    assert not [line for line in gateway.lines() if "refused" in line.get("event", "")]
 
     def delta(outcome: str) -> float:
         return metric(after, "a2a_gateway_push_deliveries_total", outcome=outcome) - \
             metric(before, "a2a_gateway_push_deliveries_total", outcome=outcome)
 
     assert (delta("accepted"), delta("duplicate")) == (SPREAD + 1, SPREAD - 1)
-    dropped = {line["worker"] for line in gateway.lines()
-               if line.get("event") == "push relay dropped a repeated notification"}
-    assert dropped == {0, 1}  # both workers knew the first one had been taken
+
+    def dropped() -> set[int]:  # each worker's lines come within its log flush bound
+        return {line["worker"] for line in gateway.lines()
+                if line.get("event") == "push relay dropped a repeated notification"}
+
+    # Both workers knew the first one had been taken.
+    await wait_until(lambda: dropped() == {0, 1}, "both workers' repeated-notification lines")
+    assert not [line for line in gateway.lines() if "refused" in line.get("event", "")]
     stamps = [f"2026-01-01T00:00:{i:02d}Z" for i in range(SPREAD)] + ["2026-01-01T00:01:00Z"]
     await wait_until(lambda: len(_delivered(received, stamps)) >= len(stamps),
                      "every notification delivered")

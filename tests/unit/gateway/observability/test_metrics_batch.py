@@ -44,19 +44,33 @@ def test_a_flushed_batch_equals_the_same_values_added_one_by_one() -> None:
     assert samples(batched) == samples(direct)
 
 
-async def test_a_batch_is_added_when_the_loop_pass_ends() -> None:
+async def _after(seconds: float) -> None:
+    """Return once the loop ran the callbacks due ``seconds`` from now (a timer due
+    earlier runs first)."""
+    done = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_later(seconds, done.set_result, None)
+    await done
+
+
+async def test_a_batch_is_added_when_its_time_is_up_with_every_count_since() -> None:
     _, _, _, registry, _, counter = _pair()
-    batch, count = _Batch(), _Children(counter)
+    batch, count = _Batch(every=0.01), _Children(counter)
+    batch.count(count, ("a", "ok"))
+    await asyncio.sleep(0)  # not at the end of the loop's pass: later, with the others
     batch.count(count, ("a", "ok"))
     assert registry.get_sample_value("c_total", {"op": "a", "outcome": "ok"}) is None
-    await asyncio.sleep(0)  # one pass of the loop: the flush was scheduled before this
-    assert registry.get_sample_value("c_total", {"op": "a", "outcome": "ok"}) == 1
+    await _after(0.02)
+    assert registry.get_sample_value("c_total", {"op": "a", "outcome": "ok"}) == 2
+
+
+def test_the_default_wait_is_the_documented_one() -> None:
+    assert _Batch().every == metrics.FLUSH_EVERY == 0.05  # docs/observability.md
 
 
 def test_a_batch_serves_a_new_event_loop() -> None:
     """A flush left scheduled on a loop that closed does not hold the next loop's counts."""
     _, _, _, registry, _, counter = _pair()
-    batch, count = _Batch(), _Children(counter)
+    batch, count = _Batch(every=0.01), _Children(counter)
 
     async def one() -> None:
         batch.count(count, ("a", "ok"))
@@ -65,7 +79,7 @@ def test_a_batch_serves_a_new_event_loop() -> None:
 
     async def later() -> None:
         batch.count(count, ("a", "ok"))
-        await asyncio.sleep(0)  # the pass ends: this loop's flush runs
+        await _after(0.02)  # this loop's flush runs
 
     asyncio.run(later())
     assert registry.get_sample_value("c_total", {"op": "a", "outcome": "ok"}) == 2

@@ -1,4 +1,5 @@
-"""Log lines: one write per turn of the event loop; errors and lines off the loop at once;
+"""Log lines: kept up to a time or a size and written together; errors and lines off the
+loop at once;
 every line in timestamp order, library records through the stdlib bridge (JSON, mapped
 levels, no quoted credentials); the access line's sampling, fields and config."""
 
@@ -28,17 +29,45 @@ class Stream(io.StringIO):
         return super().write(text)
 
 
-async def test_the_lines_of_one_turn_are_written_together_when_it_ends() -> None:
+async def _after(seconds: float) -> None:
+    """Return once the loop ran the callbacks due ``seconds`` from now (a timer due
+    earlier runs first: the loop runs its timers in the order they are due)."""
+    done = asyncio.get_running_loop().create_future()
+    asyncio.get_running_loop().call_later(seconds, done.set_result, None)
+    await done
+
+
+async def test_the_lines_kept_are_written_together_when_their_time_is_up() -> None:
     out = Stream()
-    writer = LineWriter(out)  # type: ignore[arg-type]
+    writer = LineWriter(out, every=0.01)  # type: ignore[arg-type]
     writer.info("a")
     writer.msg("b")
-    assert out.getvalue() == ""  # not before the turn ends
     await asyncio.sleep(0)
+    assert out.getvalue() == ""  # not when the turn ends: later, with the others
+    await _after(0.02)
     assert (out.getvalue(), out.writes) == ("a\nb\n", 1)
     writer.info("c")
-    await asyncio.sleep(0)
+    await _after(0.02)
     assert (out.getvalue(), out.writes) == ("a\nb\nc\n", 2)
+
+
+async def test_the_lines_kept_are_written_at_once_when_they_reach_the_size_bound() -> None:
+    out = Stream()
+    writer = LineWriter(out, every=3600, keep=10)  # type: ignore[arg-type]
+    writer.info("12345")
+    assert out.getvalue() == ""
+    writer.info("67890")  # 10 characters kept: written now, not in an hour
+    assert (out.getvalue(), out.writes) == ("12345\n67890\n", 1)
+    writer.info("x")
+    assert out.getvalue() == "12345\n67890\n"
+    writer.flush()
+    assert (out.getvalue(), out.writes) == ("12345\n67890\nx\n", 2)
+
+
+def test_the_default_bounds_are_the_documented_ones() -> None:
+    # docs/observability.md names them: 50 ms, 64 KiB.
+    writer = LineWriter(Stream())  # type: ignore[arg-type]
+    assert (writer.every, writer.keep) == (0.05, 65536)
 
 
 async def test_an_error_is_written_at_once_after_what_was_kept() -> None:
@@ -47,7 +76,7 @@ async def test_an_error_is_written_at_once_after_what_was_kept() -> None:
     writer.info("before")
     writer.error("boom")
     assert out.getvalue() == "before\nboom\n"
-    await asyncio.sleep(0)  # the turn's flush finds nothing left
+    writer.flush()  # the timed flush finds nothing left
     assert (out.getvalue(), out.writes) == ("before\nboom\n", 1)
 
 
@@ -63,8 +92,8 @@ def test_lines_off_the_loop_are_written_at_once() -> None:
 
 
 def test_kept_lines_are_written_by_flush() -> None:
-    # A loop that stops before its turn ends (shutdown) leaves lines kept: flush (run at
-    # process exit) writes them.
+    # A loop that stops before their time is up (shutdown) leaves lines kept: flush (run
+    # at process exit) writes them.
     out = Stream()
     writer = LineWriter(out)  # type: ignore[arg-type]
     loop = asyncio.new_event_loop()
@@ -115,7 +144,7 @@ def test_a_calls_line_is_the_one_structlog_would_write(
 
 
 async def test_lines_are_written_in_timestamp_order_whoever_writes_them() -> None:
-    """A line kept for the end of the turn, then an error and a line from another thread
+    """A line kept for its flush, then an error and a line from another thread
     (both written at once): they leave in the order written, and their timestamps (put in
     by the writer, under its lock) in the same order."""
     from gateway.observability.logs.lines import render_unstamped, stamp
@@ -132,7 +161,7 @@ async def test_lines_are_written_in_timestamp_order_whoever_writes_them() -> Non
     thread.join()
     writer.error(line("error"))
     writer.info(line("later"))
-    await asyncio.sleep(0)
+    writer.flush()
     lines = [json.loads(text) for text in out.getvalue().splitlines()]
     assert [x["event"] for x in lines] == ["kept", "thread", "error", "later"]
     stamps = [datetime.fromisoformat(x["timestamp"]) for x in lines]  # a whole second has no fraction: text order is not time order
@@ -160,7 +189,7 @@ def run_logging(script: str, level: str = "info") -> list[dict[str, object]]:
 def test_library_records_come_through_the_bridge_in_order_and_at_their_levels() -> None:
     lines = run_logging("""
         async def main():
-            log.info("first")  # kept for the end of the turn
+            log.info("first")  # kept for its flush
             logging.getLogger("asyncio").warning(
                 "returning true from eof_received() has no effect when using ssl")
             logging.getLogger("redis").warning("pool said %s", "hi")
