@@ -18,6 +18,7 @@ from aiohttp import web
 from gateway.ingress.fast_lane import HANDOVERS
 from tests.support.auth_pki import issue, make_ca
 from tests.support.helpers import MakeGateway, serving
+from tests.support.waiting import wait_until
 
 SEND = {"jsonrpc": "2.0", "id": 7, "method": "message/send", "params": {"message": {
     "kind": "message", "messageId": "m1", "role": "user",
@@ -152,7 +153,8 @@ async def test_a_body_that_comes_later_is_read_by_aiohttp(
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
         writer.write(data[:-10])
-        await asyncio.sleep(0.1)
+        # The lane has read the head and hands the body still on its way to aiohttp.
+        await wait_until(lambda: handovers("body_pending") == before + 1, "the handover")
         writer.write(data[-10:])
         status, _, body = await read_answer(reader)
         # The connection stays aiohttp's: a second call on it is answered too.

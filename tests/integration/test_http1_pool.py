@@ -172,9 +172,12 @@ async def test_a_connection_the_backend_closed_while_idle_is_not_reused(
         server: Server) -> None:
     pool = pool_for(server)
     await post(pool)
+    idle = list(pool._idle)
+    assert idle
     for w in server.writers:
         w.close()
-    await asyncio.sleep(0.1)  # the FIN arrives: the pooled connection knows
+    await wait_until(lambda: all(conn.closed for conn in idle),
+                     "the FIN arrives: the pooled connection knows")
     assert (await post(pool)).body == b'{"ok":1}'
     assert server.connections == 2
     pool.close()
@@ -218,8 +221,7 @@ async def test_idle_connections_are_closed_after_the_keepalive_and_on_close(
     pool = pool_for(server)
     await asyncio.gather(post(pool), post(pool))
     assert server.connections == 2
-    await asyncio.sleep(0.6)
-    assert pool._idle == []
+    await wait_until(lambda: pool._idle == [], "the idle connections closed after 0.2 s")
     await post(pool)
     assert server.connections == 3
     idle = list(pool._idle)
