@@ -54,12 +54,17 @@ class LineWriter:
             self._lines.append(line)
             self._kept += len(line)
             if self._kept >= self.keep:
-                self._write_kept()
+                self._write_kept()  # a write already due stays due: it takes what follows
                 return
             if self._loop is loop:
                 return
             self._loop = loop
-        loop.call_later(self.every, self.flush)
+        loop.call_later(self.every, self._due)
+
+    def _due(self) -> None:
+        with self._lock:
+            self._loop = None
+            self._write_kept()
 
     def write_now(self, message: str) -> None:
         """Write what is kept, then ``message``, at once."""
@@ -72,7 +77,7 @@ class LineWriter:
             self._write_kept()
 
     def _write_kept(self) -> None:
-        lines, self._lines, self._loop, self._kept = self._lines, [], None, 0
+        lines, self._lines, self._kept = self._lines, [], 0
         if lines:
             lines.append("")
             self._file.write("\n".join(lines))

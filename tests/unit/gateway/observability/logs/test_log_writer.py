@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -62,6 +63,34 @@ async def test_the_lines_kept_are_written_at_once_when_they_reach_the_size_bound
     assert out.getvalue() == "12345\n67890\n"
     writer.flush()
     assert (out.getvalue(), out.writes) == ("12345\n67890\nx\n", 2)
+
+
+async def test_a_write_due_stays_due_after_the_size_bound_wrote() -> None:
+    out = Stream()
+    writer = LineWriter(out, every=0.01, keep=10)  # type: ignore[arg-type]
+    armed: list[float] = []
+    loop = asyncio.get_running_loop()
+    call_later = loop.call_later
+
+    def counted(delay: float, callback: Any, *args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+        if getattr(callback, "__self__", None) is writer:  # the writer's, not _after's
+            armed.append(delay)
+        return call_later(delay, callback, *args, **kwargs)
+
+    loop.call_later = counted  # type: ignore[method-assign]
+    try:
+        writer.info("1")
+        writer.info("234567890")  # the size bound: written now
+        writer.info("x")  # the write already due takes it: no second one armed
+        assert (out.getvalue(), armed) == ("1\n234567890\n", [0.01])
+        await _after(0.02)
+        assert (out.getvalue(), out.writes) == ("1\n234567890\nx\n", 2)
+        writer.info("y")  # nothing due any more: a write is armed again
+        assert armed == [0.01, 0.01]
+    finally:
+        del loop.call_later
+    await _after(0.02)
+    assert out.getvalue().endswith("x\ny\n")
 
 
 def test_the_default_bounds_are_the_documented_ones() -> None:
