@@ -5,6 +5,7 @@ refuse is aiohttp's to answer, so the same bytes get the same answer either way.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -44,31 +45,16 @@ if not all(any(hint in name for hint in _STREAMING_HINTS) for name in _STREAMING
     raise RuntimeError("a streaming method name holds none of _STREAMING_HINTS")
 
 
-# What parse_head made of the heads seen lately, by their bytes: a keep-alive client sends
-# the same head call after call (the same fields; the same Content-Length for a body of the
-# same size), and its answer is a function of those bytes alone (the headers are a
-# read-only proxy, shared by the requests of one head). Bounded in entries and in the
-# size of a head kept; the oldest entry leaves first. A head with a field that changes on
-# every request (a trace or request id) costs one look-up more than before.
+# A keep-alive client sends the same head call after call (the same fields; the same
+# Content-Length for a body of the same size), and parse_head's answer is a function of
+# those bytes alone: it keeps its answers for the last MAX_KNOWN_HEADS distinct heads
+# (each at most MAX_HEAD bytes: 2 MiB at most), the headers a read-only proxy shared by
+# the requests of one head. A head with a field that changes on every request (a trace
+# or request id) is parsed every time, as before.
 MAX_KNOWN_HEADS = 256
-MAX_KNOWN_HEAD_BYTES = 2048
-_known_heads: dict[bytes, tuple[str, CIMultiDictProxy[str], int] | None] = {}
 
 
-def parsed_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
-    """parse_head's answer, from the heads seen lately when ``head`` is one of them."""
-    try:
-        return _known_heads[head]
-    except KeyError:
-        pass
-    parsed = parse_head(head)
-    if len(head) <= MAX_KNOWN_HEAD_BYTES:
-        if len(_known_heads) >= MAX_KNOWN_HEADS:
-            del _known_heads[next(iter(_known_heads))]
-        _known_heads[head] = parsed
-    return parsed
-
-
+@functools.lru_cache(maxsize=MAX_KNOWN_HEADS)
 def parse_head(head: bytes) -> tuple[str, CIMultiDictProxy[str], int] | None:
     """(path, headers, content length) of a head (request line and fields, each ending
     in CRLF) the lane serves; None for anything else. Whatever aiohttp's parser would
@@ -141,7 +127,7 @@ def read_request(buffer: bytearray, pos: int, max_body: int) -> LaneCall | str |
             return "long_head"
         return None if may_become_plain(bytes(buffer[pos:pos + MAX_HEAD])) else "not_plain"
     head = bytes(buffer[pos:end + 2])
-    parsed = parsed_head(head)
+    parsed = parse_head(head)
     if parsed is None:
         return "not_plain"
     path, headers, length = parsed

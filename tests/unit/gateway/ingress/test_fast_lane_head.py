@@ -6,18 +6,15 @@ from __future__ import annotations
 import pytest
 from aiohttp import web
 
-from gateway.ingress import lane_head
 from gateway.ingress.common import Reply, as_response
 from gateway.ingress.fast_lane import reply_bytes, response_bytes
 from gateway.ingress.lane_head import (
     MAX_FIELDS,
-    MAX_KNOWN_HEAD_BYTES,
     MAX_KNOWN_HEADS,
     LaneCall,
     checked_until,
     may_become_plain,
     parse_head,
-    parsed_head,
     read_request,
 )
 from translators.dialects.base import HttpAnswer
@@ -33,29 +30,27 @@ def test_a_plain_head_is_parsed() -> None:
     assert headers["host"] == "gw" and headers["X-A"] == "spaced"
 
 
-def test_a_head_seen_again_is_answered_as_the_first_time() -> None:
-    lane_head._known_heads.clear()
-    first, again = parsed_head(PLAIN), parsed_head(PLAIN)
-    assert first == again == parse_head(PLAIN) and again is first  # kept, not parsed again
-    assert first is not None
+def test_a_head_read_again_is_not_parsed_again() -> None:
+    parse_head.cache_clear()
+    body = b'{"jsonrpc":"2.0"}'
+    request = PLAIN.replace(b"12", str(len(body)).encode()) + b"\r\n" + body
+    first = read_request(bytearray(request), 0, 1024)
+    again = read_request(bytearray(request * 2), len(request), 1024)
+    assert isinstance(first, LaneCall) and isinstance(again, LaneCall)
+    assert (again.path, again.body) == (first.path, first.body) == ("/t1", body)
+    assert again.headers is first.headers  # the first reading's, kept
+    assert parse_head.cache_info().hits == 1
     with pytest.raises(TypeError):  # shared by the requests of one head: read-only
-        first[1]["X-A"] = "changed"  # type: ignore[index]
-    refused = b"GET / HTTP/1.1\r\nHost: gw\r\nContent-Length: 1\r\n"
-    assert parsed_head(refused) is None and parsed_head(refused) is None
+        again.headers["X-A"] = "changed"  # type: ignore[index]
 
 
-def test_the_heads_kept_are_bounded_in_number_and_size() -> None:
-    lane_head._known_heads.clear()
+def test_the_heads_kept_are_bounded() -> None:
+    parse_head.cache_clear()
     heads = [b"POST / HTTP/1.1\r\nHost: gw\r\nContent-Length: %d\r\n" % n
              for n in range(MAX_KNOWN_HEADS + 10)]
-    for n, head in enumerate(heads):
-        parsed = parsed_head(head)
-        assert parsed is not None and parsed[2] == n  # each head its own answer
-    assert len(lane_head._known_heads) == MAX_KNOWN_HEADS
-    assert heads[0] not in lane_head._known_heads and heads[-1] in lane_head._known_heads
-    long_head = PLAIN + b"X-Long: " + b"a" * MAX_KNOWN_HEAD_BYTES + b"\r\n"
-    assert parsed_head(long_head) is not None
-    assert long_head not in lane_head._known_heads
+    assert [parsed[2] for parsed in map(parse_head, heads) if parsed] == \
+        list(range(MAX_KNOWN_HEADS + 10))  # each head its own answer
+    assert parse_head.cache_info().currsize == MAX_KNOWN_HEADS == 256  # docs: 256 heads
 
 
 @pytest.mark.parametrize("head", [
