@@ -30,6 +30,7 @@ from prometheus_client import (
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from gateway.call import CallContext
+from gateway.observability.logs.writer import FLUSH_EVERY
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _BOUNDS = (*_LATENCY_BUCKETS, float("inf"))  # the histograms' buckets, +Inf last
@@ -150,35 +151,31 @@ class _Children:
         return child
 
 
-# Seconds the counts of the calls wait at most before they are added to the metrics (one
-# write for all the calls of that time). A /metrics page adds this process's own first;
-# another worker's shows in its file at most this late, and a worker killed outright
-# (SIGKILL) loses at most this much of its counts (a stopping one flushes them).
-FLUSH_EVERY = 0.05
-
-
 class _Batch:
-    """The counts and observations of the calls of up to FLUSH_EVERY seconds, added to
+    """The counts and observations of the calls of up to FLUSH_EVERY seconds (as long as
+    their log lines wait: gateway/observability/logs/writer.py), added to
     the metrics together: prometheus-client locks and checks on every increment (a
     histogram observation is two increments), which per call cost more than the rest of
     the bookkeeping; added once for all the calls of a flush, at 5k calls/s that is
     about one increment each per 250 calls. Histogram observations are kept as bucket
     counts and a sum, and added to the child's buckets and sum (the values its own
-    `observe` increments)."""
+    `observe` increments). A /metrics page adds this process's own first; another
+    worker's show in its file at most FLUSH_EVERY late, and a worker killed outright
+    (SIGKILL) loses at most that much of its counts (a stopping one flushes them)."""
 
     def __init__(self, every: float = FLUSH_EVERY) -> None:
         self.every = every  # seconds the first count waits for the flush
         self._counts: dict[tuple[_Children, tuple[str, ...]], float] = {}
-        # Per histogram child: the hits of the buckets observed (by index; a pass touches
-        # one or two of the 15) and, under the key -1, the sum of the seconds.
+        # Per histogram child: the hits of the buckets observed (by index; a batch touches
+        # a few of the 15) and, under the key -1, the sum of the seconds.
         self._spreads: dict[tuple[_Children, tuple[str, ...]], dict[int, float]] = {}
         # Gauge children moved up or down (slots held): a slot taken and given back in
-        # one pass adds nothing to write.
+        # one batch adds nothing to write.
         self._moves: dict[Gauge, float] = {}
         self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        # The flush reads no context variable: one empty context for every pass, instead
-        # of a copy of the caller's made by call_soon each time.
+        # The flush reads no context variable: one empty context for every flush, instead
+        # of a copy of the caller's made by call_later each time.
         self._context = contextvars.Context()
 
     def count(self, metric: _Children, values: tuple[str, ...], amount: float = 1) -> None:

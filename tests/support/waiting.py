@@ -60,3 +60,13 @@ def wait_until_sync(condition: Callable[[], T], what: str = "", *, timeout: floa
             break
         time.sleep(interval)
     raise _failed(what, timeout, value)
+
+
+async def timers_due_after(seconds: float) -> None:
+    """Return once the running loop has run the callbacks due ``seconds`` from now: the
+    loop runs its timers in the order they are due, so a timer armed before for an
+    earlier time has run (for code that defers work by a fixed delay)."""
+    loop = asyncio.get_running_loop()
+    done = loop.create_future()
+    loop.call_later(seconds, done.set_result, None)
+    await done

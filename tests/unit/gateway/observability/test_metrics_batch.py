@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 
 from gateway.observability import metrics
 from gateway.observability.metrics import _LATENCY_BUCKETS, _Batch, _Children
+from tests.support.waiting import timers_due_after
 
 SECONDS = [0.0, 0.0004, 0.001, 0.0011, 0.0025, 0.07, 1, 29.9, 30, 31, 1e9, float("inf")]
 
@@ -44,14 +45,6 @@ def test_a_flushed_batch_equals_the_same_values_added_one_by_one() -> None:
     assert samples(batched) == samples(direct)
 
 
-async def _after(seconds: float) -> None:
-    """Return once the loop ran the callbacks due ``seconds`` from now (a timer due
-    earlier runs first)."""
-    done = asyncio.get_running_loop().create_future()
-    asyncio.get_running_loop().call_later(seconds, done.set_result, None)
-    await done
-
-
 async def test_a_batch_is_added_when_its_time_is_up_with_every_count_since() -> None:
     _, _, _, registry, _, counter = _pair()
     batch, count = _Batch(every=0.01), _Children(counter)
@@ -59,7 +52,7 @@ async def test_a_batch_is_added_when_its_time_is_up_with_every_count_since() -> 
     await asyncio.sleep(0)  # not at the end of the loop's pass: later, with the others
     batch.count(count, ("a", "ok"))
     assert registry.get_sample_value("c_total", {"op": "a", "outcome": "ok"}) is None
-    await _after(0.02)
+    await timers_due_after(0.02)
     assert registry.get_sample_value("c_total", {"op": "a", "outcome": "ok"}) == 2
 
 
@@ -79,7 +72,7 @@ def test_a_batch_serves_a_new_event_loop() -> None:
 
     async def later() -> None:
         batch.count(count, ("a", "ok"))
-        await _after(0.02)  # this loop's flush runs
+        await timers_due_after(0.02)  # this loop's flush runs
 
     asyncio.run(later())
     assert registry.get_sample_value("c_total", {"op": "a", "outcome": "ok"}) == 2

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from gateway.observability.logs.writer import LineWriter
+from tests.support.waiting import timers_due_after
 
 
 class Stream(io.StringIO):
@@ -30,14 +31,6 @@ class Stream(io.StringIO):
         return super().write(text)
 
 
-async def _after(seconds: float) -> None:
-    """Return once the loop ran the callbacks due ``seconds`` from now (a timer due
-    earlier runs first: the loop runs its timers in the order they are due)."""
-    done = asyncio.get_running_loop().create_future()
-    asyncio.get_running_loop().call_later(seconds, done.set_result, None)
-    await done
-
-
 async def test_the_lines_kept_are_written_together_when_their_time_is_up() -> None:
     out = Stream()
     writer = LineWriter(out, every=0.01)  # type: ignore[arg-type]
@@ -45,10 +38,10 @@ async def test_the_lines_kept_are_written_together_when_their_time_is_up() -> No
     writer.msg("b")
     await asyncio.sleep(0)
     assert out.getvalue() == ""  # not when the turn ends: later, with the others
-    await _after(0.02)
+    await timers_due_after(0.02)
     assert (out.getvalue(), out.writes) == ("a\nb\n", 1)
     writer.info("c")
-    await _after(0.02)
+    await timers_due_after(0.02)
     assert (out.getvalue(), out.writes) == ("a\nb\nc\n", 2)
 
 
@@ -83,13 +76,13 @@ async def test_a_write_due_stays_due_after_the_size_bound_wrote() -> None:
         writer.info("234567890")  # the size bound: written now
         writer.info("x")  # the write already due takes it: no second one armed
         assert (out.getvalue(), armed) == ("1\n234567890\n", [0.01])
-        await _after(0.02)
+        await timers_due_after(0.02)
         assert (out.getvalue(), out.writes) == ("1\n234567890\nx\n", 2)
         writer.info("y")  # nothing due any more: a write is armed again
         assert armed == [0.01, 0.01]
     finally:
         del loop.call_later
-    await _after(0.02)
+    await timers_due_after(0.02)
     assert out.getvalue().endswith("x\ny\n")
 
 
