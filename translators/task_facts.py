@@ -199,25 +199,26 @@ def wire_document(binding: str, version: str, op: str, body: bytes) -> Any:
     return document
 
 
-def _json_ids(result: object) -> tuple[str, str]:
+def _json_ids(result: object, tasks_only: bool) -> tuple[str, str]:
     if not isinstance(result, dict):
         return "", ""
     inner = result.get("task") or result.get("message") or result
     if not isinstance(inner, dict):
         return "", ""
     is_task = "status" in inner and isinstance(inner.get("id"), str)
-    task_id = inner.get("id") if is_task else inner.get("taskId")
+    task_id = inner.get("id") if is_task else None if tasks_only else inner.get("taskId")
     context_id = inner.get("contextId")
     return (task_id if isinstance(task_id, str) else "",
             context_id if isinstance(context_id, str) else "")
 
 
 def answer_ids(binding: str, version: str, op: str, body: bytes,
-               document: Any) -> tuple[str, str]:
+               document: Any, tasks_only: bool = False) -> tuple[str, str]:
     """The (task id, context id) a SendMessage answer of this dialect shows, as it was
     passed through (``document``: what the gateway read of it, or None: read ``body``);
-    a message answer shows its conversation and, maybe, a task. Never raises: what does
-    not parse shows nothing ("", "")."""
+    a message answer shows its conversation and, maybe, a task (not with ``tasks_only``:
+    a task id then means the answer is the task). Never raises: what does not parse
+    shows nothing ("", "")."""
     if op != ops.SEND:
         return "", ""
     if document is None:
@@ -230,8 +231,8 @@ def answer_ids(binding: str, version: str, op: str, body: bytes,
             return str(document.task.id), str(document.task.context_id)
         if kind in ("message", "msg"):
             message = getattr(document, kind)
-            return str(message.task_id), str(message.context_id)
+            return "" if tasks_only else str(message.task_id), str(message.context_id)
         return "", ""
     if binding == "JSONRPC":
         document = document.get("result") if isinstance(document, dict) else None
-    return _json_ids(document)
+    return _json_ids(document, tasks_only)

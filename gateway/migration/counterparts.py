@@ -31,21 +31,23 @@ Wanted = dict[str, "asyncio.Future[str]"]  # a request's id field -> its counter
 
 # Built once (a union written inside isinstance() is made again on every call).
 _WRAPPERS = (pb.SendMessageResponse, pb.StreamResponse)
-_UPDATES = (pb.TaskStatusUpdateEvent, pb.TaskArtifactUpdateEvent)
+_NAMING = (pb.Message, pb.TaskArtifactUpdateEvent)  # what names a task it is not
 
 
-def ids_of(answer: ProtoMessage | None) -> tuple[str, str]:
-    """The (task id, context id) an answer or event shows ("" for what it lacks)."""
+def ids_of(answer: ProtoMessage | None, indexed_only: bool = False) -> tuple[str, str]:
+    """The (task id, context id) an answer or event shows ("" for what it lacks). With
+    ``indexed_only``, a task id only where the task index records the task (a Task, a
+    status update), not one a message or an artifact chunk names."""
     item: Any = answer
     if isinstance(item, _WRAPPERS):
         kind = item.WhichOneof("payload")
         item = getattr(item, kind) if kind else None
     if isinstance(item, pb.Task):
         return str(item.id), str(item.context_id)
-    if isinstance(item, pb.Message):
+    if isinstance(item, pb.TaskStatusUpdateEvent):
         return str(item.task_id), str(item.context_id)
-    if isinstance(item, _UPDATES):
-        return str(item.task_id), str(item.context_id)
+    if isinstance(item, _NAMING):
+        return "" if indexed_only else str(item.task_id), str(item.context_id)
     return "", ""
 
 

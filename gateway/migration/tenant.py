@@ -55,6 +55,9 @@ _CONVERSING = frozenset({ops.SEND, ops.STREAM})
 class Conversations(Protocol):
     """What a migration asks of the task index (gateway/tasks/index.py's TaskIndex)."""
 
+    @property
+    def records(self) -> bool: ...
+
     async def holds_conversation(self, tenant: str, context_id: str) -> bool: ...
 
 
@@ -70,6 +73,11 @@ class TenantMigration:
         the task index, which knows the conversations under way before the migration."""
         self.name = name
         self.conversations = conversations
+        # The primary's conversations are followed by the tasks the index holds of them
+        # (the index writes a row for each anyway; pruning binds what it drops:
+        # tenants.Migrations.kept_owners): a new one whose answer is a task writes no
+        # binding of its own. Without an index, each is bound.
+        self.follows_index = conversations is not None and conversations.records
         self._tasks, self._contexts = owner_prefix(name, "task"), owner_prefix(name, "context")
         self.retarget = retarget
         self.config = config
@@ -197,8 +205,9 @@ class TenantMigration:
         ticket.count("ok")
         if ticket.done and not ticket.shadowed:
             return None
-        task_id, context_id = (_wire_ids(call, answer) if isinstance(answer, WireAnswer)
-                               else ids_of(answer))
+        indexed = ticket.indexed and not ticket.shadowed  # a copy learns every id
+        task_id, context_id = (_wire_ids(call, answer, indexed)
+                               if isinstance(answer, WireAnswer) else ids_of(answer, indexed))
         if ticket.shadowed:
             self._mirror(call, ticket, answer, (task_id, context_id))
         if ticket.done:
@@ -206,7 +215,7 @@ class TenantMigration:
         if not (task_id or context_id):
             return None
         ticket.done = True
-        keys = self._keys(ticket, task_id, context_id)
+        keys = self._keys(ticket, task_id, context_id, indexed)
         if not keys:
             return None
         if ticket.arm == CANDIDATE and self.owners.waits:
@@ -225,12 +234,21 @@ class TenantMigration:
         elif isinstance(answer, pb.Task | pb.Message | pb.SendMessageResponse | pb.AgentCard):
             self.shadow.mirror(call, answer, ticket.seconds, ids)
 
-    def _keys(self, ticket: Ticket, task_id: str, context_id: str) -> list[str]:
+    def _keys(self, ticket: Ticket, task_id: str, context_id: str, indexed: bool,
+              ) -> list[str]:
         """The bindings to write: a new conversation's, and the candidate's task (a task
-        no one bound is the primary's: the primary's task is only remembered here)."""
+        no one bound is the primary's: the primary's task is only remembered here). A
+        new conversation of the primary that shows its task (``indexed``: its ids were
+        read as the index records them, so a task id means a task row) is only
+        remembered too: the index's row of that task says it is under way
+        (:meth:`_under_way`)."""
         keys = []
         if context_id and ticket.new:
-            keys.append(self._contexts + context_id)
+            key = self._contexts + context_id
+            if task_id and indexed:
+                self.owners.remember(key, PRIMARY)
+            else:
+                keys.append(key)
         if task_id:
             key = self._tasks + task_id
             if ticket.arm == CANDIDATE:
@@ -244,8 +262,8 @@ class TenantMigration:
         candidate's before the client learns the ids (a follow-up through any replica
         must find them); the primary's with the next write (an unbound task is the
         primary's already)."""
-        await self.owners.bind(self._keys(ticket, task_id, context_id), ticket.arm,
-                               wait=ticket.arm == CANDIDATE)
+        await self.owners.bind(self._keys(ticket, task_id, context_id, ticket.indexed),
+                               ticket.arm, wait=ticket.arm == CANDIDATE)
 
     # ------------------------------------------------------------ rollback
 
@@ -299,14 +317,14 @@ class TenantMigration:
         await self.owners.flushed()
 
 
-def _wire_ids(call: Call, answer: WireAnswer) -> tuple[str, str]:
+def _wire_ids(call: Call, answer: WireAnswer, tasks_only: bool) -> tuple[str, str]:
     """The ids of an answer passed through as the agent sent it (read from what the
     gateway parsed of it, not decoded: a new conversation keeps its pass-through)."""
     dialect = call.dialect
     if dialect is None or not 200 <= answer.status < 300:
         return "", ""
     return answer_ids(dialect.binding, dialect.version, call.op.name, answer.body,
-                      answer.document)
+                      answer.document, tasks_only)
 
 
 def _resumed(call: Call) -> str:

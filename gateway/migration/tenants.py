@@ -10,9 +10,11 @@ from typing import Any
 from gateway.config.models import BackendConfig, GatewayConfig
 from gateway.migration.api import Move
 from gateway.migration.falling_back import Retarget
+from gateway.migration.owners import owner_prefix
+from gateway.migration.sticky import PRIMARY
 from gateway.migration.tenant import Conversations, TenantMigration
 from gateway.routing.tenants import TenantRoute
-from gateway.state import Store
+from gateway.state import KeptOwner, Store
 
 RouteFactory = Callable[[str, BackendConfig], TenantRoute]
 
@@ -41,6 +43,14 @@ class Migrations:
             self.active[name] = TenantMigration(
                 name, m, routes[name], make_route(name, m.candidate), store, before,
                 retarget, waits, conversations)
+
+    def kept_owners(self) -> dict[str, KeptOwner]:
+        """What pruning the task index keeps of each tenant's conversations: the
+        primary's, which are followed by the tasks the index holds of them
+        (TenantMigration.follows_index), bound to it (the candidate's are bound already,
+        and a live binding stays)."""
+        return {name: KeptOwner(owner_prefix(name, "context"), PRIMARY, m.config.owner_ttl)
+                for name, m in self.active.items() if m.follows_index}
 
     def merged(self, tenant: str) -> bool:
         """Whether ListTasks of ``tenant`` is answered from the task index (both agents'

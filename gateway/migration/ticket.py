@@ -36,6 +36,7 @@ class Migrating(Protocol):
     config: MigrationConfig
     stats: TenantStats
     shadow: Shadow
+    follows_index: bool
 
     def check_rollback(self) -> None: ...
 
@@ -126,8 +127,15 @@ class Ticket:
 
     # ------------------------------------------------ a stream's first sight of its task
 
+    @property
+    def indexed(self) -> bool:
+        """Whether the primary serves the call of a migration that follows the primary's
+        conversations by the task index: its answer's ids are read as the index records
+        them (counterparts.ids_of's ``indexed_only``)."""
+        return self.arm == PRIMARY and self.migration.follows_index
+
     async def before(self, item: pb.StreamResponse) -> None:
-        task_id, context_id = ids_of(item)
+        task_id, context_id = ids_of(item, self.indexed)
         if task_id or context_id:
             self.done = True
             await self.migration.bind(self.call, self, task_id, context_id)

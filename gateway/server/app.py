@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ from gateway.preflight.startup import binding, check_listeners_free, start_failu
 from gateway.server.admin import add_admin_routes, build_admin_app
 from gateway.server.heap import settle_after_start
 from gateway.server.lifecycle import ConfigWatcher
-from gateway.state import Store, open_store
+from gateway.state import KeptOwner, Store, open_store
 from gateway.state.retention import prune_forever
 from gateway.tls.context import ReloadingServerContext, grpc_server_credentials
 from gateway.workers.worker import WorkerRole
@@ -104,6 +104,11 @@ class Server:
         return self.worker is not None or (self.store is not None
                                            and self.store.backend == "redis")
 
+    def _kept_owners(self) -> Mapping[str, KeptOwner]:
+        """What pruning keeps of the conversations of a task it drops, for the config
+        serving now (none before it serves)."""
+        return {} if self._holder is None else self._holder.current.migration.kept_owners()
+
     @property
     def holder(self) -> GatewayHolder:
         assert self._holder is not None, "the server is not started"
@@ -128,7 +133,7 @@ class Server:
         # Every replica and worker prunes on its own timer: pruning is idempotent
         # (state/retention.py).
         self._tasks.add(asyncio.create_task(
-            prune_forever(self.store, config.state.retention.interval)))
+            prune_forever(self.store, config.state.retention.interval, self._kept_owners)))
         first = Gateway(config, self._session, self.store, shared_state=self._shared_state)
         try:
             if first.auth is not None:

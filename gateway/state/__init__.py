@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from gateway.config.state import RetentionConfig, StateConfig
 from gateway.state.base import (
     BadPageToken,
+    KeptOwner,
     Store,
     StoreError,
     TaskPage,
@@ -18,7 +19,7 @@ from gateway.state.base import (
     store_unavailable,
 )
 
-__all__ = ["BadPageToken", "RetentionConfig", "StateConfig", "Store", "StoreError",
+__all__ = ["BadPageToken", "KeptOwner", "RetentionConfig", "StateConfig", "Store", "StoreError",
            "TaskPage", "TaskQuery", "TaskRecord", "open_store", "store_unavailable"]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -47,6 +47,19 @@ def store_unavailable(what: str, cause: StoreError | None = None) -> A2AError:
         log.warning("state store unavailable", what=what, error=str(cause))
     return a2a_error("StoreUnavailableError", f"{what}; retry in {STORE_RETRY_AFTER} s",
                      retry_after=STORE_RETRY_AFTER)
+
+
+@dataclass(frozen=True, slots=True)
+class KeptOwner:
+    """What pruning a tenant's tasks leaves of their conversations: each conversation's
+    key (``prefix`` + its contextId) bound to ``value`` for ``ttl`` seconds, as
+    :meth:`Store.claim` binds (a live binding stays; an expired one is taken over). A
+    migration follows its primary's conversations by the tasks the index holds of them
+    (gateway/migration/tenant.py), so the index forgets none of them silently."""
+
+    prefix: str
+    value: str
+    ttl: float
 
 
 class BadPageToken(ValueError):
@@ -148,10 +161,13 @@ class Store(JournalStore, Protocol):
         """The tasks ``query`` matches, status timestamp descending (then task id
         descending), from ``page_token`` on; ``total_size`` counts all matches."""
 
-    async def prune(self, older_than: float | None = None) -> int:
+    async def prune(self, older_than: float | None = None,
+                    kept: Mapping[str, KeptOwner] | None = None) -> int:
         """Drop tasks not updated since ``older_than`` (default: now - retention.max_age)
         and the oldest beyond retention.max_tasks, and expired relay/limit entries and
-        stream journals. Returns how many tasks were dropped."""
+        stream journals; the conversations of a dropped task of a tenant in ``kept``
+        are bound as it says, in the same transaction. Returns how many tasks were
+        dropped."""
 
     async def seen_once(self, key: str, ttl: float) -> bool:
         """Atomically: True for the first caller offering ``key`` within ``ttl`` seconds,

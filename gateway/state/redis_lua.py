@@ -156,11 +156,16 @@ for i = 1, math.min(#items, size + 1) do page[i] = items[i][1] end
 return emit(p .. 'task:' .. t .. ':', page, size, total)
 """
 
-# ARGV: prefix, then members of the all-tenants zset ("tenant:task_id") to drop.
+# ARGV: prefix; k, then k times (tenant, key prefix, value, ttl ms): the conversations
+# of a dropped task of that tenant bound as a claim binds them (base.KeptOwner); then
+# the members of the all-tenants zset ("tenant:task_id") to drop.
 DELETE = _INDEX + """
 local p = ARGV[1]
+local kept = {}
+local first = 3 + 4 * tonumber(ARGV[2])
+for i = 3, first - 1, 4 do kept[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]} end
 local n = 0
-for i = 2, #ARGV do
+for i = first, #ARGV do
   local m = ARGV[i]
   local sep = string.find(m, ':', 1, true)
   local t, id = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
@@ -168,6 +173,10 @@ for i = 2, #ARGV do
   local idx = p .. 'idx:' .. t
   local f = redis.call('HMGET', key, 'c', 'o', 's')
   if f[1] then
+    local k = kept[t]
+    if k and f[1] ~= '' then
+      redis.call('SET', p .. 'claim:' .. k[1] .. f[1], k[2], 'NX', 'PX', k[3])
+    end
     index('ZREM', idx, id, 0, f[1], f[2], f[3])
     n = n + redis.call('DEL', key)
   end

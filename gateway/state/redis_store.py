@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -18,6 +18,7 @@ from redis.exceptions import NoScriptError, RedisError
 
 from gateway.config.state import RetentionConfig, redact_url
 from gateway.state.base import (
+    KeptOwner,
     StoreError,
     TaskPage,
     TaskQuery,
@@ -187,7 +188,8 @@ class RedisStore(RedisRelayQueue):
         token = encode_token((records[-1].updated_at, records[-1].task_id)) if more else ""
         return TaskPage(records, token, total)
 
-    async def prune(self, older_than: float | None = None) -> int:
+    async def prune(self, older_than: float | None = None,
+                    kept: Mapping[str, KeptOwner] | None = None) -> int:
         if older_than is None and self.retention.max_age > 0:
             older_than = time.time() - self.retention.max_age
         everything = self.prefix + "all"
@@ -197,7 +199,7 @@ class RedisStore(RedisRelayQueue):
                                          f"({older_than!r}", start=0, num=_BATCH))
             if not old:
                 break
-            dropped += await self._drop(old)
+            dropped += await self._drop(old, kept)
         max_tasks = self.retention.max_tasks
         while max_tasks > 0:
             excess = int(await self._do(lambda: self._redis.zcard(everything))) - max_tasks
@@ -205,12 +207,15 @@ class RedisStore(RedisRelayQueue):
                 break
             old = await self._do(partial(self._redis.zrange, everything, 0,
                                          min(excess, _BATCH) - 1))
-            dropped += await self._drop(old)
+            dropped += await self._drop(old, kept)
         return dropped  # relay, bucket and journal keys expire by themselves
 
-    async def _drop(self, members: list[str]) -> int:
+    async def _drop(self, members: list[str], kept: Mapping[str, KeptOwner] | None) -> int:
         # Pruning again what a lost write left is harmless: no WAIT for it.
-        return int(await self._do(lambda: self._delete(args=[self.prefix, *members])))
+        specs = [field for tenant, owner in (kept or {}).items()
+                 for field in (tenant, owner.prefix, owner.value, _ms(owner.ttl))]
+        return int(await self._do(lambda: self._delete(
+            args=[self.prefix, len(specs) // 4, *specs, *members])))
 
     # The relay's replay and spent-seal facts.
 

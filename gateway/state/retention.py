@@ -5,22 +5,28 @@ Each pruning samples the stream journal's size for the metrics too."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Mapping
 
 import structlog
 
 from gateway.observability.metrics import JOURNAL_BYTES, JOURNAL_EVENTS
-from gateway.state.base import Store, StoreError
+from gateway.state.base import KeptOwner, Store, StoreError
 from gateway.state.journal import JournalStore
 
 log = structlog.get_logger("a2a_gateway.state")
 
 
-async def prune_forever(store: Store, interval: float) -> None:
-    """Prune every ``interval`` seconds until cancelled; a failure is logged, not fatal."""
+Kept = Callable[[], Mapping[str, KeptOwner]]
+
+
+async def prune_forever(store: Store, interval: float, kept: Kept | None = None) -> None:
+    """Prune every ``interval`` seconds until cancelled; a failure is logged, not fatal.
+    ``kept``: what the config serving now keeps of the conversations of a pruned task
+    (its migrations': gateway/migration/tenants.py)."""
     while True:
         await asyncio.sleep(interval)
         try:
-            dropped = await store.prune()
+            dropped = await store.prune(kept=kept() if kept is not None else None)
         except StoreError as exc:
             log.warning("state store pruning failed", backend=store.backend, error=str(exc))
             continue

@@ -19,7 +19,7 @@ import fcntl
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
@@ -29,6 +29,7 @@ import gateway.state.sqlite_journal as sqlite_journal
 import gateway.state.sqlite_relay as sqlite_relay
 from gateway.config.state import RetentionConfig
 from gateway.state.base import (
+    KeptOwner,
     StoreError,
     TaskPage,
     TaskQuery,
@@ -40,6 +41,7 @@ from gateway.state.base import (
 )
 from gateway.state.journal import JournalLimits, JournalRead, JournalSize
 from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
+from gateway.state.sqlite_prune import prune_tasks
 from gateway.state.sqlite_relay import SqliteRelayQueue
 
 T = TypeVar("T")
@@ -312,23 +314,15 @@ class SqliteStore(SqliteRelayQueue):
             return TaskPage(records, token, int(total))
         return await self._run(read)
 
-    async def prune(self, older_than: float | None = None) -> int:
+    async def prune(self, older_than: float | None = None,
+                    kept: Mapping[str, KeptOwner] | None = None) -> int:
         now = time.time()
         if older_than is None and self.retention.max_age > 0:
             older_than = now - self.retention.max_age
         max_tasks = self.retention.max_tasks
 
         def prune(db: sqlite3.Connection) -> int:
-            dropped = 0
-            if older_than is not None:
-                dropped += db.execute("DELETE FROM tasks WHERE updated_at < ?",
-                                      (older_than,)).rowcount
-            if max_tasks > 0:
-                excess = db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] - max_tasks
-                if excess > 0:
-                    dropped += db.execute(
-                        "DELETE FROM tasks WHERE (tenant, task_id) IN (SELECT tenant, task_id "
-                        "FROM tasks ORDER BY updated_at, task_id LIMIT ?)", (excess,)).rowcount
+            dropped = prune_tasks(db, now, older_than, max_tasks, kept or {})
             db.execute("DELETE FROM once WHERE expires <= ?", (now,))
             db.execute("DELETE FROM spent WHERE expires <= ?", (now,))
             db.execute("DELETE FROM buckets WHERE full_at <= ?", (now,))

@@ -190,6 +190,11 @@ class TaskIndex:
         if facts:
             self.recorder.add_all(records_of(tenant, owner, backend, facts, time.time()))
 
+    @property
+    def records(self) -> bool:
+        """Whether the index records tasks (a store, `state.tasks.record` on)."""
+        return self.recorder is not None
+
     # ------------------------------------------------------------ ownership, listing
 
     def lists(self, call: Call, backend_version: str | None) -> bool:

@@ -211,3 +211,34 @@ async def test_a_conversation_under_way_before_the_migration_stays_with_the_prim
     assert "result" in fresh, fresh
     arms = (await _report(http, gw))["arms"]
     assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (1, 1), arms
+
+
+async def test_a_conversation_the_index_prunes_stays_with_the_primary(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession, tmp_path: Path) -> None:
+    # The primary's new conversations write no binding of their own: the index's row of
+    # their task keeps them with the primary. The index keeps one task here, so the first
+    # conversations' rows are pruned; pruning binds them to the primary, so another
+    # gateway on the same state, at share 1, still sends their next message there.
+    primary, candidate = two_agents
+    state = {"path": str(tmp_path / "state.db"), "tasks": {"wait_for_writes": "always"},
+             "retention": {"max_tasks": 1, "interval": 0.05}}
+    before = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                                canary={"share": 0.0})}, state=state)
+    contexts = [(await call(http, before, "message/send", {"message": message(f"task: {i}")})
+                 )["result"]["contextId"] for i in range(3)]
+
+    async def pruned() -> bool:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
+        async with http.post(before + "/shop/", json=body,
+                             headers={"A2A-Version": "1.0"}) as resp:
+            return len((await resp.json())["result"]["tasks"]) == 1
+
+    await wait_until(pruned, "the index pruned to one task")
+    gw = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                            canary={"share": 1.0})}, state=state)
+    later = await call(http, gw, "message/send",
+                       {"message": message("task: 4", contextId=contexts[0])})
+    assert later["result"]["contextId"] == contexts[0], later
+    arms = (await _report(http, gw))["arms"]
+    assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (1, 0), arms

@@ -14,12 +14,13 @@ from gateway.config.models import parse_config
 from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
 from gateway.migration.owners import Owners, owner_key
+from gateway.migration.tenants import Migrations
 from gateway.state import TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.index import TaskIndex
 from tests.state.conftest import MakeStore
 from tests.support.helpers import v03
-from tests.support.migration_calls import call, chosen, migration, ticket
+from tests.support.migration_calls import call, chosen, migration, route, ticket
 from tests.support.waiting import wait_until
 from translators import operations as ops
 
@@ -278,3 +279,78 @@ async def test_with_no_share_left_the_index_is_not_asked_of_a_conversation(
     passage = await chosen(m, call(ops.SEND, _message("c-any")))
     assert ticket(passage).arm == "primary" and ticket(passage).new
     assert asked == []
+
+
+def _index(store: object) -> TaskIndex:
+    return TaskIndex(parse_config({"tenants": {"shop": v03("http://127.0.0.1:9/")},
+                                   "state": {"path": ":memory:"}}), store)  # type: ignore[arg-type]
+
+
+async def test_the_primarys_new_conversation_is_followed_by_the_index_not_bound(
+        make_store: MakeStore) -> None:
+    # The index writes a row for the task anyway: that row, not a binding of its own,
+    # keeps the conversation with the primary for every other process; pruning the
+    # row binds it (Migrations.kept_owners), so the index forgets none silently.
+    store = make_store()
+    here = migration(share=0.0, store=store, conversations=_index(store))
+    assert here.follows_index
+    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(here, sent)
+    assert here.answered(sent, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-p", context_id="c-p"))) is None
+    await here.owners.flushed()
+    assert await store.claimed("migration:shop:context:c-p") is None  # nothing written
+    assert here.owners.known("migration:shop:context:c-p") == "primary"  # followed here
+    # Another process, the share now 1: the index's row of its task says it is under way.
+    await store.record_task(TaskRecord("shop", "t-p", "c-p", "TASK_STATE_COMPLETED",
+                                       1.0, 1.0, backend="JSONRPC/1.0"))
+    there = migration(share=1.0, store=make_store(), conversations=_index(make_store()))
+    assert ticket(await chosen(there, call(ops.SEND, _message("c-p")))).arm == "primary"
+    # A new conversation answered by a message (no task: no row) is bound as before.
+    reply = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m2", parts=[pb.Part(text="hi")])))
+    passage = await chosen(here, reply)
+    here.answered(reply, ticket(passage), pb.SendMessageResponse(
+        message=pb.Message(message_id="r", task_id="t-m", context_id="c-m")))
+    await here.owners.flushed()
+    assert await store.claimed("migration:shop:context:c-m") == "primary"
+
+
+async def test_pruning_the_index_binds_the_primarys_conversations_of_a_migration(
+        make_store: MakeStore) -> None:
+    store = make_store()
+    config = parse_config({"tenants": {"shop": {
+        **v03("http://127.0.0.1:9/"), "migration": {
+            "mode": "canary", "canary": {"share": 0.3},
+            "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"}}},
+        "plain": v03("http://127.0.0.1:8/")}, "state": {"path": ":memory:"}})
+    routes = {name: route(str(t.backend.url)) for name, t in config.tenants.items()}
+    m = Migrations(config, routes, lambda name, c: route(str(c.url)), store,
+                   conversations=TaskIndex(config, store))
+    kept = m.kept_owners()
+    assert list(kept) == ["shop"]
+    await store.record_task(TaskRecord("shop", "t-1", "c-1", "TASK_STATE_COMPLETED", 1.0, 1.0))
+    await store.record_task(TaskRecord("plain", "t-2", "c-2", "TASK_STATE_COMPLETED", 1.0, 1.0))
+    assert await store.prune(2.0, kept) == 2
+    assert await store.claimed("migration:shop:context:c-1") == "primary"
+    assert await store.claimed("migration:plain:context:c-2") is None
+
+
+async def test_a_shadowed_new_conversation_answered_by_a_message_is_bound(
+        make_store: MakeStore) -> None:
+    # A shadowed call's ids are read whole (its copy learns the message's task id too),
+    # so its task id does not mean a task row: the conversation is bound as before.
+    store = make_store()
+    m = migration(share=0.0, store=store, conversations=_index(store))
+    mirrored: list[tuple[str, str]] = []
+    m.shadow.mirror = lambda call, answer, seconds, ids: mirrored.append(ids)  # type: ignore[method-assign]
+    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(m, sent)
+    ticket(passage).shadowed = True
+    m.answered(sent, ticket(passage), pb.SendMessageResponse(
+        message=pb.Message(message_id="r", task_id="t-s", context_id="c-s")))
+    assert mirrored == [("t-s", "c-s")]
+    await m.owners.flushed()
+    assert await store.claimed("migration:shop:context:c-s") == "primary"

@@ -10,7 +10,14 @@ from collections.abc import Callable
 
 import pytest
 
-from gateway.state import BadPageToken, RetentionConfig, Store, TaskQuery, TaskRecord
+from gateway.state import (
+    BadPageToken,
+    KeptOwner,
+    RetentionConfig,
+    Store,
+    TaskQuery,
+    TaskRecord,
+)
 from gateway.state.retention import prune_forever
 from gateway.state.sqlite_store import _CHUNK as CHUNK  # rows SQLite writes to a statement
 from tests.support.waiting import wait_until
@@ -237,6 +244,32 @@ async def test_retention(make_store: MakeStore) -> None:
     await aged.record_task(rec("fresh", time.time()))
     assert await aged.prune() == 5
     assert [r.task_id for r in (await aged.list_tasks(TaskQuery("t1"))).records] == ["fresh"]
+
+
+async def test_pruning_binds_the_conversations_of_the_tasks_it_drops_where_kept(
+        make_store: MakeStore) -> None:
+    # A migration follows its primary's conversations by the tasks the index holds of
+    # them: pruning binds what it drops, as a claim does, for the tenants it is told of.
+    store = make_store(RetentionConfig(max_age=0, max_tasks=3))
+    for n, ctx in enumerate(["c-old", "c-bound", "c-count", ""]):
+        await store.record_task(rec(f"t{n}", T0 + n, tenant="shop", ctx=ctx))
+    await store.record_task(rec("x", T0, tenant="other", ctx="c-x"))
+    for n in range(3):  # newer: they stay
+        await store.record_task(rec(f"new{n}", T0 + 10 + n, tenant="shop", ctx="c-new"))
+    await store.claim("m:shop:c-bound", "candidate", 60)  # a live binding stays
+    kept = {"shop": KeptOwner("m:shop:", "primary", 60), "gone": KeptOwner("m:g:", "x", 60)}
+    # By age: x, t0, t1; then by count, of the 5 left: t2, t3 (no conversation).
+    assert await store.prune(T0 + 2, kept) == 5
+    assert await store.claimed("m:shop:c-old") == "primary"
+    assert await store.claimed("m:shop:c-count") == "primary"
+    assert await store.claimed("m:shop:c-bound") == "candidate"
+    assert await store.claimed("m:shop:c-x") is None  # another tenant's: not kept
+    assert await store.claimed("m:shop:") is None
+    assert await store.claimed("m:shop:c-new") is None
+    # Without `kept` pruning binds nothing.
+    await store.record_task(rec("late", T0 + 20, tenant="shop", ctx="c-late"))
+    assert await store.prune(T0 + 100) == 4
+    assert await store.claimed("m:shop:c-late") is None
 
 
 async def test_seen_once_atomic(make_store: MakeStore) -> None:

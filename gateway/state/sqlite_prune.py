@@ -1,0 +1,42 @@
+"""Pruning the SQLite store's task index (one transaction, on the store's thread): the
+tasks past `state.retention`, the conversations they leave bound where a migration
+follows them (base.KeptOwner), and the expired entries of the other tables."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping
+
+from gateway.state.base import KeptOwner
+
+# The tasks each rule drops: not updated since a time, the oldest beyond a count.
+_OLD = "updated_at < ?"
+_EXCESS = ("(tenant, task_id) IN (SELECT tenant, task_id FROM tasks "
+           "ORDER BY updated_at, task_id LIMIT ?)")
+
+# Claim semantics (sqlite_store._CLAIM): a live binding stays, an expired one is taken.
+_KEEP = ("INSERT INTO once SELECT DISTINCT ? || context_id, ?, ? FROM tasks "
+         "WHERE tenant = ? AND context_id != '' AND {dropped} "
+         "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+         "expires = excluded.expires WHERE once.expires <= ?")
+
+
+def prune_tasks(db: sqlite3.Connection, now: float, older_than: float | None,
+                max_tasks: int, kept: Mapping[str, KeptOwner]) -> int:
+    """Drop the tasks past retention (``max_tasks`` 0: no count bound); how many."""
+    dropped = 0
+    if older_than is not None:
+        dropped += _drop(db, now, _OLD, older_than, kept)
+    if max_tasks > 0:
+        excess = db.execute("SELECT COUNT(*) FROM tasks").fetchone()[0] - max_tasks
+        if excess > 0:
+            dropped += _drop(db, now, _EXCESS, excess, kept)
+    return dropped
+
+
+def _drop(db: sqlite3.Connection, now: float, dropped: str, arg: float,
+          kept: Mapping[str, KeptOwner]) -> int:
+    keep = _KEEP.format(dropped=dropped)
+    for tenant, owner in kept.items():
+        db.execute(keep, (owner.prefix, owner.value, now + owner.ttl, tenant, arg, now))
+    return int(db.execute(f"DELETE FROM tasks WHERE {dropped}", (arg,)).rowcount)
