@@ -14,6 +14,7 @@ from gateway.config.models import parse_config
 from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
 from gateway.migration.owners import Owners, owner_key
+from gateway.migration.tenant import TenantMigration
 from gateway.migration.tenants import Migrations
 from gateway.state import TaskRecord
 from gateway.state.sqlite_store import SqliteStore
@@ -203,15 +204,23 @@ async def test_alone_a_binding_is_written_with_the_next_batch_and_followed_at_on
     assert await gated.store.claimed("migration:shop:context:c-1") == "candidate"
 
 
+async def _new_conversation(m: TenantMigration, answer: pb.SendMessageResponse,
+                            shadowed: bool = False) -> object:
+    """A message with no context through ``m``, answered with ``answer``: what
+    ``answered`` returns (the bindings to wait for, or None)."""
+    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(m, sent)
+    ticket(passage).shadowed = shadowed
+    return m.answered(sent, ticket(passage), answer)
+
+
 async def test_the_primarys_tasks_are_not_written_and_another_process_reads_one_once(
         make_store: MakeStore) -> None:
     # A task no one bound is the primary's in every process: only the conversation the
     # primary took is written; elsewhere its task is read once, then followed.
     here = migration(share=0.0, store=make_store())  # every new conversation: the primary
-    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
-        message_id="m", parts=[pb.Part(text="hello")])))
-    passage = await chosen(here, sent)
-    assert here.answered(sent, ticket(passage), pb.SendMessageResponse(
+    assert await _new_conversation(here, pb.SendMessageResponse(
         task=pb.Task(id="t-p", context_id="c-p"))) is None
     await here.owners.flushed()
     store = make_store()
@@ -294,10 +303,7 @@ async def test_the_primarys_new_conversation_is_followed_by_the_index_not_bound(
     store = make_store()
     here = migration(share=0.0, store=store, conversations=_index(store))
     assert here.follows_index
-    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
-        message_id="m", parts=[pb.Part(text="hello")])))
-    passage = await chosen(here, sent)
-    assert here.answered(sent, ticket(passage), pb.SendMessageResponse(
+    assert await _new_conversation(here, pb.SendMessageResponse(
         task=pb.Task(id="t-p", context_id="c-p"))) is None
     await here.owners.flushed()
     assert await store.claimed("migration:shop:context:c-p") is None  # nothing written
@@ -308,10 +314,7 @@ async def test_the_primarys_new_conversation_is_followed_by_the_index_not_bound(
     there = migration(share=1.0, store=make_store(), conversations=_index(make_store()))
     assert ticket(await chosen(there, call(ops.SEND, _message("c-p")))).arm == "primary"
     # A new conversation answered by a message (no task: no row) is bound as before.
-    reply = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
-        message_id="m2", parts=[pb.Part(text="hi")])))
-    passage = await chosen(here, reply)
-    here.answered(reply, ticket(passage), pb.SendMessageResponse(
+    await _new_conversation(here, pb.SendMessageResponse(
         message=pb.Message(message_id="r", task_id="t-m", context_id="c-m")))
     await here.owners.flushed()
     assert await store.claimed("migration:shop:context:c-m") == "primary"
@@ -345,12 +348,8 @@ async def test_a_shadowed_new_conversation_answered_by_a_message_is_bound(
     m = migration(share=0.0, store=store, conversations=_index(store))
     mirrored: list[tuple[str, str]] = []
     m.shadow.mirror = lambda call, answer, seconds, ids: mirrored.append(ids)  # type: ignore[method-assign]
-    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
-        message_id="m", parts=[pb.Part(text="hello")])))
-    passage = await chosen(m, sent)
-    ticket(passage).shadowed = True
-    m.answered(sent, ticket(passage), pb.SendMessageResponse(
-        message=pb.Message(message_id="r", task_id="t-s", context_id="c-s")))
+    await _new_conversation(m, pb.SendMessageResponse(
+        message=pb.Message(message_id="r", task_id="t-s", context_id="c-s")), shadowed=True)
     assert mirrored == [("t-s", "c-s")]
     await m.owners.flushed()
     assert await store.claimed("migration:shop:context:c-s") == "primary"
