@@ -14,11 +14,13 @@ _OLD = "updated_at < ?"
 _EXCESS = ("(tenant, task_id) IN (SELECT tenant, task_id FROM tasks "
            "ORDER BY updated_at, task_id LIMIT ?)")
 
-# Claim semantics (sqlite_store._CLAIM): a live binding stays, an expired one is taken.
+# A binding's rule (Store.claim; sqlite_store._CLAIM writes by it too): the first
+# writer's value stays until it expires; an expired one is taken over. Its last
+# parameter is now.
+CLAIMED = ("ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
+           "expires = excluded.expires WHERE once.expires <= ?")
 _KEEP = ("INSERT INTO once SELECT DISTINCT ? || context_id, ?, ? FROM tasks "
-         "WHERE tenant = ? AND context_id != '' AND {dropped} "
-         "ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
-         "expires = excluded.expires WHERE once.expires <= ?")
+         "WHERE tenant = ? AND context_id != '' AND {dropped} " + CLAIMED)
 
 
 def prune_tasks(db: sqlite3.Connection, now: float, older_than: float | None,

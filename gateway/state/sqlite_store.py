@@ -41,7 +41,7 @@ from gateway.state.base import (
 )
 from gateway.state.journal import JournalLimits, JournalRead, JournalSize
 from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
-from gateway.state.sqlite_prune import prune_tasks
+from gateway.state.sqlite_prune import CLAIMED, prune_tasks
 from gateway.state.sqlite_relay import SqliteRelayQueue
 
 T = TypeVar("T")
@@ -73,8 +73,7 @@ CREATE TABLE IF NOT EXISTS buckets (
 """
 
 # A binding: the first writer's value stays until it expires (Store.claim_all).
-_CLAIM = ("INSERT INTO once VALUES (?, ?, ?) ON CONFLICT (key) DO UPDATE SET "
-          "value = excluded.value, expires = excluded.expires WHERE once.expires <= ?")
+_CLAIM = "INSERT INTO once VALUES (?, ?, ?) " + CLAIMED
 _KEYS_READ = 500  # keys a claim reads back per statement (SQLite's limit is 32,766)
 
 # A newer status replaces the row; an older one (a late webhook) only fills a missing owner.

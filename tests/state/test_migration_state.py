@@ -353,3 +353,24 @@ async def test_a_shadowed_new_conversation_answered_by_a_message_is_bound(
     assert mirrored == [("t-s", "c-s")]
     await m.owners.flushed()
     assert await store.claimed("migration:shop:context:c-s") == "primary"
+
+
+async def test_a_primary_stream_is_bound_unless_its_first_event_is_a_task_the_index_records(
+        make_store: MakeStore) -> None:
+    # The index records a stream's task from its Task and status events (task_facts'
+    # STATEFUL_EVENTS); an artifact chunk that names a task first leaves no row: bound.
+    store = make_store()
+    m = migration(share=0.0, store=store, conversations=_index(store))
+    firsts = {"c-task": pb.StreamResponse(task=pb.Task(id="t-1", context_id="c-task")),
+              "c-status": pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+                  task_id="t-2", context_id="c-status")),
+              "c-chunk": pb.StreamResponse(artifact_update=pb.TaskArtifactUpdateEvent(
+                  task_id="t-3", context_id="c-chunk"))}
+    for first in firsts.values():
+        streamed = call(ops.STREAM, pb.SendMessageRequest(message=pb.Message(
+            message_id="m", parts=[pb.Part(text="hello")])))
+        await ticket(await chosen(m, streamed)).before(first)
+    await m.owners.flushed()
+    assert {c: await store.claimed(f"migration:shop:context:{c}") for c in firsts} == {
+        "c-task": None, "c-status": None, "c-chunk": "primary"}
+    assert all(m.owners.known(f"migration:shop:context:{c}") == "primary" for c in firsts)
