@@ -15,9 +15,9 @@ As bench/peers.py measures: each gateway pinned to CPU 0, the load client
 `shop` on the echo stub's `/m10` (a new task and conversation per message, the task
 asked for per GetTask); its candidate, where it has one, is the same stub at the same
 address. The stub answers at once, so the gateway's core is the limit and calls/s
-measures what each mode costs; the `wait-` shadow pair's agent takes AGENT_MS to answer,
-so the gateway has time to spare and the client's p50 shows whether it waits for the
-copies. The load: new conversations (SendMessage without a contextId) and GetTask on
+measures what each mode costs; the `wait-` variants' agent takes AGENT_MS to answer, so
+the gateway has time to spare and the client's p50 shows whether it waits for the
+copies (shadow) and what the canary adds to a call's time. The load: new conversations (SendMessage without a contextId) and GetTask on
 tasks the gateway made before the rounds (seeded through it, so in canary they belong
 to both agents), in turn, on a fixed modest number of connections. Each round loads every
 gateway once, the order reversed every other round. At the end each gateway's /metrics
@@ -65,6 +65,7 @@ _EXPECT = {"10": "TASK_STATE_COMPLETED", "03": "completed"}
 
 def migration_block(variant: str, candidate: dict[str, Any]) -> dict[str, Any] | None:
     """The tenant's `migration:` for a variant (None: the tenant has none)."""
+    variant = variant.removeprefix("wait-")
     if variant == "none":
         return None
     if variant == "off":

@@ -20,13 +20,16 @@ from typing import Any
 # none: no migration block; off: `mode: off`; canary: a share of new conversations to the
 # candidate; shadow-100 / shadow-0: `mode: shadow`, every call copied / none. All on an
 # agent that answers at once, so the gateway's core is what limits them (their CPU per
-# call is what they cost); the `wait-` pair is the shadow pair on an agent that takes
-# AGENT_MS to answer, a gateway with time to spare (does the client wait for copies?).
-VARIANTS = ("none", "off", "canary", "shadow-0", "shadow-100", "wait-shadow-0",
-            "wait-shadow-100")
+# call is what they cost); the `wait-` variants are the same on an agent that takes
+# AGENT_MS to answer, a gateway with time to spare: does the client wait for the copies
+# (the shadow pair), and what does the canary add to a call's time (canary ÷ none)?
+VARIANTS = ("none", "off", "canary", "shadow-0", "shadow-100", "wait-none", "wait-canary",
+            "wait-shadow-0", "wait-shadow-100")
 AGENT_MS = 5
 LABELS = {"none": "no migration", "off": "mode: off", "canary": "mode: canary",
           "shadow-0": "mode: shadow, share 0", "shadow-100": "mode: shadow, share 1",
+          "wait-none": f"no migration; agent {AGENT_MS} ms",
+          "wait-canary": f"mode: canary; agent {AGENT_MS} ms",
           "wait-shadow-0": f"mode: shadow, share 0; agent {AGENT_MS} ms",
           "wait-shadow-100": f"mode: shadow, share 1; agent {AGENT_MS} ms"}
 FIGURES = ("rps", "p50_ms", "p90_ms", "p99_ms", "cpu_ms_per_req", "hop_cpu_util", "ok",
@@ -42,6 +45,7 @@ PAIRS = [("migration:tput.off_vs_none", "rps", "off", "none"),
          ("migration:p50.shadow100_vs_shadow0_busy", "p50_ms", "shadow-100", "shadow-0"),
          ("migration:p50.off_vs_none", "p50_ms", "off", "none"),
          ("migration:p50.canary_vs_plain", "p50_ms", "canary", "none"),
+         ("migration:p50.canary_vs_plain_agent", "p50_ms", "wait-canary", "wait-none"),
          ("migration:tput.shadow100_vs_shadow0", "rps", "shadow-100", "shadow-0"),
          ("migration:tput.shadow0_vs_none", "rps", "shadow-0", "none"),
          ("migration:cpu.off_vs_none", "cpu_ms_per_req", "off", "none"),
@@ -118,16 +122,18 @@ def not_as_configured(counted: dict[str, dict[str, float]]) -> list[str]:
     """What a variant's counters (those measured) show it did not do as its mode says
     (empty: all did)."""
     wrong = []
-    for variant in ("none", "off"):
+    for variant in ("none", "off", "wait-none"):
         if any(counted.get(variant, {}).get(f"calls.{arm}") for arm in ("primary",
                                                                         "candidate")):
             wrong.append(f"{variant}: calls counted by a migration")
-    canary = counted.get("canary")
-    if canary is not None:
+    for variant in ("canary", "wait-canary"):
+        canary = counted.get(variant)
+        if canary is None:
+            continue
         if not (canary.get("calls.primary") and canary.get("calls.candidate")):
-            wrong.append("canary: not both agents called")
+            wrong.append(f"{variant}: not both agents called")
         if not canary.get("share"):
-            wrong.append("canary: its share is 0 (rolled back?)")
+            wrong.append(f"{variant}: its share is 0 (rolled back?)")
     compared = ("shadow.agree", "shadow.disagree")
     for variant in ("shadow-100", "wait-shadow-100"):
         if variant in counted and not any(counted[variant].get(k) for k in compared):
@@ -159,6 +165,8 @@ RECORDED = [
     ("migration:canary.rps", "calls/s in canary (best round)", 0),
     ("migration:p50.off_vs_none", "client p50, mode off ÷ no migration", 3),
     ("migration:p50.canary_vs_plain", "client p50, canary ÷ no migration", 3),
+    ("migration:p50.canary_vs_plain_agent", f"client p50, canary ÷ no migration, agent "
+     f"answering in {AGENT_MS} ms (a gateway with time to spare)", 3),
     ("migration:tput.shadow0_vs_none", "calls/s, shadow at share 0 ÷ no migration", 3),
     ("migration:p50.shadow100_vs_shadow0_busy", "client p50, shadow at share 1 ÷ share 0, "
      "agent answering at once (the gateway's core the limit)", 3),
@@ -224,9 +232,10 @@ def markdown(data: dict[str, Any]) -> str:
         "`shadow.operations: [SendMessage, GetTask]` and `shadow.share` 0 or 1. The "
         "candidate is the primary: the same stub at the same address. The stub answers "
         "at once, so the gateway's core is the limit (calls/s: what a mode costs); the "
-        f"shadow pair is also measured on an agent that answers in {AGENT_MS} ms, a "
-        "gateway with time to spare, where the client's p50 shows whether it waits for "
-        "the copies (the target reads that pair). The load "
+        f"shadow pair, the tenant without a migration and the canary are also measured "
+        f"on an agent that answers in {AGENT_MS} ms, a gateway with time to spare, where "
+        "the client's p50 shows whether it waits for the copies (the target reads that "
+        "pair) and what the canary adds to a call's time. The load "
         "alternates a new conversation (SendMessage without a contextId) and a GetTask "
         f"on one of {data['seeded']} tasks made through the gateway before the rounds "
         "(in canary they belong to both agents), on "

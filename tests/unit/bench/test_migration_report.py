@@ -32,11 +32,15 @@ def run_data() -> dict[str, Any]:
                  unary(r, "canary", 4000 * slow, 1.8 / slow, 0.24),
                  unary(r, "shadow-0", 4400 * slow, 1.7 / slow, 0.22),
                  unary(r, "shadow-100", 2800 * slow, 2.8 / slow, 0.36),
+                 unary(r, "wait-none", 1250.0, 6.0, 0.2),
+                 unary(r, "wait-canary", 1240.0, 6.0 * (1.005 + 0.005 * r), 0.23),
                  unary(r, "wait-shadow-0", 1230.0, 6.5, 0.26),
                  unary(r, "wait-shadow-100", 1200.0, 6.5 * (1.01 + 0.01 * r), 0.41)]
     counted = {"none": {}, "off": {},
                "canary": {"calls.primary": 700.0, "calls.candidate": 300.0, "share": 0.3},
-               "shadow-0": {"calls.primary": 1000.0},
+               "shadow-0": {"calls.primary": 1000.0}, "wait-none": {},
+               "wait-canary": {"calls.primary": 350.0, "calls.candidate": 150.0,
+                               "share": 0.3},
                "shadow-100": {"calls.primary": 1000.0, "shadow.agree": 990.0,
                               "shadow.skipped": 10.0},
                "wait-shadow-0": {"calls.primary": 500.0},
@@ -67,6 +71,8 @@ def test_metrics_take_the_best_round_and_the_median_of_paired_rounds() -> None:
     # The shadow target reads the pair on the agent that takes its time (median 1.02).
     assert abs(m["migration:p50.shadow100_vs_shadow0"] - 1.02) < 1e-9
     assert abs(m["migration:p50.shadow100_vs_shadow0_busy"] - 2.8 / 1.7) < 1e-9
+    # What the canary adds to a call's time on an agent that takes its own (median 1.01).
+    assert abs(m["migration:p50.canary_vs_plain_agent"] - 1.01) < 1e-9
     assert m["migration:all.errors"] == 0
 
 
@@ -111,9 +117,11 @@ def test_a_variant_that_did_not_do_what_its_mode_says_is_named() -> None:
         "none": {"calls.primary": 5.0},
         "canary": {"calls.primary": 1000.0, "share": 0.0},
         "shadow-100": {"calls.primary": 1000.0},
-        "shadow-0": {"calls.primary": 1000.0, "shadow.agree": 1.0}})
+        "shadow-0": {"calls.primary": 1000.0, "shadow.agree": 1.0},
+        "wait-canary": {"calls.primary": 500.0, "share": 0.3}})
     assert wrong == ["none: calls counted by a migration", "canary: not both agents called",
-                     "canary: its share is 0 (rolled back?)", "shadow-100: no copy compared",
+                     "canary: its share is 0 (rolled back?)",
+                     "wait-canary: not both agents called", "shadow-100: no copy compared",
                      "shadow-0: copies made"]
 
 
@@ -126,6 +134,9 @@ def test_the_section_says_how_it_was_measured_and_what_it_found() -> None:
     assert "canary: calls/s ≥ 95% of a plain call (the tenant without a migration): " \
            "0.500 — **FAIL**" in text
     assert "- recorded: canary: 30% of 1,000 calls served by the candidate" in text
+    assert "- recorded: client p50, canary ÷ no migration, agent answering in 5 ms (a " \
+           "gateway with time to spare) (median of paired rounds): 1.010" in text
+    assert "| 0 | mode: canary; agent 5 ms | 1,240 |" in text
     doc = put_section("# Benchmark results\n\nkept\n", "migration-mode", text)
     assert section(doc, "migration-mode") == text and "kept" in doc
 
@@ -145,6 +156,7 @@ def test_each_variants_config_is_one_the_gateway_accepts_with_its_mode() -> None
         assert tenant.backend.url == "http://127.0.0.1:9000/m10" + ("/wait5" if waits else "")
     assert modes == {"none": None, "off": ("off", 0.1, 1.0), "canary": ("canary", 0.3, 1.0),
                      "shadow-0": ("shadow", 0.1, 0.0), "shadow-100": ("shadow", 0.1, 1.0),
+                     "wait-none": None, "wait-canary": ("canary", 0.3, 1.0),
                      "wait-shadow-0": ("shadow", 0.1, 0.0),
                      "wait-shadow-100": ("shadow", 0.1, 1.0)}
 
