@@ -22,7 +22,7 @@ tasks the gateway made before the rounds (seeded through it, so in canary they b
 to both agents), in turn, on a fixed modest number of connections. Each round loads every
 gateway once, the order reversed every other round. At the end each gateway's /metrics
 must show what its mode does (canary: calls on both arms; shadow: copies compared, or
-none). About 2 minutes at scale 1. Figures and ratios: bench/migration_report.py.
+none). About 2½ minutes at scale 1. Figures and ratios: bench/migration_report.py.
 """
 
 from __future__ import annotations
