@@ -29,6 +29,7 @@ runs no empty hook.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class Passage:
     migration: object | None = None
 
     def also_wait(self, work: Awaitable[None] | None) -> None:
-        """Have the answer wait for ``work`` too (after what it waits for already)."""
+        """Have the answer wait for ``work`` too, beside what it waits for already."""
         if work is None:
             return
         self.wait = work if self.wait is None else _both(self.wait, work)
@@ -76,10 +77,13 @@ class Passage:
 
 
 async def _both(first: Awaitable[None], second: Awaitable[None]) -> None:
-    try:
-        await first
-    finally:
-        await second
+    """Both at once: each is a store write (the task index's row, the migration's owner
+    bindings), so the answer waits for the slower one instead of one after the other.
+    Both run to their end whatever the other does; the first failure is raised."""
+    done = await asyncio.gather(first, second, return_exceptions=True)
+    for outcome in done:
+        if isinstance(outcome, BaseException):
+            raise outcome
 
 
 Enter = Callable[[Call, Passage], Awaitable[None] | None]

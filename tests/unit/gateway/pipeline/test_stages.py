@@ -4,6 +4,7 @@ pending work is awaited once after all leaves."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, cast
@@ -13,6 +14,7 @@ from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call, CallContext, ClientFacts
 from gateway.pipeline.stages import Answer, Passage, Stage, build
+from tests.support.waiting import wait_until
 from translators import operations as ops
 
 
@@ -129,6 +131,38 @@ async def test_leaves_run_in_order_then_their_pending_work_once() -> None:
         _call(), _passage(), pb.Task(id="t"))
     assert isinstance(out, pb.Task) and out.id == "rewritten"
     assert log == ["record", "rewrite", "written"]
+
+
+async def test_two_leaves_pending_work_is_waited_for_at_once_and_both_end() -> None:
+    # The task index's write and the migration's bindings: the answer waits for the
+    # slower, not for one after the other; a failure of one leaves the other to finish.
+    log: list[str] = []
+    released = asyncio.Event()
+
+    async def write(name: str, fails: bool = False) -> None:
+        log.append(f"{name} started")
+        await released.wait()
+        log.append(f"{name} done")
+        if fails:
+            raise RuntimeError(f"{name} failed")
+
+    def index(call: Call, passage: Passage, answer: Answer) -> Answer:
+        passage.also_wait(write("index", fails=True))
+        return answer
+
+    def bindings(call: Call, passage: Passage, answer: Answer) -> Answer:
+        passage.also_wait(write("bindings"))
+        return answer
+
+    leaving = asyncio.ensure_future(build([Stage("migration", leave=bindings),
+                                           Stage("index", leave=index)]).leave(
+        _call(), _passage(), pb.Task(id="t")))
+    await wait_until(lambda: len(log) == 2)
+    assert sorted(log) == ["bindings started", "index started"]  # neither waits for the other
+    released.set()
+    with pytest.raises(RuntimeError, match="index failed"):
+        await leaving
+    assert sorted(log[2:]) == ["bindings done", "index done"]
 
 
 async def test_failed_hooks_see_the_backends_error_in_order() -> None:
