@@ -17,9 +17,10 @@ asked for per GetTask); its candidate, where it has one, is the same stub at the
 address. The stub answers at once, so the gateway's core is the limit and calls/s
 measures what each mode costs; the `wait-` variants' agent takes AGENT_MS to answer, so
 the gateway has time to spare and the client's p50 shows whether it waits for the
-copies (shadow) and what the canary adds to a call's time. The load: new conversations (SendMessage without a contextId) and GetTask on
-tasks the gateway made before the rounds (seeded through it, so in canary they belong
-to both agents), in turn, on a fixed modest number of connections. Each round loads every
+copies (shadow) and what the canary adds to a call's time. The load: new conversations
+(SendMessage without a contextId) and GetTask on tasks the gateway made before the
+rounds (seeded through it, so in canary they belong to both agents), in turn, on a
+fixed modest number of connections. Each round loads every
 gateway once, the order reversed every other round. At the end each gateway's /metrics
 must show what its mode does (canary: calls on both arms; shadow: copies compared, or
 none). About 2½ minutes at scale 1. Figures and ratios: bench/migration_report.py.
