@@ -236,3 +236,27 @@ def answer_ids(binding: str, version: str, op: str, body: bytes,
     if binding == "JSONRPC":
         document = document.get("result") if isinstance(document, dict) else None
     return _json_ids(document, tasks_only)
+
+
+# Built once (a union written inside isinstance() is made again on every call).
+_WRAPPERS = (pb.SendMessageResponse, pb.StreamResponse)
+_NAMING = (pb.Message, pb.TaskStatusUpdateEvent, pb.TaskArtifactUpdateEvent)  # a task id
+
+
+def canonical_ids(answer: ProtoMessage | None, tasks_only: bool = False) -> tuple[str, str]:
+    """The (task id, context id) a canonical answer or stream event shows ("" for what it
+    lacks): :func:`answer_ids` for what was decoded. With ``tasks_only``, a task id only
+    where the index records that task (a Task, or an event of STATEFUL_EVENTS), not one a
+    message or an artifact chunk names."""
+    item: Any = answer
+    recorded = isinstance(item, pb.Task)  # bare: what the index reads of an answer
+    if isinstance(item, _WRAPPERS):
+        kind = item.WhichOneof("payload")
+        recorded = kind in STATEFUL_EVENTS
+        item = getattr(item, kind) if kind else None
+    if isinstance(item, pb.Task):
+        return str(item.id), str(item.context_id)
+    if isinstance(item, _NAMING):
+        return ("" if tasks_only and not recorded else str(item.task_id),
+                str(item.context_id))
+    return "", ""

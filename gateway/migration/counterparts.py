@@ -23,35 +23,11 @@ from google.protobuf.message import Message as ProtoMessage
 
 from translators.answer_view import Outcome
 from translators.errors import A2AError
-from translators.task_facts import STATEFUL_EVENTS
+from translators.task_facts import canonical_ids
 
 CAPACITY = 10_000  # ids remembered per tenant and process (the oldest go first)
 Learn = Callable[[Outcome | None], None]
 Wanted = dict[str, "asyncio.Future[str]"]  # a request's id field -> its counterpart
-
-
-# Built once (a union written inside isinstance() is made again on every call).
-_WRAPPERS = (pb.SendMessageResponse, pb.StreamResponse)
-_NAMING = (pb.Message, pb.TaskStatusUpdateEvent, pb.TaskArtifactUpdateEvent)  # a task id
-
-
-def ids_of(answer: ProtoMessage | None, indexed_only: bool = False) -> tuple[str, str]:
-    """The (task id, context id) an answer or event shows ("" for what it lacks). With
-    ``indexed_only``, a task id only where the task index records that task (a Task, or
-    an event of translators/task_facts.STATEFUL_EVENTS: the index's own rule), not one a
-    message or an artifact chunk names."""
-    item: Any = answer
-    recorded = isinstance(item, pb.Task)  # bare: what the index reads of an answer
-    if isinstance(item, _WRAPPERS):
-        kind = item.WhichOneof("payload")
-        recorded = kind in STATEFUL_EVENTS
-        item = getattr(item, kind) if kind else None
-    if isinstance(item, pb.Task):
-        return str(item.id), str(item.context_id)
-    if isinstance(item, _NAMING):
-        return ("" if indexed_only and not recorded else str(item.task_id),
-                str(item.context_id))
-    return "", ""
 
 
 def outcome_ids(outcome: Outcome | None) -> tuple[str, str]:
@@ -60,11 +36,11 @@ def outcome_ids(outcome: Outcome | None) -> tuple[str, str]:
         return "", ""
     if isinstance(outcome, Sequence):
         for event in outcome:
-            ids = ids_of(event)
+            ids = canonical_ids(event)
             if any(ids):
                 return ids
         return "", ""
-    return ids_of(outcome)
+    return canonical_ids(outcome)
 
 
 class Counterparts:

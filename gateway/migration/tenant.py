@@ -31,7 +31,6 @@ from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend, read_passed
 from gateway.migration.api import Move
 from gateway.migration.control import Control, configured_share
-from gateway.migration.counterparts import ids_of
 from gateway.migration.falling_back import FallingBack, Retarget
 from gateway.migration.owners import Owners, owner_prefix
 from gateway.migration.shadow import Shadow
@@ -45,7 +44,7 @@ from gateway.streams.journal import read_cursor
 from gateway.tasks.index import task_of
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
-from translators.task_facts import answer_ids
+from translators.task_facts import answer_ids, canonical_ids
 
 log = structlog.get_logger("a2a_gateway.migration")
 
@@ -207,7 +206,7 @@ class TenantMigration:
             return None
         indexed = ticket.indexed and not ticket.shadowed  # a copy learns every id
         task_id, context_id = (_wire_ids(call, answer, indexed)
-                               if isinstance(answer, WireAnswer) else ids_of(answer, indexed))
+                               if isinstance(answer, WireAnswer) else canonical_ids(answer, indexed))
         if ticket.shadowed:
             self._mirror(call, ticket, answer, (task_id, context_id))
         if ticket.done:

@@ -16,7 +16,7 @@ from a2a.types import a2a_pb2 as pb
 from gateway.call import Call
 from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend
-from gateway.migration.counterparts import ids_of, outcome_ids
+from gateway.migration.counterparts import outcome_ids
 from gateway.migration.shadow import Shadow, verdict_of
 from gateway.migration.stats import TenantStats, Verdict
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm
@@ -24,6 +24,7 @@ from gateway.observability.metrics import migration_call
 from translators import operations as ops
 from translators.answer_view import Outcome
 from translators.errors import A2AError
+from translators.task_facts import canonical_ids
 
 if TYPE_CHECKING:
     from gateway.routing.tenants import TenantRoute
@@ -131,11 +132,11 @@ class Ticket:
     def indexed(self) -> bool:
         """Whether the primary serves the call of a migration that follows the primary's
         conversations by the task index: its answer's ids are read as the index records
-        them (counterparts.ids_of's ``indexed_only``)."""
+        them (translators/task_facts.canonical_ids's ``tasks_only``)."""
         return self.arm == PRIMARY and self.migration.follows_index
 
     async def before(self, item: pb.StreamResponse) -> None:
-        task_id, context_id = ids_of(item, self.indexed)
+        task_id, context_id = canonical_ids(item, self.indexed)
         if task_id or context_id:
             self.done = True
             await self.migration.bind(self.call, self, task_id, context_id)
