@@ -66,7 +66,7 @@ _EXPECT = {"10": "TASK_STATE_COMPLETED", "03": "completed"}
 
 def migration_block(variant: str, candidate: dict[str, Any]) -> dict[str, Any] | None:
     """The tenant's `migration:` for a variant (None: the tenant has none)."""
-    variant = variant.removeprefix("wait-")
+    variant = migration_report.mode_of(variant)
     if variant == "none":
         return None
     if variant == "off":
@@ -80,7 +80,7 @@ def migration_block(variant: str, candidate: dict[str, Any]) -> dict[str, Any] |
 
 
 def gateway_config(variant: str, port: int, echo_port: int, db: Path) -> dict[str, Any]:
-    wait = f"/wait{AGENT_MS}" if variant.startswith("wait-") else ""
+    wait = f"/wait{AGENT_MS}" if variant.startswith(migration_report.WAIT) else ""
     backend = {"url": f"http://127.0.0.1:{echo_port}/m10{wait}", "version": "1.0",
                "binding": "JSONRPC", "precheck": False}
     tenant: dict[str, Any] = {"backend": backend}

@@ -26,6 +26,13 @@ from typing import Any
 VARIANTS = ("none", "off", "canary", "shadow-0", "shadow-100", "wait-none", "wait-canary",
             "wait-shadow-0", "wait-shadow-100")
 AGENT_MS = 5
+WAIT = "wait-"  # a variant measured on the agent that takes AGENT_MS
+
+
+def mode_of(variant: str) -> str:
+    """The variant's tenant, whichever agent it is measured on ("wait-canary": canary)."""
+    return variant.removeprefix(WAIT)
+
 LABELS = {"none": "no migration", "off": "mode: off", "canary": "mode: canary",
           "shadow-0": "mode: shadow, share 0", "shadow-100": "mode: shadow, share 1",
           "wait-none": f"no migration; agent {AGENT_MS} ms",
@@ -122,24 +129,21 @@ def not_as_configured(counted: dict[str, dict[str, float]]) -> list[str]:
     """What a variant's counters (those measured) show it did not do as its mode says
     (empty: all did)."""
     wrong = []
-    for variant in ("none", "off", "wait-none"):
-        if any(counted.get(variant, {}).get(f"calls.{arm}") for arm in ("primary",
-                                                                        "candidate")):
-            wrong.append(f"{variant}: calls counted by a migration")
-    for variant in ("canary", "wait-canary"):
-        canary = counted.get(variant)
-        if canary is None:
-            continue
-        if not (canary.get("calls.primary") and canary.get("calls.candidate")):
-            wrong.append(f"{variant}: not both agents called")
-        if not canary.get("share"):
-            wrong.append(f"{variant}: its share is 0 (rolled back?)")
-    compared = ("shadow.agree", "shadow.disagree")
-    for variant in ("shadow-100", "wait-shadow-100"):
-        if variant in counted and not any(counted[variant].get(k) for k in compared):
+    for variant, seen in counted.items():
+        mode = mode_of(variant)
+        arms = [seen.get(f"calls.{arm}") for arm in ("primary", "candidate")]
+        compared = seen.get("shadow.agree") or seen.get("shadow.disagree")
+        if mode in ("none", "off"):
+            if any(arms):
+                wrong.append(f"{variant}: calls counted by a migration")
+        elif mode == "canary":
+            if not all(arms):
+                wrong.append(f"{variant}: not both agents called")
+            if not seen.get("share"):
+                wrong.append(f"{variant}: its share is 0 (rolled back?)")
+        elif mode == "shadow-100" and not compared:
             wrong.append(f"{variant}: no copy compared")
-    for variant in ("shadow-0", "wait-shadow-0"):
-        if any(counted.get(variant, {}).get(k) for k in (*compared, "shadow.skipped")):
+        elif mode == "shadow-0" and (compared or seen.get("shadow.skipped")):
             wrong.append(f"{variant}: copies made")
     return wrong
 

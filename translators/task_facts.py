@@ -3,7 +3,8 @@ id, context id, state (its v1.0 name) and status timestamp.
 
 Two readers: one for canonical messages, and one for an answer passed through as the
 backend sent it (same dialect on both sides), which reads only those fields of the bytes
-and never fails: what it cannot read says nothing about tasks.
+and never fails: what it cannot read says nothing about tasks. The same two ways, the
+ids an answer shows (answer_ids, canonical_ids): what migration mode binds owners by.
 """
 
 from __future__ import annotations

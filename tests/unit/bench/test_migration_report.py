@@ -120,9 +120,11 @@ def test_a_variant_that_did_not_do_what_its_mode_says_is_named() -> None:
         "shadow-0": {"calls.primary": 1000.0, "shadow.agree": 1.0},
         "wait-canary": {"calls.primary": 500.0, "share": 0.3}})
     assert wrong == ["none: calls counted by a migration", "canary: not both agents called",
-                     "canary: its share is 0 (rolled back?)",
-                     "wait-canary: not both agents called", "shadow-100: no copy compared",
-                     "shadow-0: copies made"]
+                     "canary: its share is 0 (rolled back?)", "shadow-100: no copy compared",
+                     "shadow-0: copies made", "wait-canary: not both agents called"]
+    assert migration_report.not_as_configured({"wait-shadow-0": {"shadow.skipped": 2.0},
+                                               "wait-none": {"calls.candidate": 1.0}}) == [
+        "wait-shadow-0: copies made", "wait-none: calls counted by a migration"]
 
 
 def test_the_section_says_how_it_was_measured_and_what_it_found() -> None:
