@@ -1,7 +1,7 @@
 """What one process has seen of a tenant's migration: calls per arm, the candidate's
 recent outcomes (the rollback's window), shadow comparisons and their differences above
 the A/A noise, and the last disagreements. Bounded: a window of `rollback.window`
-seconds (at most WINDOW_ENTRIES entries), LATENCIES latencies per arm, `keep`
+seconds counted per slice of it (window.py), LATENCIES latencies per arm, `keep`
 disagreements. Time is an injected clock (monotonic seconds)."""
 
 from __future__ import annotations
@@ -14,11 +14,13 @@ from typing import Any, Literal
 
 from gateway.config.migration import RollbackConfig
 from gateway.migration.sticky import ARMS, CANDIDATE, Arm
+from gateway.migration.window import Window
 from translators.answer_diff import Difference
 
 Verdict = Literal["ok", "error", "timeout"]
 LATENCIES = 1000  # the latest call times kept per arm (the percentiles' sample)
-WINDOW_ENTRIES = 100_000  # a window holds at most this many entries, whatever its length
+_VERDICTS = ("error", "timeout")  # what the window counts of the candidate's calls
+_ERROR, _TIMEOUT = 0, 1
 
 
 @dataclass(slots=True)
@@ -84,26 +86,30 @@ class TenantStats:
         self.arms = {arm: ArmCounts() for arm in ARMS}
         self.shadow = ShadowCounts()
         self.disagreements: deque[dict[str, Any]] = deque(maxlen=keep)
-        # The candidate's recent calls (time, verdict) and comparisons (time, agreed).
-        self._calls: deque[tuple[float, Verdict]] = deque(maxlen=WINDOW_ENTRIES)
-        self._compared: deque[tuple[float, bool]] = deque(maxlen=WINDOW_ENTRIES)
+        # The candidate's recent calls (by verdict) and comparisons (the disagreements).
+        self._calls = Window(rules.window, _VERDICTS, clock)
+        self._compared = Window(rules.window, ("differed",), clock)
 
     def carry(self, previous: TenantStats) -> None:
         """Keep what the config this one replaced had counted (a reload)."""
         self.arms, self.shadow = previous.arms, previous.shadow
         self.disagreements.extend(previous.disagreements)
-        self._calls, self._compared = previous._calls, previous._compared
+        self._calls = previous._calls.resized(self.rules.window)
+        self._compared = previous._compared.resized(self.rules.window)
 
     def call(self, arm: Arm, seconds: float, verdict: Verdict) -> None:
         counts = self.arms[arm]
         counts.calls += 1
         counts.latencies.append(seconds)
+        kind = None
         if verdict == "error":
             counts.errors += 1
+            kind = _ERROR
         elif verdict == "timeout":
             counts.timeouts += 1
+            kind = _TIMEOUT
         if arm == CANDIDATE:
-            self._calls.append((self.clock(), verdict))
+            self._calls.add(kind)
 
     def compared(self, differences: Sequence[Difference],
                  noise: Sequence[Difference] | None) -> bool:
@@ -117,14 +123,8 @@ class TenantStats:
         shadow.diffs.update({d.kind for d in differences})
         agreed = not differences
         shadow.agreed += agreed
-        self._compared.append((self.clock(), agreed))
+        self._compared.add(None if agreed else 0)
         return agreed
-
-    def _trim(self) -> None:
-        oldest = self.clock() - self.rules.window
-        for window in (self._calls, self._compared):
-            while window and window[0][0] < oldest:
-                window.popleft()
 
     def breach(self) -> str | None:
         """Why the canary should be rolled back now (a rate over its threshold in the
@@ -132,10 +132,8 @@ class TenantStats:
         rules = self.rules
         if not rules.enabled:
             return None
-        self._trim()
-        calls = len(self._calls)
+        calls, counted = self._calls.counts()
         if calls >= rules.min_calls:
-            counted = Counter(v for _, v in self._calls)
             limits: tuple[tuple[Verdict, float], ...] = (
                 ("error", rules.max_error_rate), ("timeout", rules.max_timeout_rate))
             for verdict, limit in limits:
@@ -143,14 +141,14 @@ class TenantStats:
                 if rate > limit:
                     return (f"candidate {verdict} rate {rate:.2f} over the last "
                             f"{rules.window:g} s ({calls} calls) > {limit:g}")
-        compared = len(self._compared)
+        compared, differed = self._compared.counts()
         if compared >= rules.min_calls and rules.max_diff_rate < 1:
-            rate = sum(1 for _, agreed in self._compared if not agreed) / compared
+            rate = differed["differed"] / compared
             if rate > rules.max_diff_rate:
                 return (f"shadow diff rate {rate:.2f} over the last {rules.window:g} s "
                         f"({compared} comparisons) > {rules.max_diff_rate:g}")
         return None
 
     def window_view(self) -> dict[str, Any]:
-        self._trim()
-        return {"candidate_calls": len(self._calls), "comparisons": len(self._compared)}
+        return {"candidate_calls": self._calls.counts()[0],
+                "comparisons": self._compared.counts()[0]}

@@ -1,0 +1,75 @@
+"""The rollback's window: what the candidate did in the last `rollback.window` seconds, as
+counts per slice of time (SLICES slices a window), not as an entry per call.
+
+Why: an entry per call was a (time, verdict) tuple kept for the whole window, up to
+100,000 of them: about 9 MB a tenant at full speed, and two objects made for each of the
+candidate's calls. Counts per slice make none per call and hold SLICES small lists
+whatever the rate.
+
+What it counts is the window's to within one slice: a slice whose start is in the window
+counts whole, so up to 1/SLICES of the window's length of older calls may still count.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+
+SLICES = 60  # a 60 s window counts per second
+
+
+class Window:
+    """Counts of kinds of events (a tuple of ``kinds`` names, in that order) in the last
+    ``seconds``, on ``clock`` (monotonic seconds)."""
+
+    __slots__ = ("_clock", "_kinds", "_slices", "seconds", "width")
+
+    def __init__(self, seconds: float, kinds: tuple[str, ...],
+                 clock: Callable[[], float]) -> None:
+        self.seconds = seconds
+        self.width = seconds / SLICES
+        self._kinds = kinds
+        self._clock = clock
+        # Each slice: [its number (start time ÷ width), events, then a count per kind].
+        self._slices: deque[list[float]] = deque()
+
+    def add(self, kind: int | None = None) -> None:
+        """One event, of ``kinds[kind]`` (None: of no kind, counted as an event only)."""
+        number = self._clock() // self.width
+        slices = self._slices
+        if not slices or slices[-1][0] != number:
+            slices.append([number, 0] + [0] * len(self._kinds))
+            if len(slices) > SLICES + 1:  # older than the window whatever the time now
+                slices.popleft()
+        last = slices[-1]
+        last[1] += 1
+        if kind is not None:
+            last[2 + kind] += 1
+
+    def counts(self) -> tuple[int, dict[str, int]]:
+        """The events in the window now, and how many of each kind."""
+        oldest = (self._clock() - self.seconds) // self.width
+        slices = self._slices
+        while slices and slices[0][0] < oldest:
+            slices.popleft()
+        total = int(sum(s[1] for s in slices))
+        return total, {kind: int(sum(s[2 + i] for s in slices))
+                       for i, kind in enumerate(self._kinds)}
+
+    def resized(self, seconds: float) -> Window:
+        """This window's counts in a window of ``seconds`` (a reload that changed
+        `rollback.window`): each slice's counts go to the slice of its start time."""
+        if seconds == self.seconds:
+            return self
+        other = Window(seconds, self._kinds, self._clock)
+        for number, *counts in self._slices:
+            start = number * self.width // other.width
+            if other._slices and other._slices[-1][0] == start:
+                last = other._slices[-1]
+                for i, n in enumerate(counts):
+                    last[1 + i] += n
+            else:
+                other._slices.append([start, *counts])
+        while len(other._slices) > SLICES + 1:
+            other._slices.popleft()
+        return other
