@@ -19,8 +19,7 @@ from translators.answer_diff import Difference
 
 Verdict = Literal["ok", "error", "timeout"]
 LATENCIES = 1000  # the latest call times kept per arm (the percentiles' sample)
-_VERDICTS = ("error", "timeout")  # what the window counts of the candidate's calls
-_ERROR, _TIMEOUT = 0, 1
+_FAILED: tuple[Verdict, ...] = ("error", "timeout")  # what the window counts by kind
 
 
 @dataclass(slots=True)
@@ -87,7 +86,7 @@ class TenantStats:
         self.shadow = ShadowCounts()
         self.disagreements: deque[dict[str, Any]] = deque(maxlen=keep)
         # The candidate's recent calls (by verdict) and comparisons (the disagreements).
-        self._calls = Window(rules.window, _VERDICTS, clock)
+        self._calls = Window(rules.window, _FAILED, clock)
         self._compared = Window(rules.window, ("differed",), clock)
 
     def carry(self, previous: TenantStats) -> None:
@@ -101,15 +100,12 @@ class TenantStats:
         counts = self.arms[arm]
         counts.calls += 1
         counts.latencies.append(seconds)
-        kind = None
         if verdict == "error":
             counts.errors += 1
-            kind = _ERROR
         elif verdict == "timeout":
             counts.timeouts += 1
-            kind = _TIMEOUT
         if arm == CANDIDATE:
-            self._calls.add(kind)
+            self._calls.add(None if verdict == "ok" else verdict)
 
     def compared(self, differences: Sequence[Difference],
                  noise: Sequence[Difference] | None) -> bool:
@@ -123,7 +119,7 @@ class TenantStats:
         shadow.diffs.update({d.kind for d in differences})
         agreed = not differences
         shadow.agreed += agreed
-        self._compared.add(None if agreed else 0)
+        self._compared.add(None if agreed else "differed")
         return agreed
 
     def breach(self) -> str | None:

@@ -13,7 +13,7 @@ from tests.support.helpers import ManualClock
 def test_the_window_counts_what_its_last_seconds_hold_by_kind() -> None:
     clock = ManualClock()
     window = Window(60, ("error", "timeout"), clock)
-    for kind in (None, 0, 0, 1):
+    for kind in (None, "error", "error", "timeout"):
         window.add(kind)
     clock.now += 30
     window.add(None)
