@@ -75,6 +75,9 @@ class CallOutcome:
     response_headers: dict[str, str] = field(default_factory=dict)
     events: int = 0
     forwarded: bool = False  # passed through as sent (same dialect on both sides)
+    # The agent of the tenant's migration that serves the call ("primary", "candidate";
+    # None: no migration follows it by the task index, which records it with its tasks).
+    agent: str | None = None
 
 
 @dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)

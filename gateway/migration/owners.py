@@ -8,7 +8,9 @@ commit): a call that must wait for its bindings (a new conversation the candidat
 a follow-up through any replica must find it) shares the write with every call waiting
 at that moment; the others (a conversation the primary took) go with the next write, up
 to QUEUED of them, and past that are dropped and counted. The primary's tasks are never
-written (a task no one bound is the primary's): only remembered (:meth:`remember`).
+written (a task no one bound is the primary's): only remembered (:meth:`remember`); with
+the task index on, neither is what an answer shows with a task the index records (its
+row records the agent: gateway/migration/tenant.py).
 
 No call waits when no other process reads the store (``waits`` false: one process alone
 on SQLite with `state.tasks.wait_for_writes: auto`, the task index's rule): this process

@@ -4,14 +4,15 @@ counted, and the shadow copies; and the choice of the agent a call goes to.
 Which agent serves a call:
 
 - a call on a task (GetTask, CancelTask, subscribe, push configs, a message to a task):
-  the agent that owns the task; a task no one bound is the primary's (it predates the
-  migration);
+  the agent that owns the task: bound, or recorded with the task's row in the task index;
+  a task of neither is the primary's (it predates the migration);
 - a message in a conversation (its contextId) whose owner is bound: that owner; one no
-  one bound that the task index holds a task of was under way before (the migration, or
-  the end of its binding): the primary's, bound to it;
+  one bound that the task index holds a task of: the agent recorded with that task, or
+  the primary where none was (under way before the migration: bound to it);
 - a new conversation: by a stable hash of tenant + contextId (the caller's principal when
   there is no context yet; the request id without a principal) against the share now;
-  its owner is bound once its answer (or stream) shows its ids;
+  its owner is bound once its answer (or stream) shows its ids, unless the task index
+  records it with the task the answer shows (README "Migrating an agent");
 - anything else (the extended card): the primary. ListTasks is answered from the task
   index, which holds both agents' tasks.
 """
@@ -57,7 +58,9 @@ class Conversations(Protocol):
     @property
     def records(self) -> bool: ...
 
-    async def holds_conversation(self, tenant: str, context_id: str) -> bool: ...
+    async def agent_of(self, tenant: str, task_id: str) -> str | None: ...
+
+    async def conversation_agent(self, tenant: str, context_id: str) -> str | None: ...
 
 
 class TenantMigration:
@@ -72,10 +75,11 @@ class TenantMigration:
         the task index, which knows the conversations under way before the migration."""
         self.name = name
         self.conversations = conversations
-        # The primary's conversations are followed by the tasks the index holds of them
-        # (the index writes a row for each anyway; pruning binds what it drops:
-        # tenants.Migrations.kept_owners): a new one whose answer is a task writes no
-        # binding of its own. Without an index, each is bound.
+        # Conversations and tasks are followed by the rows the index holds of their
+        # tasks, which record the agent that served them (the index writes a row for
+        # each anyway, before the answer where other processes read it; pruning binds
+        # what it drops: tenants.Migrations.kept_owners): a new conversation whose
+        # answer is a task writes no binding of its own. Without an index, each is bound.
         self.follows_index = conversations is not None and conversations.records
         self._tasks, self._contexts = owner_prefix(name, "task"), owner_prefix(name, "context")
         self.retarget = retarget
@@ -135,17 +139,15 @@ class TenantMigration:
     async def _looked_up(self, call: Call, passage: Passage, task_id: str,
                          context_id: str) -> None:
         arm: Arm | None = None
-        if task_id:  # a task no one bound is the primary's (its tasks are not written)
+        if task_id:
             arm = await self.owners.owner(self.name, "task", task_id)
             if arm is None:
-                arm = self.owners.remember(self._tasks + task_id, PRIMARY)
+                arm = self.owners.remember(self._tasks + task_id,
+                                           await self._recorded(task_id))
         if arm is None and context_id:
             arm = await self.owners.owner(self.name, "context", context_id)
-            # With no share left (shadow, a rollback) a new conversation is the primary's
-            # too, bound as such from its answer: nothing to ask the index.
-            if arm is None and self.control.current() > 0 \
-                    and await self._under_way(context_id):
-                arm = PRIMARY
+            if arm is None:
+                arm = await self._under_way(context_id)
         new = arm is None and not task_id and call.op.name in _CONVERSING
         if arm is None:
             arm = self._new_arm(call, context_id) if new else PRIMARY
@@ -153,21 +155,39 @@ class TenantMigration:
         if waiting is not None:
             await waiting
 
-    async def _under_way(self, context_id: str) -> bool:
-        """Whether a conversation no one bound was under way already: the task index
-        holds a task of it (made before the migration, or after its binding's
-        `owner_ttl`). It stays with the primary, bound to it with the next write: hashed
-        as a new conversation it could go on at the candidate, which never saw it."""
+    async def _recorded(self, task_id: str) -> Arm:
+        """The owner of a task no one bound: the candidate where the task index recorded
+        it with the candidate, else the primary (a task from before the migration)."""
         conversations = self.conversations
-        if conversations is None \
-                or not await conversations.holds_conversation(self.name, context_id):
-            return False
-        self.owners.bind_later([self._contexts + context_id], PRIMARY)
-        return True
+        if not self.follows_index or conversations is None:
+            return PRIMARY
+        agent = await conversations.agent_of(self.name, task_id)
+        return CANDIDATE if agent == CANDIDATE else PRIMARY
+
+    async def _under_way(self, context_id: str) -> Arm | None:
+        """The owner of a conversation no one bound that is under way already (None: a
+        new one): the task index holds a task of it. Recorded with the candidate: the
+        candidate's (the row follows it, whatever the share is now). Recorded with no
+        agent, it was made before the migration (or after its binding's `owner_ttl`):
+        it stays with the primary, bound to it with the next write, for hashed as a new
+        conversation it could go on at the candidate, which never saw it."""
+        conversations = self.conversations
+        if not self.follows_index or conversations is None:
+            return None
+        agent = await conversations.conversation_agent(self.name, context_id)
+        if agent is None:
+            return None
+        key = self._contexts + context_id
+        if agent == CANDIDATE:
+            return self.owners.remember(key, CANDIDATE)
+        self.owners.bind_later([key], PRIMARY)
+        return PRIMARY
 
     def _go(self, call: Call, passage: Passage, arm: Arm, new: bool) -> Awaitable[None] | None:
         ticket = Ticket(self, call, arm, new, passage.streaming)
         passage.migration = ticket
+        if self.follows_index:  # the index records the agent with the call's tasks
+            call.ctx.outcome.agent = arm
         if arm == PRIMARY:
             if self.shadowing and self.shadow.wants(call):
                 ticket.shadowed = True
@@ -236,24 +256,25 @@ class TenantMigration:
     def _keys(self, ticket: Ticket, task_id: str, context_id: str, indexed: bool,
               ) -> list[str]:
         """The bindings to write: a new conversation's, and the candidate's task (a task
-        no one bound is the primary's: the primary's task is only remembered here). A
-        new conversation of the primary that shows its task (``indexed``: its ids were
-        read as the index records them, so a task id means a task row) is only
-        remembered too: the index's row of that task says it is under way
-        (:meth:`_under_way`)."""
+        no one bound is the primary's: the primary's task is only remembered here). What
+        shows its task where the index follows the migration (``indexed``: the ids were
+        read as the index records them, so a task id means a task row, which records the
+        agent) is only remembered: the row says whose it is (:meth:`_recorded`,
+        :meth:`_under_way`)."""
         keys = []
+        arm = ticket.arm
         if context_id and ticket.new:
             key = self._contexts + context_id
             if task_id and indexed:
-                self.owners.remember(key, PRIMARY)
+                self.owners.remember(key, arm)
             else:
                 keys.append(key)
         if task_id:
             key = self._tasks + task_id
-            if ticket.arm == CANDIDATE:
+            if arm == CANDIDATE and not indexed:
                 keys.append(key)
             else:
-                self.owners.remember(key, PRIMARY)
+                self.owners.remember(key, arm)
         return keys
 
     async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str) -> None:

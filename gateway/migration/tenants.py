@@ -45,11 +45,13 @@ class Migrations:
                 retarget, waits, conversations)
 
     def kept_owners(self) -> dict[str, KeptOwner]:
-        """What pruning the task index keeps of each tenant's conversations: the
-        primary's, which are followed by the tasks the index holds of them
-        (TenantMigration.follows_index), bound to it (the candidate's are bound already,
-        and a live binding stays)."""
-        return {name: KeptOwner(owner_prefix(name, "context"), PRIMARY, m.config.owner_ttl)
+        """What pruning the task index keeps of each tenant's conversations and tasks,
+        which are followed by the tasks the index holds of them
+        (TenantMigration.follows_index): each conversation bound to the agent recorded
+        with its task (the primary where none was), each of the candidate's tasks to the
+        candidate (a live binding stays)."""
+        return {name: KeptOwner(owner_prefix(name, "context"), PRIMARY, m.config.owner_ttl,
+                                tasks=owner_prefix(name, "task"))
                 for name, m in self.active.items() if m.follows_index}
 
     def merged(self, tenant: str) -> bool:

@@ -94,6 +94,8 @@ class Ticket:
         """The candidate refused the connection: the primary serves this conversation."""
         self.migration.fell_back(self.call)
         self.arm = PRIMARY
+        if self.migration.follows_index:  # and the index records it so
+            self.call.ctx.outcome.agent = PRIMARY
 
     # ------------------------------------------------ the call's time and verdict
 
@@ -130,10 +132,10 @@ class Ticket:
 
     @property
     def indexed(self) -> bool:
-        """Whether the primary serves the call of a migration that follows the primary's
-        conversations by the task index: its answer's ids are read as the index records
-        them (translators/task_facts.canonical_ids's ``tasks_only``)."""
-        return self.arm == PRIMARY and self.migration.follows_index
+        """Whether the call is of a migration that follows its conversations by the task
+        index: its answer's ids are read as the index records them
+        (translators/task_facts.canonical_ids's ``tasks_only``)."""
+        return self.migration.follows_index
 
     async def before(self, item: pb.StreamResponse) -> None:
         task_id, context_id = canonical_ids(item, self.indexed)

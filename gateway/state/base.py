@@ -51,15 +51,18 @@ def store_unavailable(what: str, cause: StoreError | None = None) -> A2AError:
 
 @dataclass(frozen=True, slots=True)
 class KeptOwner:
-    """What pruning a tenant's tasks leaves of their conversations: each conversation's
-    key (``prefix`` + its contextId) bound to ``value`` for ``ttl`` seconds, as
-    :meth:`Store.claim` binds (a live binding stays; an expired one is taken over). A
-    migration follows its primary's conversations by the tasks the index holds of them
-    (gateway/migration/tenant.py), so the index forgets none of them silently."""
+    """What pruning a tenant's tasks leaves of them: each conversation's key (``prefix``
+    + its contextId) bound to the task's agent (``value`` where none was recorded), and
+    the key of each task recorded with another agent (``tasks`` + its id) bound to that
+    agent, for ``ttl`` seconds, as :meth:`Store.claim` binds (a live binding stays; an
+    expired one is taken over). A migration follows its conversations and tasks by the
+    tasks the index holds of them (gateway/migration/tenant.py), so the index forgets
+    none of them silently."""
 
     prefix: str
     value: str
     ttl: float
+    tasks: str = ""  # "": the tasks' keys are not bound
 
 
 class BadPageToken(ValueError):
@@ -81,6 +84,10 @@ class TaskRecord:
     updated_at: float
     owner: str | None = None
     backend: str = ""
+    # The agent of a migration that serves the task ("primary", "candidate"; None outside
+    # one): the first recorded stays, as the owner does. A migration follows the tasks
+    # and conversations by it (gateway/migration/tenant.py).
+    agent: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +154,9 @@ class Store(JournalStore, Protocol):
     backend: str  # "sqlite" or "redis", for logs and /readyz
 
     async def record_task(self, record: TaskRecord) -> None:
-        """Insert or replace the task (tenant, task_id). ``created_at`` and ``owner`` of
-        an existing record are kept (the first writer owns the task)."""
+        """Insert or replace the task (tenant, task_id). ``created_at``, ``owner`` and
+        ``agent`` of an existing record are kept (the first writer owns the task; a later
+        record fills an owner or agent still missing)."""
 
     async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
         """:meth:`record_task` for each of ``records``, in one round trip (the task index
@@ -165,8 +173,8 @@ class Store(JournalStore, Protocol):
                     kept: Mapping[str, KeptOwner] | None = None) -> int:
         """Drop tasks not updated since ``older_than`` (default: now - retention.max_age)
         and the oldest beyond retention.max_tasks, and expired relay/limit entries and
-        stream journals; the conversations of a dropped task of a tenant in ``kept``
-        are bound as it says, in the same transaction. Returns how many tasks were
+        stream journals; the conversations (and tasks) of a dropped task of a tenant in
+        ``kept`` are bound as it says, in the same transaction. Returns how many tasks were
         dropped."""
 
     async def seen_once(self, key: str, ttl: float) -> bool:

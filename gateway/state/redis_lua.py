@@ -1,7 +1,7 @@
 """The Lua scripts that make the Redis store's multi-key steps atomic. Keys are built
 inside the scripts from the prefix (a standalone Redis or a primary with replicas; not
-Redis Cluster). A task is a hash: t i c s ca ua o b (owner ``o`` is "" for none, else
-"@" + owner), indexed by zsets scored by ``ua`` (its status timestamp), under
+Redis Cluster). A task is a hash: t i c s ca ua o b a (owner ``o`` is "" for none, else
+"@" + owner; the migration agent ``a`` "" or absent for none), indexed by zsets scored by ``ua`` (its status timestamp), under
 ``idx:<tenant>``: all (``idx:T``), by context (``:c:<ctx>``), by owner (``:o:<owner>``),
 by state (``:s:<state>``), by state and owner (``:s:<state>:o:<owner>``); the free-form
 part always last, so no two names collide. ``all`` orders every tenant's tasks for
@@ -35,26 +35,30 @@ end
 """
 
 # One task in or out of the index: insert, or replace when its status is not older (a
-# late, older one only fills a missing owner). Returns 1 when written, else 0.
+# late, older one only fills a missing owner or agent). Returns 1 when written, else 0.
 _UPSERT = _INDEX + """
-local function upsert(p, t, id, c, s, ca, ua, o, b)
+local function upsert(p, t, id, c, s, ca, ua, o, b, a)
   local key = p .. 'task:' .. t .. ':' .. id
   local idx = p .. 'idx:' .. t
-  local old = redis.call('HMGET', key, 'c', 'ua', 'o', 'ca', 's')
+  local old = redis.call('HMGET', key, 'c', 'ua', 'o', 'ca', 's', 'a')
+  a = a or ''
   if old[2] then
-    local oo = old[3]
+    local oo, oa = old[3], old[6] or ''
     if oo ~= '' then o = oo end
+    if oa ~= '' then a = oa end
     if tonumber(ua) < tonumber(old[2]) then
       if oo == '' and o ~= '' then
         redis.call('HSET', key, 'o', o)
         index('ZADD', idx, id, old[2], old[1], o, old[5])
       end
+      if oa == '' and a ~= '' then redis.call('HSET', key, 'a', a) end
       return 0
     end
     ca = old[4]
     index('ZREM', idx, id, 0, old[1], oo, old[5])
   end
-  redis.call('HSET', key, 't', t, 'i', id, 'c', c, 's', s, 'ca', ca, 'ua', ua, 'o', o, 'b', b)
+  redis.call('HSET', key, 't', t, 'i', id, 'c', c, 's', s, 'ca', ca, 'ua', ua, 'o', o, 'b', b,
+             'a', a)
   redis.call('ZADD', idx, ua, id)
   index('ZADD', idx, id, ua, c, o, s)
   redis.call('ZADD', p .. 'all', ua, t .. ':' .. id)
@@ -62,18 +66,19 @@ local function upsert(p, t, id, c, s, ca, ua, o, b)
 end
 """
 
-# ARGV: prefix, tenant, id, context, state, created, updated, "@owner" or "", backend.
+# ARGV: prefix, tenant, id, context, state, created, updated, "@owner" or "", backend,
+# agent or "".
 UPSERT = _UPSERT + """
 return upsert(unpack(ARGV))
 """
 
-# ARGV: prefix, then a JSON array of tasks, each an array of UPSERT's 8 string fields
+# ARGV: prefix, then a JSON array of tasks, each an array of UPSERT's 9 string fields
 # after the prefix, written in order (the task index writes in batches; one argument
 # costs the client far less to send than eight per task). Returns how many were written.
 UPSERT_MANY = _UPSERT + """
 local n = 0
 for _, f in ipairs(cjson.decode(ARGV[2])) do
-  n = n + upsert(ARGV[1], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8])
+  n = n + upsert(ARGV[1], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9])
 end
 return n
 """
@@ -84,8 +89,9 @@ local function emit(base, page, size, total)
   local out = {total, 0}
   if #page > size then out[2] = 1 end
   for i = 1, math.min(#page, size) do
-    local f = redis.call('HMGET', base .. page[i], 't', 'i', 'c', 's', 'ca', 'ua', 'o', 'b')
-    for j = 1, 8 do out[#out + 1] = f[j] end
+    local f = redis.call('HMGET', base .. page[i], 't', 'i', 'c', 's', 'ca', 'ua', 'o', 'b',
+                         'a')
+    for j = 1, 9 do out[#out + 1] = f[j] end
   end
   return out
 end
@@ -156,14 +162,17 @@ for i = 1, math.min(#items, size + 1) do page[i] = items[i][1] end
 return emit(p .. 'task:' .. t .. ':', page, size, total)
 """
 
-# ARGV: prefix; k, then k times (tenant, key prefix, value, ttl ms): the conversations
-# of a dropped task of that tenant bound as a claim binds them (base.KeptOwner); then
-# the members of the all-tenants zset ("tenant:task_id") to drop.
+# ARGV: prefix; k, then k times (tenant, key prefix, value, ttl ms, task key prefix):
+# the conversations of a dropped task of that tenant bound as a claim binds them, to the
+# task's agent or the value, and the task where its agent is another (base.KeptOwner);
+# then the members of the all-tenants zset ("tenant:task_id") to drop.
 DELETE = _INDEX + """
 local p = ARGV[1]
 local kept = {}
-local first = 3 + 4 * tonumber(ARGV[2])
-for i = 3, first - 1, 4 do kept[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]} end
+local first = 3 + 5 * tonumber(ARGV[2])
+for i = 3, first - 1, 5 do
+  kept[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]}
+end
 local n = 0
 for i = first, #ARGV do
   local m = ARGV[i]
@@ -171,11 +180,19 @@ for i = first, #ARGV do
   local t, id = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
   local key = p .. 'task:' .. t .. ':' .. id
   local idx = p .. 'idx:' .. t
-  local f = redis.call('HMGET', key, 'c', 'o', 's')
+  local f = redis.call('HMGET', key, 'c', 'o', 's', 'a')
   if f[1] then
     local k = kept[t]
-    if k and f[1] ~= '' then
-      redis.call('SET', p .. 'claim:' .. k[1] .. f[1], k[2], 'NX', 'PX', k[3])
+    if k then
+      local agent = f[4] or ''
+      if f[1] ~= '' then
+        local owner = k[2]
+        if agent ~= '' then owner = agent end
+        redis.call('SET', p .. 'claim:' .. k[1] .. f[1], owner, 'NX', 'PX', k[3])
+      end
+      if k[4] ~= '' and agent ~= '' and agent ~= k[2] then
+        redis.call('SET', p .. 'claim:' .. k[4] .. id, agent, 'NX', 'PX', k[3])
+      end
     end
     index('ZREM', idx, id, 0, f[1], f[2], f[3])
     n = n + redis.call('DEL', key)

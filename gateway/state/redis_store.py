@@ -144,7 +144,8 @@ class RedisStore(RedisRelayQueue):
         if ":" in r.tenant:  # keys are prefix + "task:" + tenant + ":" + task id
             raise ValueError(f"tenant {r.tenant!r} may not contain ':'")
         return [r.tenant, r.task_id, r.context_id, r.state, repr(r.created_at),
-                repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend]
+                repr(r.updated_at), "" if r.owner is None else "@" + r.owner, r.backend,
+                r.agent or ""]
 
     async def record_task(self, record: TaskRecord) -> None:
         args = [self.prefix, *self._fields(record)]
@@ -159,7 +160,8 @@ class RedisStore(RedisRelayQueue):
 
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         fields = await self._do(lambda: self._redis.hmget(
-            f"{self.prefix}task:{tenant}:{task_id}", ["t", "i", "c", "s", "ca", "ua", "o", "b"]))
+            f"{self.prefix}task:{tenant}:{task_id}",
+            ["t", "i", "c", "s", "ca", "ua", "o", "b", "a"]))
         return None if fields[0] is None else _record(fields)
 
     async def list_tasks(self, query: TaskQuery, page_size: int | None = None,
@@ -184,7 +186,7 @@ class RedisStore(RedisRelayQueue):
             keys = [f"{idx}:s:{s}{mine}" for s in states] if states else [f"{idx}{mine}"]
             out = await self._do(lambda: self._list_union(args=[*head, *keys]))
         total, more, flat = int(out[0]), int(out[1]), out[2:]
-        records = [_record(flat[i:i + 8]) for i in range(0, len(flat), 8)]
+        records = [_record(flat[i:i + 9]) for i in range(0, len(flat), 9)]
         token = encode_token((records[-1].updated_at, records[-1].task_id)) if more else ""
         return TaskPage(records, token, total)
 
@@ -213,9 +215,10 @@ class RedisStore(RedisRelayQueue):
     async def _drop(self, members: list[str], kept: Mapping[str, KeptOwner] | None) -> int:
         # Pruning again what a lost write left is harmless: no WAIT for it.
         specs = [field for tenant, owner in (kept or {}).items()
-                 for field in (tenant, owner.prefix, owner.value, _ms(owner.ttl))]
+                 for field in (tenant, owner.prefix, owner.value, _ms(owner.ttl),
+                               owner.tasks)]
         return int(await self._do(lambda: self._delete(
-            args=[self.prefix, len(specs) // 4, *specs, *members])))
+            args=[self.prefix, len(specs) // 5, *specs, *members])))
 
     # The relay's replay and spent-seal facts.
 
@@ -347,4 +350,4 @@ class _ErrorLog:
 def _record(f: list[Any]) -> TaskRecord:
     owner = f[6] or ""
     return TaskRecord(f[0], f[1], f[2], f[3], float(f[4]), float(f[5]),
-                      owner[1:] if owner else None, f[7] or "")
+                      owner[1:] if owner else None, f[7] or "", f[8] or None)

@@ -1,6 +1,6 @@
 """Pruning the SQLite store's task index (one transaction, on the store's thread): the
-tasks past `state.retention`, the conversations they leave bound where a migration
-follows them (base.KeptOwner), and the expired entries of the other tables."""
+tasks past `state.retention`, the conversations and tasks they leave bound where a
+migration follows them (base.KeptOwner), and the expired entries of the other tables."""
 
 from __future__ import annotations
 
@@ -19,8 +19,12 @@ _EXCESS = ("(tenant, task_id) IN (SELECT tenant, task_id FROM tasks "
 # parameter is now.
 CLAIMED = ("ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
            "expires = excluded.expires WHERE once.expires <= ?")
-_KEEP = ("INSERT INTO once SELECT DISTINCT ? || context_id, ?, ? FROM tasks "
+# A dropped task's conversation, bound to the task's agent (or the default); and the task
+# itself where its agent is not the default (a task no one bound is the default's).
+_KEEP = ("INSERT INTO once SELECT DISTINCT ? || context_id, COALESCE(agent, ?), ? FROM tasks "
          "WHERE tenant = ? AND context_id != '' AND {dropped} " + CLAIMED)
+_KEEP_TASKS = ("INSERT INTO once SELECT ? || task_id, agent, ? FROM tasks WHERE tenant = ? "
+               "AND agent IS NOT NULL AND agent != ? AND {dropped} " + CLAIMED)
 
 
 def prune_tasks(db: sqlite3.Connection, now: float, older_than: float | None,
@@ -38,7 +42,10 @@ def prune_tasks(db: sqlite3.Connection, now: float, older_than: float | None,
 
 def _drop(db: sqlite3.Connection, now: float, dropped: str, arg: float,
           kept: Mapping[str, KeptOwner]) -> int:
-    keep = _KEEP.format(dropped=dropped)
+    keep, keep_tasks = _KEEP.format(dropped=dropped), _KEEP_TASKS.format(dropped=dropped)
     for tenant, owner in kept.items():
-        db.execute(keep, (owner.prefix, owner.value, now + owner.ttl, tenant, arg, now))
+        expires = now + owner.ttl
+        db.execute(keep, (owner.prefix, owner.value, expires, tenant, arg, now))
+        if owner.tasks:
+            db.execute(keep_tasks, (owner.tasks, expires, tenant, owner.value, arg, now))
     return int(db.execute(f"DELETE FROM tasks WHERE {dropped}", (arg,)).rowcount)

@@ -21,12 +21,12 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain
 from pathlib import Path
 from typing import Any, TypeVar
 
 import gateway.state.sqlite_journal as sqlite_journal
 import gateway.state.sqlite_relay as sqlite_relay
+import gateway.state.sqlite_tasks as sqlite_tasks
 from gateway.config.state import RetentionConfig
 from gateway.state.base import (
     KeptOwner,
@@ -43,26 +43,11 @@ from gateway.state.journal import JournalLimits, JournalRead, JournalSize
 from gateway.state.sqlite_loop import LOOP_ROWS, LoopWriter
 from gateway.state.sqlite_prune import CLAIMED, prune_tasks
 from gateway.state.sqlite_relay import SqliteRelayQueue
+from gateway.state.sqlite_tasks import COLUMNS, task_runs, write_runs
 
 T = TypeVar("T")
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS tasks (
-  tenant TEXT NOT NULL, task_id TEXT NOT NULL, context_id TEXT NOT NULL,
-  state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
-  owner TEXT, backend TEXT NOT NULL, PRIMARY KEY (tenant, task_id)) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS tasks_by_time ON tasks (tenant, updated_at DESC, task_id DESC);
--- Only tasks with an owner (auth on): without one, recording writes no entry here, and
--- ListTasks' `owner = ?` implies the condition, so it still uses this index.
-DROP INDEX IF EXISTS tasks_by_owner;
-CREATE INDEX IF NOT EXISTS tasks_by_owner_set
-  ON tasks (tenant, owner, updated_at DESC, task_id DESC) WHERE owner IS NOT NULL;
-CREATE INDEX IF NOT EXISTS tasks_by_context
-  ON tasks (tenant, context_id, updated_at DESC, task_id DESC);
--- No index by age across tenants: each index is one more B-tree write per recorded
--- task on the call's hot path, and only pruning (every few minutes, on this store's own
--- thread) reads by age; it scans.
-DROP INDEX IF EXISTS tasks_by_age;
 CREATE TABLE IF NOT EXISTS once (
   key TEXT PRIMARY KEY, value TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS spent (
@@ -75,37 +60,6 @@ CREATE TABLE IF NOT EXISTS buckets (
 # A binding: the first writer's value stays until it expires (Store.claim_all).
 _CLAIM = "INSERT INTO once VALUES (?, ?, ?) " + CLAIMED
 _KEYS_READ = 500  # keys a claim reads back per statement (SQLite's limit is 32,766)
-
-# A newer status replaces the row; an older one (a late webhook) only fills a missing owner.
-_ON_CONFLICT = """
-ON CONFLICT (tenant, task_id) DO UPDATE SET
-  context_id = CASE WHEN excluded.updated_at >= updated_at
-                    THEN excluded.context_id ELSE context_id END,
-  state = CASE WHEN excluded.updated_at >= updated_at THEN excluded.state ELSE state END,
-  backend = CASE WHEN excluded.updated_at >= updated_at
-                 THEN excluded.backend ELSE backend END,
-  updated_at = MAX(updated_at, excluded.updated_at),
-  owner = COALESCE(owner, excluded.owner)
-"""
-
-
-def _upsert(row: str, rows: int = 1) -> str:
-    return "INSERT INTO tasks VALUES " + ", ".join([row] * rows) + _ON_CONFLICT
-
-
-_ROW = "(?, ?, ?, ?, ?, ?, ?, ?)"
-# The same for tasks without an owner (authentication off: every one), with NULL written
-# in the statement: the sqlite3 module binds None through its adapter lookup, which costs
-# a tenth of the row's whole write.
-_ROW_UNOWNED = "(?, ?, ?, ?, ?, ?, NULL, ?)"
-_UPSERT, _UPSERT_UNOWNED = _upsert(_ROW), _upsert(_ROW_UNOWNED)
-
-# Rows written _CHUNK to a statement: each execution of a statement opens a cursor on the
-# table and each index, and per row that cost an eighth of the row's whole write
-# (callgrind, 70-row batches: 39.5k -> 34.5k instructions a row). The rest of a batch
-# goes row by row; both statements stay in the connection's statement cache.
-_CHUNK = 32
-_CHUNKED = {_UPSERT: _upsert(_ROW, _CHUNK), _UPSERT_UNOWNED: _upsert(_ROW_UNOWNED, _CHUNK)}
 
 # Seconds a process waits for another to finish opening the file (the lock below), and
 # for SQLite's own locks (busy_timeout) after that.
@@ -148,13 +102,12 @@ def connect(path: str) -> sqlite3.Connection:
             if not memory:
                 db.execute("PRAGMA journal_mode = WAL")
             db.execute("PRAGMA synchronous = NORMAL")
-            db.executescript(_SCHEMA + sqlite_journal.SCHEMA + sqlite_relay.SCHEMA)
+            db.executescript(sqlite_tasks.SCHEMA + _SCHEMA + sqlite_journal.SCHEMA
+                             + sqlite_relay.SCHEMA)
+            sqlite_tasks.add_agent_column(db)
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open the SQLite store {path}: {exc}") from exc
     return db
-
-
-_COLUMNS = "tenant, task_id, context_id, state, created_at, updated_at, owner, backend"
 
 
 class SqliteStore(SqliteRelayQueue):
@@ -217,35 +170,9 @@ class SqliteStore(SqliteRelayQueue):
         await self.record_tasks([record])
 
     async def record_tasks(self, records: Sequence[TaskRecord]) -> None:
-        # Runs of records with and without an owner, in their order (a record of a task
-        # must still come after an earlier one of the same task).
-        runs: list[tuple[str, list[tuple[Any, ...]]]] = []
-        rows: list[tuple[Any, ...]] = []
-        for r in records:
-            if r.owner is None:
-                statement = _UPSERT_UNOWNED
-                row: tuple[Any, ...] = (r.tenant, r.task_id, r.context_id, r.state,
-                                        r.created_at, r.updated_at, r.backend)
-            else:
-                statement = _UPSERT
-                row = (r.tenant, r.task_id, r.context_id, r.state, r.created_at,
-                       r.updated_at, r.owner, r.backend)
-            if not runs or runs[-1][0] is not statement:
-                rows = []
-                runs.append((statement, rows))
-            rows.append(row)
-
-        def write(db: sqlite3.Connection) -> None:
-            for statement, rows in runs:
-                whole = len(rows) - len(rows) % _CHUNK
-                for start in range(0, whole, _CHUNK):
-                    db.execute(_CHUNKED[statement],
-                               list(chain.from_iterable(rows[start:start + _CHUNK])))
-                if whole < len(rows):
-                    db.executemany(statement, rows[whole:])
-        if not runs:
-            return
-        await self._write(write, len(records))
+        runs = task_runs(records)
+        if runs:
+            await self._write(lambda db: write_runs(db, runs), len(records))
 
     async def _write(self, write: Callable[[sqlite3.Connection], T], rows: int) -> T:
         """``write`` in a write transaction: on the loop's own connection when it is
@@ -265,7 +192,7 @@ class SqliteStore(SqliteRelayQueue):
     async def get_task(self, tenant: str, task_id: str) -> TaskRecord | None:
         def get() -> TaskRecord | None:
             assert self._db is not None
-            row = self._db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE tenant = ? AND "
+            row = self._db.execute(f"SELECT {COLUMNS} FROM tasks WHERE tenant = ? AND "
                                    "task_id = ?", (tenant, task_id)).fetchone()
             return None if row is None else TaskRecord(*row)
         return await self._run(get)
@@ -302,7 +229,7 @@ class SqliteStore(SqliteRelayQueue):
             try:
                 total = db.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}",
                                    args).fetchone()[0]
-                rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {page_where} ORDER BY "
+                rows = db.execute(f"SELECT {COLUMNS} FROM tasks WHERE {page_where} ORDER BY "
                                   "updated_at DESC, task_id DESC LIMIT ?",
                                   [*page_args, size + 1]).fetchall()
             finally:

@@ -103,7 +103,7 @@ class TaskIndex:
                 assert dialect is not None  # only a client's call is passed through
                 item = (call.ctx.tenant or "", self._owner(call), backend_label(call),
                         dialect.binding, dialect.version, call.op.name, result.body,
-                        result.document)
+                        result.document, call.ctx.outcome.agent)
                 if creating and self._must_wait():  # read here: it waits for them anyway
                     return self._write(call, wire_records(item, time.time()))
                 self.recorder.add_wire(item)
@@ -111,9 +111,10 @@ class TaskIndex:
         if creating and self._must_wait():
             facts = facts_of(result)
             return self._write(call, records_of(call.ctx.tenant or "", self._owner(call),
-                                                backend_label(call), facts, time.time())
-                               ) if facts else None
-        self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), result)
+                                                backend_label(call), facts, time.time(),
+                                                call.ctx.outcome.agent)) if facts else None
+        self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), result,
+                  call.ctx.outcome.agent)
         return None
 
     def _must_wait(self) -> bool:
@@ -153,7 +154,8 @@ class TaskIndex:
             facts = facts_of(item)
             if facts:
                 await self._write(call, records_of(call.ctx.tenant or "", self._owner(call),
-                                                   backend_label(call), facts, time.time()))
+                                                   backend_label(call), facts, time.time(),
+                                                   call.ctx.outcome.agent))
                 return True
         return False
 
@@ -175,7 +177,8 @@ class TaskIndex:
         a task's state: the artifact chunks and messages that make most of a stream are
         passed over before anything is looked up for them."""
         if self.recorder is not None and item.WhichOneof("payload") in STATEFUL_EVENTS:
-            self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), item)
+            self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), item,
+                      call.ctx.outcome.agent)
 
     def relayed(self, tenant: str, backend: str, event: pb.StreamResponse) -> None:
         """A webhook a backend posted to the push relay (no principal: the first owner
@@ -184,11 +187,12 @@ class TaskIndex:
             self._add(tenant, None, backend, event)
 
     def _add(self, tenant: str, owner: str | None, backend: str,
-             message: ProtoMessage) -> None:
+             message: ProtoMessage, agent: str | None = None) -> None:
         assert self.recorder is not None
         facts = facts_of(message)
         if facts:
-            self.recorder.add_all(records_of(tenant, owner, backend, facts, time.time()))
+            self.recorder.add_all(records_of(tenant, owner, backend, facts, time.time(),
+                                             agent))
 
     @property
     def records(self) -> bool:
@@ -253,17 +257,31 @@ class TaskIndex:
             raise store_unavailable("the task index cannot be read now", exc) from exc
         return None if stored is None else stored.owner
 
-    async def holds_conversation(self, tenant: str, context_id: str) -> bool:
-        """Whether the index holds a task of conversation ``context_id``, whoever's: one
-        store read (False without an index). A migration asks it of a conversation no one
-        bound: one the index knows was under way before (gateway/migration/tenant.py)."""
+    async def agent_of(self, tenant: str, task_id: str) -> str | None:
+        """The migration agent recorded with a task (None: none, or no such task); one
+        store read. A migration asks it of a task no one bound (gateway/migration/
+        tenant.py)."""
         if self.store is None:
-            return False
+            return None
+        try:
+            stored = await self.store.get_task(tenant, task_id)
+        except StoreError as exc:
+            raise store_unavailable("the task index cannot be read now", exc) from exc
+        return None if stored is None else stored.agent
+
+    async def conversation_agent(self, tenant: str, context_id: str) -> str | None:
+        """Whether the index holds a task of conversation ``context_id``: None if not,
+        else the migration agent recorded with its newest task ("" for none); one store
+        read. A migration asks it of a conversation no one bound: one under way before
+        (the migration, or the end of its binding), or one its agent's task row
+        follows (gateway/migration/tenant.py)."""
+        if self.store is None:
+            return None
         try:
             page = await self.store.list_tasks(TaskQuery(tenant, context_id=context_id), 1)
         except StoreError as exc:
             raise store_unavailable("the task index cannot be read now", exc) from exc
-        return bool(page.records)
+        return (page.records[0].agent or "") if page.records else None
 
     async def _store_back(self) -> None:
         """Ping the store that last failed (one ping at a time, shared); unavailable

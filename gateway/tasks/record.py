@@ -40,36 +40,37 @@ log = structlog.get_logger("a2a_gateway.task_index")
 
 
 # What a passed-through answer leaves for the writer: (tenant, owner, backend, binding,
-# version, operation, body, document), the document being what the gateway read of the
-# body (WireAnswer.document; None: it read nothing, the body is read). A tuple: one is
-# made for every call.
-WireItem = tuple[str, str | None, str, str, str, str, bytes, Any]
+# version, operation, body, document, agent), the document being what the gateway read
+# of the body (WireAnswer.document; None: it read nothing, the body is read). A tuple:
+# one is made for every call.
+WireItem = tuple[str, str | None, str, str, str, str, bytes, Any, str | None]
 
 
 def records_of(tenant: str, owner: str | None, backend: str, facts: Iterable[TaskFacts],
-               now: float) -> list[TaskRecord]:
+               now: float, agent: str | None = None) -> list[TaskRecord]:
     """The records of the tasks an answer or event shows, seen now through ``backend``
-    (a status without a timestamp counts as seen now)."""
+    (of ``agent``, in a migration; a status without a timestamp counts as seen now)."""
     return [TaskRecord(tenant, task_id, context_id, state,
                        now if stamp is None else stamp, now if stamp is None else stamp,
-                       owner, backend)
+                       owner, backend, agent)
             for task_id, context_id, state, stamp in facts]
 
 
 def wire_records(item: WireItem, now: float) -> list[TaskRecord]:
-    tenant, owner, backend, binding, version, op, body, document = item
+    tenant, owner, backend, binding, version, op, body, document, agent = item
     facts = (wire_facts(binding, version, op, body) if document is None
              else document_facts(binding, version, op, document))
-    return records_of(tenant, owner, backend, facts, now) if facts else []
+    return records_of(tenant, owner, backend, facts, now, agent) if facts else []
 
 
 def merged(old: TaskRecord, new: TaskRecord) -> TaskRecord:
     """Two observations of one task, as the store would keep them (the newer status wins;
-    the first creation time and the first owner stay)."""
+    the first creation time, owner and agent stay)."""
     newer = new if new.updated_at >= old.updated_at else old
     return TaskRecord(old.tenant, old.task_id, newer.context_id, newer.state,
                       min(old.created_at, new.created_at), newer.updated_at,
-                      old.owner if old.owner is not None else new.owner, newer.backend)
+                      old.owner if old.owner is not None else new.owner, newer.backend,
+                      old.agent if old.agent is not None else new.agent)
 
 
 class TaskRecorder:

@@ -5,6 +5,7 @@ a candidate that refuses connections, the automatic rollback."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -242,3 +243,66 @@ async def test_a_conversation_the_index_prunes_stays_with_the_primary(
     assert later["result"]["contextId"] == contexts[0], later
     arms = (await _report(http, gw))["arms"]
     assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (1, 0), arms
+
+
+def _rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(path) as db:
+        return db.execute(sql).fetchall()
+
+
+async def test_the_candidates_conversations_are_followed_by_the_index_not_bound(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession, tmp_path: Path) -> None:
+    # A new conversation the candidate answers with a task writes no binding: the index's
+    # row of that task records the candidate, and every gateway on the state follows it,
+    # whatever its share (here 0: a rollback), by task and by conversation.
+    primary, candidate = two_agents
+    db = tmp_path / "state.db"
+    state = {"path": str(db), "tasks": {"wait_for_writes": "always"}}
+    here = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                              canary={"share": 1.0})}, state=state)
+    tasks = [(await call(http, here, "message/send", {"message": message(f"task: {i}")})
+              )["result"] for i in range(3)]
+    assert _rows(db, "SELECT key FROM once WHERE key LIKE 'migration:shop:%'") == []
+    assert sorted(_rows(db, "SELECT task_id, agent FROM tasks WHERE tenant = 'shop'")) == \
+        sorted((t["id"], "candidate") for t in tasks)
+    there = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                               canary={"share": 0.0})}, state=state)
+    got = await call(http, there, "tasks/get", {"id": tasks[0]["id"]})
+    assert got.get("result", {}).get("id") == tasks[0]["id"], got  # the primary has none
+    later = await call(http, there, "message/send", {"message": message(
+        "task: 4", contextId=tasks[1]["contextId"])})
+    assert later["result"]["contextId"] == tasks[1]["contextId"], later
+    arms = (await _report(http, there))["arms"]
+    assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (0, 2), arms
+
+
+async def test_a_candidates_task_the_index_prunes_stays_with_the_candidate(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession, tmp_path: Path) -> None:
+    # Pruning the row that followed a candidate's task binds the task and its
+    # conversation to the candidate: another gateway at share 0 still finds both there.
+    primary, candidate = two_agents
+    state = {"path": str(tmp_path / "state.db"), "tasks": {"wait_for_writes": "always"},
+             "retention": {"max_tasks": 1, "interval": 0.05}}
+    before = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                                canary={"share": 1.0})}, state=state)
+    tasks = [(await call(http, before, "message/send", {"message": message(f"task: {i}")})
+              )["result"] for i in range(3)]
+
+    async def pruned() -> bool:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
+        async with http.post(before + "/shop/", json=body,
+                             headers={"A2A-Version": "1.0"}) as resp:
+            return len((await resp.json())["result"]["tasks"]) == 1
+
+    await wait_until(pruned, "the index pruned to one task")
+    gw = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
+                                            canary={"share": 0.0})}, state=state)
+    got = await call(http, gw, "tasks/get", {"id": tasks[0]["id"]})
+    assert got.get("result", {}).get("id") == tasks[0]["id"], got
+    later = await call(http, gw, "message/send",
+                       {"message": message("task: 4", contextId=tasks[0]["contextId"])})
+    assert later["result"]["contextId"] == tasks[0]["contextId"], later
+    arms = (await _report(http, gw))["arms"]
+    assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (0, 2), arms

@@ -269,25 +269,60 @@ async def test_a_conversation_under_way_before_the_migration_stays_with_the_prim
     assert ticket(await chosen(m, call(ops.SEND, _message("c-x")))).arm == "candidate"
 
 
-async def test_with_no_share_left_the_index_is_not_asked_of_a_conversation(
+async def test_with_no_share_left_a_conversation_recorded_with_the_candidate_goes_on_there(
         make_store: MakeStore) -> None:
-    # Share 0 (shadow, or after a rollback): a conversation no one bound goes to the
-    # primary whether or not it was under way, and is bound from its answer.
+    # Share 0 (shadow, or after a rollback): the index is still asked of a conversation
+    # no one bound, for the row of its task follows it to the agent that served it.
     store = make_store()
-    tasks = TaskIndex(parse_config({"tenants": {"shop": v03("http://127.0.0.1:9/")},
-                                    "state": {"path": ":memory:"}}), store)
-    asked: list[str] = []
-    real = tasks.holds_conversation
+    await store.record_tasks([
+        TaskRecord("shop", "t-c", "c-cand", "TASK_STATE_COMPLETED", 1.0, 1.0,
+                   backend="JSONRPC/1.0", agent="candidate"),
+        TaskRecord("shop", "t-o", "c-old", "TASK_STATE_COMPLETED", 1.0, 1.0,
+                   backend="JSONRPC/0.3")])
+    m = migration(share=0.0, store=store, conversations=_index(store))
+    chosen_ = {c: ticket(await chosen(m, call(ops.SEND, _message(c))))
+               for c in ("c-cand", "c-old", "c-any")}
+    assert {c: (t.arm, t.new) for c, t in chosen_.items()} == {
+        "c-cand": ("candidate", False), "c-old": ("primary", False),
+        "c-any": ("primary", True)}
+    await m.owners.flushed()  # the candidate's is followed by its row, not bound
+    assert await store.claimed("migration:shop:context:c-cand") is None
+    assert await store.claimed("migration:shop:context:c-old") == "primary"
+    # And a task of the candidate no one bound, by its row.
+    got = await chosen(m, call(ops.GET_TASK, pb.GetTaskRequest(id="t-c")))
+    assert ticket(got).arm == "candidate"
 
-    async def counted(tenant: str, context_id: str) -> bool:
-        asked.append(context_id)
-        return await real(tenant, context_id)
 
-    tasks.holds_conversation = counted  # type: ignore[method-assign]
-    m = migration(share=0.0, store=store, conversations=tasks)
-    passage = await chosen(m, call(ops.SEND, _message("c-any")))
-    assert ticket(passage).arm == "primary" and ticket(passage).new
-    assert asked == []
+async def test_the_candidates_new_conversation_waits_for_no_binding_where_the_index_follows(
+        make_store: MakeStore) -> None:
+    # Other processes read the store (`waits`): the candidate's new conversation waited
+    # for its two bindings; the index writes the task's row, with its agent, before the
+    # answer goes out anyway, so nothing is left to wait for or to write.
+    store = make_store()
+    m = migration(share=1.0, store=store, conversations=_index(store))
+    assert m.owners.waits and m.follows_index
+    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(m, sent)
+    assert ticket(passage).arm == "candidate" and sent.ctx.outcome.agent == "candidate"
+    assert m.answered(sent, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-c", context_id="c-c"))) is None
+    await m.owners.flushed()
+    assert await store.claimed("migration:shop:context:c-c") is None
+    assert await store.claimed("migration:shop:task:t-c") is None
+    assert m.owners.known("migration:shop:task:t-c") == "candidate"
+    assert m.owners.known("migration:shop:context:c-c") == "candidate"
+    # Without the index, both are bound before the answer goes out, as before.
+    bare = migration(share=1.0, store=store)
+    sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    passage = await chosen(bare, sent)
+    assert sent.ctx.outcome.agent is None
+    waiting = bare.answered(sent, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-b", context_id="c-b")))
+    assert waiting is not None
+    await waiting
+    assert await store.claimed("migration:shop:task:t-b") == "candidate"
 
 
 def _index(store: object) -> TaskIndex:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -87,6 +88,39 @@ def test_worker_processes_share_marks_and_buckets(tmp_path: Path) -> None:
     won = [k for r in results for k in r[0]]
     assert sorted(won) == list(range(40))
     assert sum(r[1] for r in results) == 30
+
+
+_OLD_TASKS = """CREATE TABLE tasks (
+  tenant TEXT NOT NULL, task_id TEXT NOT NULL, context_id TEXT NOT NULL,
+  state TEXT NOT NULL, created_at REAL NOT NULL, updated_at REAL NOT NULL,
+  owner TEXT, backend TEXT NOT NULL, PRIMARY KEY (tenant, task_id)) WITHOUT ROWID"""
+
+
+async def test_a_file_from_before_the_agent_column_gains_it_and_keeps_its_tasks(
+        tmp_path: Path) -> None:
+    # A state file written by an older gateway: its tasks table has no `agent` column.
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path)
+    db.execute(_OLD_TASKS)
+    db.execute("INSERT INTO tasks VALUES ('shop', 't-old', 'c', 'TASK_STATE_COMPLETED', "
+               "1.0, 1.0, NULL, 'JSONRPC/0.3')")
+    db.commit()
+    db.close()
+    store = SqliteStore(str(path))
+    try:
+        old = await store.get_task("shop", "t-old")
+        assert old is not None and old.agent is None and old.backend == "JSONRPC/0.3"
+        await store.record_task(TaskRecord("shop", "t-new", "c", "TASK_STATE_WORKING", 2.0,
+                                           2.0, None, "JSONRPC/1.0", "candidate"))
+        new = await store.get_task("shop", "t-new")
+        assert new is not None and new.agent == "candidate"
+    finally:
+        await store.close()
+    again = SqliteStore(str(path))  # opened again: the column is not added twice
+    try:
+        assert (await again.get_task("shop", "t-new")) == new
+    finally:
+        await again.close()
 
 
 # Rounds of processes opening one fresh file at the same moment (a barrier). Opening

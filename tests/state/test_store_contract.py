@@ -19,7 +19,7 @@ from gateway.state import (
     TaskRecord,
 )
 from gateway.state.retention import prune_forever
-from gateway.state.sqlite_store import _CHUNK as CHUNK  # rows SQLite writes to a statement
+from gateway.state.sqlite_tasks import _CHUNK as CHUNK  # rows SQLite writes to a statement
 from tests.support.waiting import wait_until
 
 T0 = 1_700_000_000.0
@@ -126,6 +126,30 @@ async def test_owner_filled_later(store: Store) -> None:
     assert got is not None and got.owner == "alice" and got.updated_at == T0
     page = await store.list_tasks(TaskQuery("t1", owner="alice"))
     assert [r.task_id for r in page.records] == ["a"]
+
+
+async def test_a_tasks_first_agent_stays_and_a_late_record_fills_a_missing_one(
+        store: Store) -> None:
+    # A migration follows its tasks by the agent recorded first (gateway/migration); a
+    # relayed webhook carries none, and leaves it as it was.
+    await store.record_task(dataclasses.replace(rec("a", T0), agent="candidate"))
+    await store.record_task(rec("a", T0 + 1, backend="relay"))
+    await store.record_task(dataclasses.replace(rec("a", T0 + 2), agent="primary"))
+    got = await store.get_task("t1", "a")
+    assert got is not None and got.agent == "candidate" and got.updated_at == T0 + 2
+    await store.record_task(rec("b", T0))
+    await store.record_task(dataclasses.replace(rec("b", T0 - 1, owner="al"), agent="primary"))
+    got = await store.get_task("t1", "b")
+    assert got is not None and (got.agent, got.owner, got.updated_at) == ("primary", "al", T0)
+    # A batch too (SQLite writes it in chunks of one statement a kind of row).
+    batch = [dataclasses.replace(rec(f"x{n}", T0 + n, owner="al" if n % 2 else None),
+                                 agent=None if n % 3 else "candidate")
+             for n in range(CHUNK + 5)]
+    await store.record_tasks(batch)
+    page = await store.list_tasks(TaskQuery("t1", context_id="c1"), 100)
+    agents = {r.task_id: r.agent for r in page.records}
+    assert agents == {"a": "candidate", "b": "primary",
+                      **{r.task_id: r.agent for r in batch}}
 
 
 async def test_ordering_status_timestamp_descending(store: Store) -> None:
@@ -270,6 +294,24 @@ async def test_pruning_binds_the_conversations_of_the_tasks_it_drops_where_kept(
     await store.record_task(rec("late", T0 + 20, tenant="shop", ctx="c-late"))
     assert await store.prune(T0 + 100) == 4
     assert await store.claimed("m:shop:c-late") is None
+
+
+async def test_pruning_binds_a_dropped_task_and_its_conversation_to_its_agent(
+        make_store: MakeStore) -> None:
+    # A candidate's task is followed by the agent its row records, not by a binding: a
+    # row dropped leaves both bound to the candidate; a task of the default agent (or
+    # of none) leaves only its conversation bound.
+    store = make_store(RetentionConfig(max_age=0, max_tasks=0))
+    for task, ctx, agent in [("t-c", "c-c", "candidate"), ("t-p", "c-p", "primary"),
+                             ("t-n", "c-n", None)]:
+        await store.record_task(dataclasses.replace(rec(task, T0, tenant="shop", ctx=ctx),
+                                                    agent=agent))
+    kept = {"shop": KeptOwner("m:shop:c:", "primary", 60, tasks="m:shop:t:")}
+    assert await store.prune(T0 + 1, kept) == 3
+    assert [await store.claimed(f"m:shop:c:{c}") for c in ("c-c", "c-p", "c-n")] == [
+        "candidate", "primary", "primary"]
+    assert [await store.claimed(f"m:shop:t:{t}") for t in ("t-c", "t-p", "t-n")] == [
+        "candidate", None, None]
 
 
 async def test_seen_once_atomic(make_store: MakeStore) -> None:

@@ -95,3 +95,30 @@ async def test_a_candidates_failed_call_is_counted_against_it_without_a_hold() -
     assert (counts.calls, counts.errors, list(counts.latencies)) == (1, 1, [0.25])
     ticket(passage).failed(a2a_error("TaskNotFoundError", "no such task"))  # the caller's
     assert (counts.calls, counts.errors) == (2, 1)
+
+
+class _Index:
+    """A task index that records (the migration then follows its rows)."""
+
+    records = True
+
+    async def agent_of(self, tenant: str, task_id: str) -> str | None:
+        return None
+
+    async def conversation_agent(self, tenant: str, context_id: str) -> str | None:
+        return None
+
+
+async def test_a_new_conversation_that_falls_back_is_recorded_as_the_primarys() -> None:
+    # The index records the agent that served a call with its tasks: a candidate that
+    # refused the connection leaves the conversation to the primary, and its row says so.
+    m = migration(share=1.0, conversations=_Index())
+    c = new_conversation()
+    passage = await chosen(m, c)
+    assert ticket(passage).arm == CANDIDATE and c.ctx.outcome.agent == CANDIDATE
+    ticket(passage).fell_back()
+    assert ticket(passage).arm == PRIMARY and c.ctx.outcome.agent == PRIMARY
+    # Outside a migration the index follows (none here), calls carry no agent.
+    bare = new_conversation()
+    await chosen(migration(share=1.0), bare)
+    assert bare.ctx.outcome.agent is None
