@@ -214,37 +214,6 @@ async def test_a_conversation_under_way_before_the_migration_stays_with_the_prim
     assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (1, 1), arms
 
 
-async def test_a_conversation_the_index_prunes_stays_with_the_primary(
-        two_agents: tuple[str, str], make_gateway: MakeGateway,
-        http: aiohttp.ClientSession, tmp_path: Path) -> None:
-    # The primary's new conversations write no binding of their own: the index's row of
-    # their task keeps them with the primary. The index keeps one task here, so the first
-    # conversations' rows are pruned; pruning binds them to the primary, so another
-    # gateway on the same state, at share 1, still sends their next message there.
-    primary, candidate = two_agents
-    state = {"path": str(tmp_path / "state.db"), "tasks": {"wait_for_writes": "always"},
-             "retention": {"max_tasks": 1, "interval": 0.05}}
-    before = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
-                                                canary={"share": 0.0})}, state=state)
-    contexts = [(await call(http, before, "message/send", {"message": message(f"task: {i}")})
-                 )["result"]["contextId"] for i in range(3)]
-
-    async def pruned() -> bool:
-        body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
-        async with http.post(before + "/shop/", json=body,
-                             headers={"A2A-Version": "1.0"}) as resp:
-            return len((await resp.json())["result"]["tasks"]) == 1
-
-    await wait_until(pruned, "the index pruned to one task")
-    gw = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
-                                            canary={"share": 1.0})}, state=state)
-    later = await call(http, gw, "message/send",
-                       {"message": message("task: 4", contextId=contexts[0])})
-    assert later["result"]["contextId"] == contexts[0], later
-    arms = (await _report(http, gw))["arms"]
-    assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (1, 0), arms
-
-
 def _rows(path: Path, sql: str) -> list[tuple[Any, ...]]:
     with sqlite3.connect(path) as db:
         return db.execute(sql).fetchall()
@@ -261,8 +230,7 @@ async def test_the_candidates_conversations_are_followed_by_the_index_not_bound(
     state = {"path": str(db), "tasks": {"wait_for_writes": "always"}}
     here = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
                                               canary={"share": 1.0})}, state=state)
-    tasks = [(await call(http, here, "message/send", {"message": message(f"task: {i}")})
-              )["result"] for i in range(3)]
+    tasks = await _started(http, here, 3)
     assert _rows(db, "SELECT key FROM once WHERE key LIKE 'migration:shop:%'") == []
     assert sorted(_rows(db, "SELECT task_id, agent FROM tasks WHERE tenant = 'shop'")) == \
         sorted((t["id"], "candidate") for t in tasks)
@@ -277,18 +245,28 @@ async def test_the_candidates_conversations_are_followed_by_the_index_not_bound(
     assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (0, 2), arms
 
 
-async def test_a_candidates_task_the_index_prunes_stays_with_the_candidate(
-        two_agents: tuple[str, str], make_gateway: MakeGateway,
+async def _started(http: aiohttp.ClientSession, gw: str, count: int) -> list[Any]:
+    """``count`` new conversations through ``gw``: their answers (each a task)."""
+    return [(await call(http, gw, "message/send", {"message": message(f"task: {i}")})
+             )["result"] for i in range(count)]
+
+
+@pytest.mark.parametrize("agent", ["primary", "candidate"])
+async def test_a_task_and_conversation_the_index_prunes_stay_with_their_agent(
+        agent: str, two_agents: tuple[str, str], make_gateway: MakeGateway,
         http: aiohttp.ClientSession, tmp_path: Path) -> None:
-    # Pruning the row that followed a candidate's task binds the task and its
-    # conversation to the candidate: another gateway at share 0 still finds both there.
+    # New conversations write no binding of their own: the index's row of their task
+    # keeps them with their agent. The index keeps one task here, so the first
+    # conversations' rows are pruned; pruning binds them (and a candidate's task) to that
+    # agent, so another gateway on the same state, with the other share, still sends
+    # their next calls there.
     primary, candidate = two_agents
     state = {"path": str(tmp_path / "state.db"), "tasks": {"wait_for_writes": "always"},
              "retention": {"max_tasks": 1, "interval": 0.05}}
+    share = 1.0 if agent == "candidate" else 0.0
     before = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
-                                                canary={"share": 1.0})}, state=state)
-    tasks = [(await call(http, before, "message/send", {"message": message(f"task: {i}")})
-              )["result"] for i in range(3)]
+                                                canary={"share": share})}, state=state)
+    tasks = await _started(http, before, 3)
 
     async def pruned() -> bool:
         body = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}
@@ -298,11 +276,11 @@ async def test_a_candidates_task_the_index_prunes_stays_with_the_candidate(
 
     await wait_until(pruned, "the index pruned to one task")
     gw = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
-                                            canary={"share": 0.0})}, state=state)
+                                            canary={"share": 1.0 - share})}, state=state)
     got = await call(http, gw, "tasks/get", {"id": tasks[0]["id"]})
-    assert got.get("result", {}).get("id") == tasks[0]["id"], got
+    assert got.get("result", {}).get("id") == tasks[0]["id"], got  # only its agent has it
     later = await call(http, gw, "message/send",
                        {"message": message("task: 4", contextId=tasks[0]["contextId"])})
     assert later["result"]["contextId"] == tasks[0]["contextId"], later
     arms = (await _report(http, gw))["arms"]
-    assert (arms["primary"]["calls"], arms["candidate"]["calls"]) == (0, 2), arms
+    assert arms[agent]["calls"] == 2 and sum(a["calls"] for a in arms.values()) == 2, arms
