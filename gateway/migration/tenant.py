@@ -37,7 +37,7 @@ from gateway.migration.owners import Owners, owner_prefix
 from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm, arm_for
-from gateway.migration.ticket import Passage, Ticket
+from gateway.migration.ticket import Passage, Ticket, shown_ids
 from gateway.observability.metrics import MIGRATION_FALLBACKS, MIGRATION_MOVES, MIGRATION_SHARE
 from gateway.routing.tenants import TenantRoute
 from gateway.state import Store
@@ -224,9 +224,10 @@ class TenantMigration:
         ticket.count("ok")
         if ticket.done and not ticket.shadowed:
             return None
-        indexed = ticket.indexed and not ticket.shadowed  # a copy learns every id
-        task_id, context_id = (_wire_ids(call, answer, indexed)
-                               if isinstance(answer, WireAnswer) else canonical_ids(answer, indexed))
+        # A copy learns every id: a shadowed call's are read whole.
+        task_id, context_id, indexed = shown_ids(_answer_ids, call, answer,
+                                                 ticket.indexed and not ticket.shadowed,
+                                                 ticket.arm)
         if ticket.shadowed:
             self._mirror(call, ticket, answer, (task_id, context_id))
         if ticket.done:
@@ -277,12 +278,13 @@ class TenantMigration:
                 self.owners.remember(key, arm)
         return keys
 
-    async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str) -> None:
+    async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str,
+                   indexed: bool) -> None:
         """The owners of a conversation and its task (one store write for both): the
         candidate's before the client learns the ids (a follow-up through any replica
         must find them); the primary's with the next write (an unbound task is the
         primary's already)."""
-        await self.owners.bind(self._keys(ticket, task_id, context_id, ticket.indexed),
+        await self.owners.bind(self._keys(ticket, task_id, context_id, indexed),
                                ticket.arm, wait=ticket.arm == CANDIDATE)
 
     # ------------------------------------------------------------ rollback
@@ -337,9 +339,12 @@ class TenantMigration:
         await self.owners.flushed()
 
 
-def _wire_ids(call: Call, answer: WireAnswer, tasks_only: bool) -> tuple[str, str]:
-    """The ids of an answer passed through as the agent sent it (read from what the
-    gateway parsed of it, not decoded: a new conversation keeps its pass-through)."""
+def _answer_ids(call: Call, answer: Any, tasks_only: bool) -> tuple[str, str]:
+    """The ids a unary answer shows: canonical, or passed through as the agent sent it
+    (read from what the gateway parsed of it, not decoded: a new conversation keeps its
+    pass-through)."""
+    if not isinstance(answer, WireAnswer):
+        return canonical_ids(answer, tasks_only)
     dialect = call.dialect
     if dialect is None or not 200 <= answer.status < 300:
         return "", ""

@@ -7,7 +7,7 @@ id), and a stream's recorder of events for the shadow copy."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,7 +46,7 @@ class Migrating(Protocol):
     def fell_back(self, call: Call) -> None: ...
 
     async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str,
-                   ) -> None: ...
+                   indexed: bool) -> None: ...
 
 
 class Passage(Protocol):
@@ -66,6 +66,30 @@ class Passage(Protocol):
 # (in a known conversation it may start a new task). Any other call acts on a task whose
 # owner is known already (it was routed by it), so its answer has nothing to bind.
 _MAY_START = frozenset({ops.SEND, ops.STREAM})
+
+
+# How the ids an answer shows are read: (call, answer, tasks_only) -> (task id, context id)
+# (translators/task_facts.py's canonical_ids, answer_ids).
+ReadIds = Callable[[Call, Any, bool], tuple[str, str]]
+
+
+def shown_ids(read: ReadIds, call: Call, answer: Any, indexed: bool, arm: Arm,
+              ) -> tuple[str, str, bool]:
+    """The (task id, context id) ``answer`` shows, and whether they were read as the task
+    index records them (``indexed``: the migration follows it). The candidate's answer that
+    shows no task the index records is read whole: a task that a message or an artifact
+    chunk names has no row to follow it, so it is bound (a task no one bound would be taken
+    for the primary's); the primary's needs no binding."""
+    if indexed:
+        task_id, context_id = read(call, answer, True)
+        if task_id or arm != CANDIDATE:
+            return task_id, context_id, True
+    task_id, context_id = read(call, answer, False)
+    return task_id, context_id, False
+
+
+def _event_ids(call: Call, item: Any, tasks_only: bool) -> tuple[str, str]:
+    return canonical_ids(item, tasks_only)
 
 
 class Ticket:
@@ -138,10 +162,11 @@ class Ticket:
         return self.migration.follows_index
 
     async def before(self, item: pb.StreamResponse) -> None:
-        task_id, context_id = canonical_ids(item, self.indexed)
+        task_id, context_id, indexed = shown_ids(_event_ids, self.call, item, self.indexed,
+                                                 self.arm)
         if task_id or context_id:
             self.done = True
-            await self.migration.bind(self.call, self, task_id, context_id)
+            await self.migration.bind(self.call, self, task_id, context_id, indexed)
 
     # ------------------------------------------------ a shadowed stream's recorder
 

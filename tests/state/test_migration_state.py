@@ -5,6 +5,7 @@ by the other), the canary's share moved in one process and read in the other."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 
 import pytest
 from a2a.types import a2a_pb2 as pb
@@ -409,3 +410,23 @@ async def test_a_primary_stream_is_bound_unless_its_first_event_is_a_task_the_in
     assert {c: await store.claimed(f"migration:shop:context:{c}") for c in firsts} == {
         "c-task": None, "c-status": None, "c-chunk": "primary"}
     assert all(m.owners.known(f"migration:shop:context:{c}") == "primary" for c in firsts)
+
+
+async def test_a_task_the_candidates_message_names_is_bound_for_the_index_has_no_row_of_it(
+        make_store: MakeStore) -> None:
+    # The index records a task from a Task or a status event, not from a message or an
+    # artifact chunk naming it: such a task of the candidate is bound, as without the
+    # index (a task no one bound would be taken for the primary's).
+    store = make_store()
+    m = migration(share=1.0, store=store, conversations=_index(store))
+    waiting = await _new_conversation(m, pb.SendMessageResponse(
+        message=pb.Message(message_id="r", task_id="t-m", context_id="c-m")))
+    assert isinstance(waiting, Awaitable)  # before the answer goes out
+    await waiting
+    streamed = call(ops.STREAM, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    await ticket(await chosen(m, streamed)).before(pb.StreamResponse(
+        artifact_update=pb.TaskArtifactUpdateEvent(task_id="t-a", context_id="c-a")))
+    there = make_store()
+    assert [await there.claimed(f"migration:shop:{key}") for key in (
+        "task:t-m", "context:c-m", "task:t-a", "context:c-a")] == ["candidate"] * 4
