@@ -8,8 +8,12 @@ from __future__ import annotations
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call
+from gateway.config.models import parse_config
 from gateway.migration.owners import owner_key
 from gateway.migration.sticky import CANDIDATE, PRIMARY
+from gateway.state.sqlite_store import SqliteStore
+from gateway.tasks.index import TaskIndex
+from tests.support.helpers import v03
 from tests.support.migration_calls import call, chosen, migration, ticket
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
@@ -97,22 +101,14 @@ async def test_a_candidates_failed_call_is_counted_against_it_without_a_hold() -
     assert (counts.calls, counts.errors) == (2, 1)
 
 
-class _Index:
-    """A task index that records (the migration then follows its rows)."""
-
-    records = True
-
-    async def agent_of(self, tenant: str, task_id: str) -> str | None:
-        return None
-
-    async def conversation_agent(self, tenant: str, context_id: str) -> str | None:
-        return None
-
-
 async def test_a_new_conversation_that_falls_back_is_recorded_as_the_primarys() -> None:
     # The index records the agent that served a call with its tasks: a candidate that
     # refused the connection leaves the conversation to the primary, and its row says so.
-    m = migration(share=1.0, conversations=_Index())
+    store = SqliteStore()
+    index = TaskIndex(parse_config({"tenants": {"shop": v03("http://127.0.0.1:9/")},
+                                    "state": {"path": ":memory:"}}), store)
+    m = migration(share=1.0, conversations=index)
+    assert m.follows_index
     c = new_conversation()
     passage = await chosen(m, c)
     assert ticket(passage).arm == CANDIDATE and c.ctx.outcome.agent == CANDIDATE
@@ -122,3 +118,4 @@ async def test_a_new_conversation_that_falls_back_is_recorded_as_the_primarys() 
     bare = new_conversation()
     await chosen(migration(share=1.0), bare)
     assert bare.ctx.outcome.agent is None
+    await store.close()
