@@ -74,13 +74,13 @@ class TenantMigration:
         bindings are written before its answer goes out: owners.py); ``conversations``:
         the task index, which knows the conversations under way before the migration."""
         self.name = name
-        self.conversations = conversations
         # Conversations and tasks are followed by the rows the index holds of their
         # tasks, which record the agent that served them (the index writes a row for
         # each anyway, before the answer where other processes read it; pruning binds
         # what it drops: tenants.Migrations.kept_owners): a new conversation whose
         # answer is a task writes no binding of its own. Without an index, each is bound.
         self.follows_index = conversations is not None and conversations.records
+        self._index = conversations if self.follows_index else None
         self._tasks, self._contexts = owner_prefix(name, "task"), owner_prefix(name, "context")
         self.retarget = retarget
         self.config = config
@@ -158,10 +158,9 @@ class TenantMigration:
     async def _recorded(self, task_id: str) -> Arm:
         """The owner of a task no one bound: the candidate where the task index recorded
         it with the candidate, else the primary (a task from before the migration)."""
-        conversations = self.conversations
-        if not self.follows_index or conversations is None:
+        if self._index is None:
             return PRIMARY
-        agent = await conversations.agent_of(self.name, task_id)
+        agent = await self._index.agent_of(self.name, task_id)
         return CANDIDATE if agent == CANDIDATE else PRIMARY
 
     async def _under_way(self, context_id: str) -> Arm | None:
@@ -171,10 +170,9 @@ class TenantMigration:
         agent, it was made before the migration (or after its binding's `owner_ttl`):
         it stays with the primary, bound to it with the next write, for hashed as a new
         conversation it could go on at the candidate, which never saw it."""
-        conversations = self.conversations
-        if not self.follows_index or conversations is None:
+        if self._index is None:
             return None
-        agent = await conversations.conversation_agent(self.name, context_id)
+        agent = await self._index.conversation_agent(self.name, context_id)
         if agent is None:
             return None
         key = self._contexts + context_id
@@ -226,7 +224,7 @@ class TenantMigration:
             return None
         # A copy learns every id: a shadowed call's are read whole.
         task_id, context_id, indexed = shown_ids(_answer_ids, call, answer,
-                                                 ticket.indexed and not ticket.shadowed,
+                                                 self.follows_index and not ticket.shadowed,
                                                  ticket.arm)
         if ticket.shadowed:
             self._mirror(call, ticket, answer, (task_id, context_id))

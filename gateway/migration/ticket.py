@@ -154,16 +154,9 @@ class Ticket:
 
     # ------------------------------------------------ a stream's first sight of its task
 
-    @property
-    def indexed(self) -> bool:
-        """Whether the call is of a migration that follows its conversations by the task
-        index: its answer's ids are read as the index records them
-        (translators/task_facts.canonical_ids's ``tasks_only``)."""
-        return self.migration.follows_index
-
     async def before(self, item: pb.StreamResponse) -> None:
-        task_id, context_id, indexed = shown_ids(_event_ids, self.call, item, self.indexed,
-                                                 self.arm)
+        task_id, context_id, indexed = shown_ids(_event_ids, self.call, item,
+                                                 self.migration.follows_index, self.arm)
         if task_id or context_id:
             self.done = True
             await self.migration.bind(self.call, self, task_id, context_id, indexed)

@@ -29,7 +29,7 @@ from gateway.tasks.record import TaskRecorder, records_of, wire_records
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
 from translators.errors import A2AError, a2a_error
-from translators.task_facts import STATEFUL_EVENTS, TASK_ANSWERS, facts_of
+from translators.task_facts import STATEFUL_EVENTS, TASK_ANSWERS, TaskFacts, facts_of
 from translators.versions import V03
 
 log = structlog.get_logger("a2a_gateway.task_index")
@@ -110,12 +110,15 @@ class TaskIndex:
             return None
         if creating and self._must_wait():
             facts = facts_of(result)
-            return self._write(call, records_of(call.ctx.tenant or "", self._owner(call),
-                                                backend_label(call), facts, time.time(),
-                                                call.ctx.outcome.agent)) if facts else None
-        self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), result,
-                  call.ctx.outcome.agent)
+            return self._write(call, self._records(call, facts)) if facts else None
+        self._add(call, result)
         return None
+
+    def _records(self, call: Call, facts: list[TaskFacts]) -> list[TaskRecord]:
+        """The records of the tasks a call's answer or event shows: its tenant, the owner
+        it gives them, its backend's dialect, and the agent of a migration it went to."""
+        return records_of(call.ctx.tenant or "", self._owner(call), backend_label(call),
+                          facts, time.time(), call.ctx.outcome.agent)
 
     def _must_wait(self) -> bool:
         """Whether a creating call waits for its records: when other processes read the
@@ -153,9 +156,7 @@ class TaskIndex:
         if item.WhichOneof("payload") in STATEFUL_EVENTS:
             facts = facts_of(item)
             if facts:
-                await self._write(call, records_of(call.ctx.tenant or "", self._owner(call),
-                                                   backend_label(call), facts, time.time(),
-                                                   call.ctx.outcome.agent))
+                await self._write(call, self._records(call, facts))
                 return True
         return False
 
@@ -177,22 +178,22 @@ class TaskIndex:
         a task's state: the artifact chunks and messages that make most of a stream are
         passed over before anything is looked up for them."""
         if self.recorder is not None and item.WhichOneof("payload") in STATEFUL_EVENTS:
-            self._add(call.ctx.tenant or "", self._owner(call), backend_label(call), item,
-                      call.ctx.outcome.agent)
+            self._add(call, item)
 
     def relayed(self, tenant: str, backend: str, event: pb.StreamResponse) -> None:
         """A webhook a backend posted to the push relay (no principal: the first owner
         recorded stays, see Store.record_task)."""
         if self.recorder is not None:
-            self._add(tenant, None, backend, event)
+            facts = facts_of(event)
+            if facts:
+                self.recorder.add_all(records_of(tenant, None, backend, facts, time.time()))
 
-    def _add(self, tenant: str, owner: str | None, backend: str,
-             message: ProtoMessage, agent: str | None = None) -> None:
+    def _add(self, call: Call, message: ProtoMessage) -> None:
+        """Record what ``message`` shows of the call's tasks, off the call's path."""
         assert self.recorder is not None
         facts = facts_of(message)
         if facts:
-            self.recorder.add_all(records_of(tenant, owner, backend, facts, time.time(),
-                                             agent))
+            self.recorder.add_all(self._records(call, facts))
 
     @property
     def records(self) -> bool:
@@ -248,26 +249,28 @@ class TaskIndex:
         (issue 27). A task's creation is written before it is answered when other
         processes read the store; alone, this process's flush comes first (the same
         for every id)."""
-        assert self.store is not None and self.recorder is not None
-        try:
-            if not self.waits:  # alone: what this process created, written first
+        assert self.recorder is not None
+        if not self.waits:  # alone: what this process created, written first
+            try:
                 await self.recorder.flush()
-            stored = await self.store.get_task(tenant, task_id)
-        except StoreError as exc:
-            raise store_unavailable("the task index cannot be read now", exc) from exc
+            except StoreError as exc:
+                raise store_unavailable("the task index cannot be read now", exc) from exc
+        stored = await self._stored(tenant, task_id)
         return None if stored is None else stored.owner
 
     async def agent_of(self, tenant: str, task_id: str) -> str | None:
         """The migration agent recorded with a task (None: none, or no such task); one
         store read. A migration asks it of a task no one bound (gateway/migration/
         tenant.py)."""
-        if self.store is None:
-            return None
+        stored = None if self.store is None else await self._stored(tenant, task_id)
+        return None if stored is None else stored.agent
+
+    async def _stored(self, tenant: str, task_id: str) -> TaskRecord | None:
+        assert self.store is not None
         try:
-            stored = await self.store.get_task(tenant, task_id)
+            return await self.store.get_task(tenant, task_id)
         except StoreError as exc:
             raise store_unavailable("the task index cannot be read now", exc) from exc
-        return None if stored is None else stored.agent
 
     async def conversation_agent(self, tenant: str, context_id: str) -> str | None:
         """Whether the index holds a task of conversation ``context_id``: None if not,
