@@ -4,13 +4,18 @@ mirrors and how answers are compared, and when the canary is rolled back by itse
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gateway.config.backend import BackendConfig, _Model
 
 MigrationMode = Literal["off", "shadow", "canary", "cutover"]
+
+
+def _mode(value: Any) -> Any:
+    # YAML 1.1 reads a bare `off` as the boolean false: `mode: off` means the mode.
+    return "off" if value is False else value
 
 # The operations a shadow copy makes by default: it changes nothing at the agent.
 READ_ONLY = ("GetTask",)
@@ -95,6 +100,7 @@ class MigrationConfig(_Model):
                                 "primary answers, copies go to the candidate and are "
                                 "compared; `canary`: a share of new conversations goes to "
                                 "the candidate; `cutover`: every new conversation does")
+    _m = field_validator("mode", mode="before")(_mode)
     canary: CanaryConfig = Field(default_factory=CanaryConfig)
     shadow: ShadowConfig = Field(default_factory=ShadowConfig)
     rollback: RollbackConfig = Field(default_factory=RollbackConfig)

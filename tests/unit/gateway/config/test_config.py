@@ -27,6 +27,40 @@ def test_single_tenant_is_the_default_and_unquoted_versions_work() -> None:
     assert config.tenants["t"].backend.binding == "JSONRPC"
 
 
+_MIGRATING = """\
+tenants:
+  shop:
+    backend: {url: "http://127.0.0.1:9001/", version: 0.3}
+    migration:
+      candidate: {url: "http://127.0.0.1:9002/", version: 1.0}
+      mode: %s
+"""
+
+
+@pytest.mark.parametrize("written", ["off", "Off", "'off'", "shadow"])
+def test_a_migration_mode_is_read_as_written_in_yaml(tmp_path: Path, written: str) -> None:
+    # YAML 1.1 reads a bare `off` (as the docs write it) as the boolean false.
+    path = tmp_path / "gw.yaml"
+    path.write_text(_MIGRATING % written)
+    migration = load_config(path, environ={}).tenants["shop"].migration
+    assert migration is not None and migration.mode == written.strip("'").lower()
+
+
+def test_a_migration_mode_set_off_by_the_environment_is_off(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(_MIGRATING % "canary")
+    environ = {"A2A_GATEWAY__TENANTS__SHOP__MIGRATION__MODE": "off"}
+    migration = load_config(path, environ=environ).tenants["shop"].migration
+    assert migration is not None and migration.mode == "off"
+
+
+def test_a_migration_mode_yaml_reads_as_true_is_refused_by_its_path(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text(_MIGRATING % "on")
+    with pytest.raises(ConfigError, match=r"tenants\.shop\.migration\.mode"):
+        load_config(path, environ={})
+
+
 @pytest.mark.parametrize(("data", "needle"), [
     ({"tenants": {"t": {"backend": {"url": "http://a/", "version": "2.0"}}}},
      "tenants.t.backend.version"),
