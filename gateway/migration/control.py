@@ -105,11 +105,16 @@ class Control:
         self._set(share if record.get("basis") == self.basis else configured_share(
             self.config))
 
-    async def move(self, action: Move, by: str, reason: str) -> None:
+    async def move(self, action: Move, by: str, reason: str) -> bool:
         """Roll the canary back (share 0) or promote the candidate (share 1), say so in
-        the log and the events, and keep it in the store for every process."""
+        the log and the events, and keep it in the store for every process; False when
+        the share is there already (read from the store first): nothing is recorded."""
         await self.refresh()
         to = 0.0 if action == "rollback" else 1.0
+        if self.share == to:
+            log.info("migration share not moved: it is there already", tenant=self.tenant,
+                     action=action, by=by, share=to)
+            return False
         event = {"at": _now_iso(), "kind": action, "from_share": self.share,
                  "to_share": to, "by": by, "reason": reason}
         self._set(to)
@@ -117,10 +122,20 @@ class Control:
         log.warning("migration share moved", tenant=self.tenant, action=action, by=by,
                     reason=reason, share=to)
         if self.store is None:
-            return
+            return True
         record = json.dumps({"basis": self.basis, "share": to, "events": self.events})
         try:
             await self.store.rebind(self._key, record, RECORD_TTL)
         except StoreError as exc:
             log.error("migration share moved in this process only: the store refused it",
                       tenant=self.tenant, error=str(exc))
+        return True
+
+    def rolled_back_by(self) -> str | None:
+        """Who rolled the canary back ("automatic": a threshold), while it is rolled
+        back: the newest event a rollback and the share still the one it moved to (a
+        config that set a share of its own since, or a promotion, ends it)."""
+        newest = self.events[0] if self.events else None
+        if newest is None or newest.get("kind") != "rollback" or not self.moved:
+            return None
+        return str(newest.get("by", ""))

@@ -127,7 +127,9 @@ def _rollback_state(rollback: dict[str, Any]) -> str:
     if not rollback:  # a migration in mode `off` reports none
         return "-"
     if rollback.get("rolled_back"):
-        return "rolled back"
+        by = rollback.get("rolled_back_by")
+        return ("rolled back by a threshold" if by == "automatic" else
+                f"rolled back by hand ({_text(by)})" if by else "rolled back")
     return "off (no automatic rollback)" if rollback.get("enabled") is False else "armed"
 
 
@@ -306,7 +308,7 @@ def page(report: dict[str, Any]) -> str:
         _html_table(kinds, _KIND_HEADER) if kinds else
         "<p>No kind of difference above the noise.</p>",
         "<h2>Rollback</h2>",
-        f"<p><strong class=\"{'bad' if state == 'rolled back' else 'ok'}\">{_h(state)}"
+        f"<p><strong class=\"{'bad' if rollback.get('rolled_back') else 'ok'}\">{_h(state)}"
         f"</strong>: {_h(_rollback_rule(rollback))}.</p>" if rollback else
         "<p>None reported.</p>",
         "<h2>Events</h2>",

@@ -304,14 +304,15 @@ class TenantMigration:
                 self.move("rollback", "automatic", reason))
 
     async def move(self, action: Move, by: str, reason: str) -> None:
-        await self.control.move(action, by, reason)
-        MIGRATION_MOVES.labels(self.name, action, by).inc()
+        if await self.control.move(action, by, reason):
+            MIGRATION_MOVES.labels(self.name, action, by).inc()
 
     # ------------------------------------------------------------ the report
 
     async def report(self, last: int) -> dict[str, Any]:
         await self.control.refresh()
         rules = self.config.rollback
+        rolled_back_by = self.control.rolled_back_by()
         return {
             "tenant": self.name, "mode": self.config.mode, "share": self.control.share,
             "configured_share": configured_share(self.config),
@@ -325,8 +326,8 @@ class TenantMigration:
                          "min_calls": rules.min_calls, "max_error_rate": rules.max_error_rate,
                          "max_timeout_rate": rules.max_timeout_rate,
                          "max_diff_rate": rules.max_diff_rate,
-                         "rolled_back": any(e.get("kind") == "rollback"
-                                            for e in self.control.events[:1]),
+                         "rolled_back": rolled_back_by is not None,
+                         "rolled_back_by": rolled_back_by,
                          **self.stats.window_view()},
             "events": list(self.control.events),
             "disagreements": list(self.stats.disagreements)[:last],

@@ -88,7 +88,8 @@ MIGRATION_DIFFS = Counter("a2a_gateway_migration_shadow_differences_total", "Sha
 MIGRATION_SHARE = Gauge("a2a_gateway_migration_canary_share", "Share of new conversations "
                         "the candidate gets now", ["tenant"], multiprocess_mode="mostrecent")
 MIGRATION_MOVES = Counter("a2a_gateway_migration_moves_total", "Canary shares moved: "
-                          "rollbacks and promotions, automatic or by hand",
+                          "rollbacks and promotions, by `automatic` (a threshold) or by "
+                          "who moved it by hand (the admin API and its caller)",
                           ["tenant", "action", "by"])
 MIGRATION_FALLBACKS = Counter("a2a_gateway_migration_fallbacks_total", "New conversations "
                               "the candidate refused to connect for, sent to the primary",

@@ -9,6 +9,7 @@ from collections.abc import Awaitable
 
 import pytest
 from a2a.types import a2a_pb2 as pb
+from prometheus_client import REGISTRY
 
 from gateway.config.migration import MigrationConfig
 from gateway.config.models import parse_config
@@ -100,6 +101,57 @@ async def test_a_reload_keeps_the_moved_share_before_the_store_is_read(
     changed.carry(old)
     assert changed.share == 0.5  # the operator's newer word
     assert changed.events[0]["kind"] == "rollback"
+
+
+async def test_a_move_to_the_share_there_already_records_nothing(
+        make_store: MakeStore) -> None:
+    one = Control("shop", _config(), make_store())
+    two = Control("shop", _config(), make_store())
+    assert await one.move("promote", "admin API (127.0.0.1)", "by hand")
+    # The other process reads the promotion before it moves: a second click is no move.
+    assert not await two.move("promote", "admin API (10.0.0.2)", "by hand")
+    await one.refresh()
+    assert [e["kind"] for e in one.events] == ["promote"] == [e["kind"] for e in two.events]
+    assert await two.move("rollback", "automatic", "candidate error rate 0.50")
+    assert not await one.move("rollback", "admin API (127.0.0.1)", "by hand")
+    assert [e["by"] for e in one.events] == ["automatic", "admin API (127.0.0.1)"]
+
+
+async def test_the_report_says_who_rolled_back_while_the_rollback_holds(
+        make_store: MakeStore) -> None:
+    store = make_store()
+    m = TenantMigration("shop", _config(), route("http://127.0.0.1:1/"),
+                        route("http://127.0.0.1:2/"), store)
+    shown = (await m.report(5))["rollback"]
+    assert (shown["rolled_back"], shown["rolled_back_by"]) == (False, None)
+    await m.move("rollback", "automatic", "candidate error rate 0.50")
+    shown = (await m.report(5))["rollback"]
+    assert (shown["rolled_back"], shown["rolled_back_by"]) == (True, "automatic")
+    await m.move("promote", "admin API (127.0.0.1)", "by hand")
+    await m.move("rollback", "admin API (127.0.0.1)", "by hand")
+    shown = (await m.report(5))["rollback"]
+    assert (shown["rolled_back"], shown["rolled_back_by"]) == (True, "admin API (127.0.0.1)")
+    # A config with a share of its own ends the rollback; its event stays in the history.
+    changed = TenantMigration("shop", _config(canary={"share": 0.5}), m.primary,
+                              m.candidate, store, previous=m)
+    report = await changed.report(5)
+    assert report["share"] == 0.5 and report["events"][0]["kind"] == "rollback"
+    assert (report["rollback"]["rolled_back"], report["rollback"]["rolled_back_by"]) == (
+        False, None)
+
+
+async def test_only_a_move_made_is_counted(make_store: MakeStore) -> None:
+    m = TenantMigration("shop", _config(), route("http://127.0.0.1:1/"),
+                        route("http://127.0.0.1:2/"), make_store())
+    labels = {"tenant": "shop", "action": "promote", "by": "admin"}
+
+    def counted() -> float:
+        return REGISTRY.get_sample_value("a2a_gateway_migration_moves_total", labels) or 0.0
+
+    before = counted()
+    await m.move("promote", "admin", "by hand")
+    await m.move("promote", "admin", "by hand")
+    assert counted() == before + 1
 
 
 async def test_bindings_are_written_together_and_the_first_writer_wins(

@@ -27,7 +27,8 @@ _REPORT: dict[str, Any] = {
                "active": True, "operations": ["GetTask"], "aa": True},
     "rollback": {"enabled": True, "window_seconds": 60, "min_calls": 20,
                  "max_error_rate": 0.2, "max_timeout_rate": 0.25, "max_diff_rate": 0.5,
-                 "rolled_back": False, "candidate_calls": 17, "comparisons": 30},
+                 "rolled_back": False, "rolled_back_by": None, "candidate_calls": 17,
+                 "comparisons": 30},
     "events": [
         {"at": "2026-12-05T13:00:00Z", "kind": "rollback", "from_share": 0.3,
          "to_share": 0.0, "by": "automatic",

@@ -87,13 +87,14 @@ def test_the_table_never_writes_a_terminal_escape() -> None:
 
 def test_the_table_says_a_rollback_a_configured_share_and_a_long_value_cut() -> None:
     report = sample_report(share=0.0, configured_share=0.3)
-    report["rollback"].update(rolled_back=True, max_diff_rate=1.0)
+    report["rollback"].update(rolled_back=True, rolled_back_by="automatic", max_diff_rate=1.0)
     report["disagreements"][1]["differences"][0]["candidate"] = "x" * 500
     text = table(report)
     assert text.splitlines()[0].endswith("the candidate gets 0% of new conversations "
                                          "(configured: 30%)")
     # max_diff_rate 1: differences never roll back, so the rule does not name them.
-    assert ("rollback: rolled back, over the last 60 s, once it holds 20 calls: the "
+    assert ("rollback: rolled back by a threshold, over the last 60 s, once it holds 20 "
+            "calls: the "
             "candidate's error rate > 20% or timeout rate > 25% (now") in text
     assert '"completed" → "' + "x" * 58 + "…" in text
 
@@ -176,7 +177,7 @@ def test_the_page_shows_the_disagreements_side_by_side() -> None:
 
 def test_the_page_says_every_figure_of_the_report() -> None:
     report = sample_report(share=0.0)
-    report["rollback"]["rolled_back"] = True
+    report["rollback"].update(rolled_back=True, rolled_back_by="admin API (10.0.0.1)")
     parsed = Parsed(page(report))
     cells = parsed.cells
     at = cells.index("candidate", cells.index("timeouts"))
@@ -187,7 +188,7 @@ def test_the_page_says_every_figure_of_the_report() -> None:
                                 "candidate error rate 0.45 over 60 s (min 20 calls) > 0.2"]
     text = page(report)
     assert "the candidate gets 0% of new conversations (configured: 30%)" in text
-    assert '<strong class="bad">rolled back</strong>' in text
+    assert '<strong class="bad">rolled back by hand (admin API (10.0.0.1))</strong>' in text
     assert "200 compared, 197 agreed (98.5%), 4 skipped, 1 failed." in text
     assert "<title>Migration: travel</title>" in text
 
