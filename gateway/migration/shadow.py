@@ -72,7 +72,10 @@ def copy_of(call: Call) -> Call:
 # The errors that are the agent's fault (or reaching it failed), not the caller's: a task
 # not found or a bad request is an answer like any other.
 _AGENTS_FAULT = frozenset({"InternalError", "BackendUnavailableError", "BackendTimeoutError",
-                           "InvalidAgentResponseError", "StoreUnavailableError"})
+                           "InvalidAgentResponseError"})
+# The gateway's own (its state store failing under a call, or under a stream's journal):
+# never the agent's, though 5xx, so a store outage does not roll a healthy candidate back.
+_GATEWAYS_FAULT = frozenset({"StoreUnavailableError"})
 
 
 def verdict_of(err: BaseException | None) -> Verdict:
@@ -85,10 +88,12 @@ def verdict_of(err: BaseException | None) -> Verdict:
 
 
 def counts_against(err: BaseException) -> bool:
-    """Whether an error counts against the agent (see _AGENTS_FAULT; any 5xx kind)."""
+    """Whether an error counts against the agent (see _AGENTS_FAULT; any 5xx kind but
+    the gateway's own, _GATEWAYS_FAULT)."""
     if not isinstance(err, A2AError):
         return True
-    return err.kind.name in _AGENTS_FAULT or err.kind.http >= 500
+    name = err.kind.name
+    return name not in _GATEWAYS_FAULT and (name in _AGENTS_FAULT or err.kind.http >= 500)
 
 
 def _last_state(outcome: Outcome) -> int | None:

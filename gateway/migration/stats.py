@@ -96,7 +96,11 @@ class TenantStats:
         self._calls = previous._calls.resized(self.rules.window)
         self._compared = previous._compared.resized(self.rules.window)
 
-    def call(self, arm: Arm, seconds: float, verdict: Verdict) -> None:
+    def call(self, arm: Arm, seconds: float, verdict: Verdict) -> bool:
+        """Count one call; whether the rollback is to be checked now: the candidate's
+        call failed, or it is the first in a slice of the window. Failures counted before
+        the window held `min_calls` are so looked at again once it does, a slice later at
+        most, without summing the window on every call."""
         counts = self.arms[arm]
         counts.calls += 1
         counts.latencies.append(seconds)
@@ -104,8 +108,10 @@ class TenantStats:
             counts.errors += 1
         elif verdict == "timeout":
             counts.timeouts += 1
-        if arm == CANDIDATE:
-            self._calls.add(None if verdict == "ok" else verdict)
+        if arm != CANDIDATE:
+            return False
+        ok = verdict == "ok"
+        return self._calls.add(None if ok else verdict) or not ok
 
     def compared(self, differences: Sequence[Difference],
                  noise: Sequence[Difference] | None) -> bool:

@@ -126,9 +126,8 @@ class Ticket:
     def count(self, verdict: Verdict) -> None:
         """The call's verdict and time (:attr:`seconds`), counted for its arm."""
         m = self.migration
-        m.stats.call(self.arm, self.seconds, verdict)
         migration_call(m.name, self.arm, verdict)
-        if verdict != "ok" and self.arm == CANDIDATE:
+        if m.stats.call(self.arm, self.seconds, verdict):
             m.check_rollback()
 
     def failed(self, error: Exception) -> None:

@@ -35,11 +35,13 @@ class Window:
         # Each slice: [its number (start time ÷ width), events, then a count per kind].
         self._slices: deque[list[float]] = deque()
 
-    def add(self, kind: str | None = None) -> None:
-        """One event, of ``kind`` (one of ``kinds``; None: counted as an event only)."""
+    def add(self, kind: str | None = None) -> bool:
+        """One event, of ``kind`` (one of ``kinds``; None: counted as an event only);
+        whether it started a new slice."""
         number = self._clock() // self.width
         slices = self._slices
-        if not slices or slices[-1][0] != number:
+        started = not slices or slices[-1][0] != number
+        if started:
             slices.append([number, 0] + [0] * len(self._kinds))
             if len(slices) > SLICES + 1:  # older than the window whatever the time now
                 slices.popleft()
@@ -47,6 +49,7 @@ class Window:
         last[1] += 1
         if kind is not None:
             last[self._column[kind]] += 1
+        return started
 
     def counts(self) -> tuple[int, dict[str, int]]:
         """The events in the window now, and how many of each kind."""

@@ -1,12 +1,21 @@
-"""The canary's stable hash, and the rollback's window on an injected clock."""
+"""The canary's stable hash, and the rollback's window on an injected clock (also as a
+call's ticket counts into it)."""
 
 from __future__ import annotations
 
+import pytest
+from a2a.types import a2a_pb2 as pb
+
 from gateway.config.migration import RollbackConfig
-from gateway.migration.stats import TenantStats, above_noise
+from gateway.migration.shadow import verdict_of
+from gateway.migration.stats import TenantStats, Verdict, above_noise
 from gateway.migration.sticky import arm_for, point
+from gateway.state import store_unavailable
 from tests.support.helpers import ManualClock
+from tests.support.migration_calls import call, chosen, migration, ticket
+from translators import operations as ops
 from translators.answer_diff import Difference
+from translators.errors import A2AError, a2a_error
 
 
 def test_the_hash_is_stable_and_spreads_evenly() -> None:
@@ -84,3 +93,53 @@ def test_what_the_primary_differs_in_from_itself_is_noise() -> None:
     assert view["diffs_by_kind"] == {"data": 1}
     assert view["noise_by_kind"] == {"text": 1.0}
     assert view["agreement_rate"] == 0.0
+
+
+def test_failures_before_min_calls_are_checked_again_within_a_slice() -> None:
+    # A check sums the window, so a call asks for one only when it failed or starts a
+    # slice: failures counted before `min_calls` are looked at again a slice later.
+    clock = ManualClock()
+    stats = _stats(clock, max_error_rate=0.3)  # window 10 s: slices of 1/6 s
+    assert [stats.call("candidate", 0.01, "error") for _ in range(2)] == [True, True]
+    assert stats.breach() is None  # 2 calls: too few to judge
+    assert [stats.call("candidate", 0.01, "ok") for _ in range(3)] == [False] * 3
+    assert stats.breach() is not None  # 2 of 5 failed: what the next check finds
+    clock.now += 10 / 60
+    assert stats.call("candidate", 0.01, "ok") is True
+    assert stats.call("primary", 0.01, "error") is False  # not the canary's
+
+
+async def test_a_canary_whose_failures_came_before_min_calls_is_rolled_back_later() -> None:
+    m = migration(share=1.0)
+    clock = ManualClock()
+    m.stats = TenantStats(RollbackConfig.model_validate(
+        {"window": 60, "min_calls": 4, "max_error_rate": 0.3}), keep=3, clock=clock)
+
+    async def counted(verdict: Verdict) -> None:
+        c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(message_id="m")))
+        ticket(await chosen(m, c)).count(verdict)
+
+    verdicts: tuple[Verdict, ...] = ("error", "error", "ok", "ok")
+    for verdict in verdicts:
+        await counted(verdict)
+    assert m.control.share == 1.0  # the failures came before the window held 4 calls
+    clock.now += 1  # the window's next slice: its first call asks for a check
+    await counted("ok")
+    assert m._rolling is not None
+    await m._rolling
+    assert m.control.share == 0.0 and m.control.rolled_back_by() == "automatic"
+
+
+async def test_the_gateways_own_store_failure_is_not_counted_against_the_candidate() -> None:
+    assert verdict_of(store_unavailable("the task index cannot be written now")) == "ok"
+    assert verdict_of(a2a_error("BackendUnavailableError", "refused")) == "error"
+    assert verdict_of(a2a_error("InternalError", "the agent failed")) == "error"
+    m = migration(share=1.0)
+    c = call(ops.STREAM, pb.SendMessageRequest(message=pb.Message(message_id="m")))
+    held = ticket(await chosen(m, c))
+    # A stream's hold, left by the store's failure (its journal, the index's write).
+    with pytest.raises(A2AError):
+        async with held:
+            raise store_unavailable("the task index cannot be written now")
+    assert (m.stats.arms["candidate"].calls, m.stats.arms["candidate"].errors) == (1, 0)
+    assert m._rolling is None
