@@ -45,6 +45,7 @@ from gateway.streams.journal import read_cursor
 from gateway.tasks.index import task_of
 from translators import operations as ops
 from translators.dialects.base import WireAnswer
+from translators.errors import A2AError
 from translators.task_facts import answer_ids, canonical_ids
 
 log = structlog.get_logger("a2a_gateway.migration")
@@ -200,7 +201,20 @@ class TenantMigration:
         return None
 
     async def _discovered(self, call: Call, passage: Passage, ticket: Ticket) -> None:
-        self._to_candidate(call, passage, ticket, await self.candidate.backend(call))
+        """The candidate as its card says. A card that cannot be read (or names no
+        interface this gateway calls) is the candidate failing before anything was sent:
+        a new conversation that may fall back goes to the primary (still the passage's),
+        any other call fails, counted for the candidate either way (its rollback sees
+        it)."""
+        try:
+            backend = await self.candidate.backend(call)
+        except A2AError as err:
+            if ticket.new and self.config.canary.fall_back:
+                ticket.fell_back()
+                return
+            ticket.failed(err)
+            raise
+        self._to_candidate(call, passage, ticket, backend)
 
     def _to_candidate(self, call: Call, passage: Passage, ticket: Ticket,
                       backend: Backend) -> None:

@@ -116,6 +116,36 @@ async def test_a_candidate_that_stops_is_rolled_back_and_new_conversations_fall_
         await primary.cleanup()
 
 
+@pytest.mark.parametrize("fall_back", [True, False])
+async def test_a_candidate_whose_card_cannot_be_read_fails_as_a_candidate_does(
+        demo_agent: str, make_gateway: MakeGateway, http: aiohttp.ClientSession,
+        fall_back: bool) -> None:
+    # Discovered from its card: no card, so no connection was even tried for the call.
+    card = f"http://127.0.0.1:{free_port()}/.well-known/agent-card.json"
+    gw = await make_gateway({"shop": {
+        "backend": {"url": demo_agent, "version": "0.3"},
+        "migration": {"candidate": {"card": card}, "mode": "canary",
+                      "canary": {"share": 1.0, "fall_back": fall_back},
+                      "rollback": {"window": 600, "min_calls": 5, "max_error_rate": 0.3}}}})
+    replies = [await call(http, gw, "message/send", {"message": message(f"task: {i}")})
+               for i in range(5)]  # the fifth: min_calls, so the rollback
+
+    async def rolled_back() -> dict[str, Any] | None:
+        report = await _report(http, gw)
+        return report if report["events"] else None
+
+    report = await wait_until(rolled_back, "the automatic rollback")
+    candidate = report["arms"]["candidate"]
+    if fall_back:  # the primary takes each new conversation
+        assert all(r["result"]["status"]["state"] == "completed" for r in replies), replies
+        assert candidate["fell_back"] == 5
+    else:  # a proper error, in the caller's dialect
+        assert all(r["error"]["data"]["reason"] == "BACKEND_UNAVAILABLE" for r in replies)
+        assert candidate["fell_back"] == 0
+    assert (candidate["calls"], candidate["errors"]) == (5, 5), report
+    assert report["share"] == 0.0 and report["events"][0]["by"] == "automatic", report
+
+
 async def test_shadow_copies_of_an_identical_agent_agree(
         two_agents: tuple[str, str], make_gateway: MakeGateway,
         http: aiohttp.ClientSession) -> None:
