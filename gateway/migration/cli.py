@@ -170,6 +170,8 @@ def show(args: argparse.Namespace, body: str) -> str:
     if args.json:
         return body if body.endswith("\n") else body + "\n"
     answer = json.loads(body)
+    if not isinstance(answer, dict):  # the admin API answers objects only
+        raise ValueError("not a JSON object")
     if args.action == "report":
         return render.tenants_table(answer) if args.tenant is None else render.table(answer)
     return f"{args.action}: {render.summary(answer)}\n"
@@ -188,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     try:
         sys.stdout.write(show(args, body))
-    except ValueError:  # not JSON: whatever answered is not the gateway's admin API
-        print(f"a2a-gateway: {call.url} did not answer JSON", file=sys.stderr)
+    except ValueError:  # not a JSON object: whatever answered is not the admin API
+        print(f"a2a-gateway: {call.url} did not answer a JSON object", file=sys.stderr)
         return 1
     return 0

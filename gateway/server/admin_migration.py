@@ -15,6 +15,7 @@ Served where /readyz and /metrics are, under their rule (admin.py). Under /_admi
 relay's dead letters are: the main listener routes ``/{tenant}/…`` to tenants, so a bare
 ``/migration/…`` would hide the calls of a tenant named "migration". A bad ``last`` is
 400, a tenant without migration 404 (409 for a move of one whose mode is `off`), a store that cannot answer 503 with Retry-After.
+A move a browser sends for a page of another site is 403 (admin_answers.py).
 The pages quote answers of agents the operator does not control: they are escaped
 (gateway/migration/render.py) and served under a Content-Security-Policy that allows
 no script and nothing from elsewhere.
@@ -30,6 +31,7 @@ from aiohttp import web
 from gateway.ingress.common import gateway_of
 from gateway.migration import render
 from gateway.migration.api import LAST_DEFAULT, LAST_MAX, MOVES, MigrationAdmin
+from gateway.server.admin_answers import error, refused_from_elsewhere
 from gateway.state.base import STORE_RETRY_AFTER, StoreError
 
 Refusal = Callable[[web.Request], Awaitable[web.Response | None]]
@@ -41,10 +43,6 @@ PAGE_HEADERS = {
     "Referrer-Policy": "no-referrer",
 }
 _NAME_SHOWN = 100  # characters of a tenant name from the path echoed in an error
-
-
-def _error(status: int, message: str, **headers: str) -> web.Response:
-    return web.json_response({"error": message}, status=status, headers=headers)
 
 
 def _html(text: str) -> web.Response:
@@ -67,12 +65,12 @@ def _last(request: web.Request) -> int | None:
 
 def _missing(request: web.Request, tenant: str, action: str | None) -> web.Response:
     if action is not None and tenant in _migration(request).tenants():
-        return _error(409, f"tenant {tenant!r} has its migration off (mode off): nothing "
-                      f"to {action}")
+        return error(409, f"tenant {tenant!r} has its migration off (mode off): nothing "
+                     f"to {action}")
     if tenant in gateway_of(request).tenants:  # a configured name: safe to echo whole
-        return _error(404, f"tenant {tenant!r} has no migration block "
-                      f"(tenants.{tenant}.migration in the config)")
-    return _error(404, f"no tenant {tenant[:_NAME_SHOWN]!r}")
+        return error(404, f"tenant {tenant!r} has no migration block "
+                     f"(tenants.{tenant}.migration in the config)")
+    return error(404, f"no tenant {tenant[:_NAME_SHOWN]!r}")
 
 
 async def _listing(migration: MigrationAdmin) -> dict[str, Any]:
@@ -88,7 +86,7 @@ async def _listing(migration: MigrationAdmin) -> dict[str, Any]:
 
 def add_migration_routes(app: web.Application, refusal: Refusal) -> None:
     async def handle(request: web.Request) -> web.Response:
-        refused = await refusal(request)
+        refused = refused_from_elsewhere(request, "a move by hand") or await refusal(request)
         if refused is not None:
             return refused
         migration = _migration(request)
@@ -102,8 +100,8 @@ def add_migration_routes(app: web.Application, refusal: Refusal) -> None:
                     else web.json_response(listing)
             last = _last(request)
             if last is None:
-                return _error(400, f"last must be a whole number from 1 to {LAST_MAX} "
-                              f"(the disagreements shown; default {LAST_DEFAULT})")
+                return error(400, f"last must be a whole number from 1 to {LAST_MAX} "
+                             f"(the disagreements shown; default {LAST_DEFAULT})")
             if action is None:
                 report = await migration.report(tenant, last=last)
             else:  # the route admits only the two moves
@@ -113,8 +111,8 @@ def add_migration_routes(app: web.Application, refusal: Refusal) -> None:
                 return _missing(request, tenant, action)
             return _html(render.page(report)) if as_page else web.json_response(report)
         except StoreError as exc:
-            return _error(503, f"state store unavailable: {exc}",
-                          **{"Retry-After": str(STORE_RETRY_AFTER)})
+            return error(503, f"state store unavailable: {exc}",
+                         **{"Retry-After": str(STORE_RETRY_AFTER)})
 
     app.router.add_get(PREFIX, handle)
     # Before /{tenant}: …/page is the list's page (so a tenant named "page" has its page

@@ -154,6 +154,60 @@ async def test_promote_and_rollback_answer_the_new_report(demo_agent: str) -> No
             "rollback", "promote"]
 
 
+# What a page's form sends: a "simple" request, which a browser posts to another site
+# without asking it first (no preflight).
+FORM = {"Content-Type": "application/x-www-form-urlencoded"}
+CROSS_SITE = {"error": "a move by hand is refused from a page of another site (Origin, "
+                       "Sec-Fetch-Site): use the CLI or the API"}
+
+
+async def _moves_refused(gw: Served, http: aiohttp.ClientSession,
+                         headers: dict[str, str]) -> None:
+    """Both moves are 403 with ``headers`` and the share stays where it was."""
+    base = gw.url + "/_admin/migration/travel"
+    for action in ("promote", "rollback"):
+        async with http.post(f"{base}/{action}", data="x=1",
+                             headers={**FORM, **headers}) as resp:
+            assert (resp.status, await resp.json()) == (403, CROSS_SITE), (action, headers)
+    assert [a for a in gw.migration.asked if a[0] != "report"] == []
+    status, report = await _get(http, base)
+    assert (status, report["share"]) == (200, sample_report()["share"])
+
+
+async def test_a_form_posted_from_another_origin_moves_nothing(demo_agent: str) -> None:
+    async with served(demo_agent) as gw, aiohttp.ClientSession() as http:
+        other_port = gw.url.rpartition(":")[0] + f":{free_port()}"
+        for origin in ("https://evil.example", "null", other_port,
+                       gw.url.replace("http://", "https://")):
+            await _moves_refused(gw, http, {"Origin": origin})
+
+
+async def test_a_cross_site_fetch_moves_nothing_even_without_origin(demo_agent: str) -> None:
+    async with served(demo_agent) as gw, aiohttp.ClientSession() as http:
+        for site in ("cross-site", "same-site"):
+            await _moves_refused(gw, http, {"Sec-Fetch-Site": site})
+        # Sec-Fetch-Site is the browser's word: an Origin that matches does not outweigh it.
+        await _moves_refused(gw, http, {"Origin": gw.url, "Sec-Fetch-Site": "cross-site"})
+
+
+async def test_the_listeners_own_origin_may_move_and_reading_stays_open(
+        demo_agent: str) -> None:
+    async with served(demo_agent) as gw, aiohttp.ClientSession() as http:
+        base = gw.url + "/_admin/migration/travel"
+        for action, headers in (("promote", {"Origin": gw.url}),
+                                ("rollback", {"Origin": gw.url,
+                                              "Sec-Fetch-Site": "same-origin"}),
+                                ("promote", {"Sec-Fetch-Site": "none"})):
+            async with http.post(f"{base}/{action}", data="x=1",
+                                 headers={**FORM, **headers}) as resp:
+                assert resp.status == 200, (action, headers)
+                assert (await resp.json())["share"] == (1.0 if action == "promote" else 0.0)
+        # Only moves are guarded: a page of another site may still link to the reports.
+        async with http.get(base + "/page", headers={"Origin": "https://dash.example",
+                                                     "Sec-Fetch-Site": "cross-site"}) as resp:
+            assert resp.status == 200
+
+
 async def test_the_pages_are_escaped_and_forbid_scripts(demo_agent: str) -> None:
     async with served(demo_agent) as gw, aiohttp.ClientSession() as http:
         index = gw.url + "/_admin/migration/page"

@@ -170,6 +170,13 @@ async def test_dead_letters_on_the_admin_listener(tmp_path: Path) -> None:
             assert status == 200 and shown["body"]["task"]["metadata"] == {"n": 0}
             assert shown["webhook_id"] == k0 and shown["last_error"] == "HTTP 503"
 
+            # A form a page of another site posts (no preflight): refused, nothing queued.
+            async with http.post(base + f"/{k0}/replay", params={"tenant": "t"},
+                                 data={"x": "1"},
+                                 headers={"Origin": "https://evil.example"}) as resp:
+                assert resp.status == 403 and "another site" in (await resp.json())["error"]
+            assert k0 in {d["webhook_id"] for d in (await call("GET"))[1]["dead_letters"]}
+
             hooks.down = False
             status, replayed = await call("POST", f"/{k0}/replay")
             assert (status, replayed["outcome"]) == (200, "queued again")

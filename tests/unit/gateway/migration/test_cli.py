@@ -5,17 +5,19 @@ credential, and how it says that nothing answered (exit 2, naming the URL)."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from gateway.cli import build_parser
 from gateway.cli import main as cli
 from gateway.config.models import ConfigError, GatewayConfig, parse_config
 from gateway.migration.cli import Call, admin_url, key_headers, plan, show
-from tests.support.helpers import free_port
+from tests.support.helpers import free_port, serving
 from tests.support.migration_sample import sample_report
 
 BACKEND = {"backend": {"url": "http://127.0.0.1:9009/", "version": "0.3"}}
@@ -135,6 +137,24 @@ def test_an_unreachable_gateway_is_exit_2_naming_the_url(
     assert err.startswith(f"a2a-gateway: cannot reach the gateway's admin API at {url}"
                           "/_admin/migration/travel?last=20: ")
     assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("body", ['["travel"]', "null", "42", '"report"',
+                                  "<html>a proxy's page</html>"])
+async def test_an_answer_that_is_not_a_json_object_is_one_line_and_exit_1(
+        body: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Whatever answers 200 there (a proxy, another service) is not the admin API.
+    async def answer(_: web.Request) -> web.Response:
+        return web.Response(text=body, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_route("*", "/_admin/migration{tail:.*}", answer)
+    async with serving(app) as url:
+        for argv, path in ((["report", "travel"], "/travel?last=20"), (["report"], ""),
+                           (["promote", "travel"], "/travel/promote")):
+            assert await asyncio.to_thread(cli, ["migration", *argv, "--admin", url]) == 1
+            assert capsys.readouterr() == ("", f"a2a-gateway: {url}/_admin/migration{path} "
+                                               "did not answer a JSON object\n")
 
 
 def test_the_url_is_read_from_the_config_file(tmp_path: Path,
