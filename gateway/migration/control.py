@@ -8,7 +8,13 @@ the newer one).
 Each process reads the store's record at most every POLL seconds, in the background of the
 calls that ask: a move made in one process reaches the others within that time. Whatever
 sets the share tells `on_share` (the gauge a2a_gateway_migration_canary_share), so each
-process shows the share it uses, a move read from the store included."""
+process shows the share it uses, a move read from the store included.
+
+A read applies only what is newer than what this process knows: a read that began before
+a move here (or before the record of a move reached the store), or before another read
+that applied already, is dropped; else a background read begun before a rollback and
+ended after it would put the share back, and lose the rollback's event, until the next
+read."""
 
 from __future__ import annotations
 
@@ -55,6 +61,9 @@ class Control:
         self._read_at = -POLL
         self._reading: asyncio.Task[None] | None = None
         self._key = f"migration:{tenant}:control"
+        self._ticks = 0  # reads begun and moves made, numbered in order
+        self._newest = 0  # the number of what the share comes from (a read, a move)
+        self._writing = 0  # moves whose record is on its way to the store
 
     def _set(self, share: float) -> None:
         self.share = share
@@ -81,15 +90,29 @@ class Control:
             self._reading = asyncio.get_running_loop().create_task(self.refresh())
         return self.share
 
+    def _tick(self) -> int:
+        self._ticks += 1
+        return self._ticks
+
     async def refresh(self) -> None:
         if self.store is None:
             return
+        began = self._tick()
         try:
             raw = await self.store.claimed(self._key)
         except StoreError as exc:  # keep the last share read; the next call tries again
             log.warning("migration control unreadable", tenant=self.tenant, error=str(exc))
             return
+        if self._outdated(began):
+            return
+        self._newest = began
         self._apply(raw)
+
+    def _outdated(self, began: int) -> bool:
+        """Whether a read begun at ``began`` may hold a record older than what the share
+        comes from: a move or a read that applied came after it began, or a move's
+        record is on its way (the store may have answered before it)."""
+        return began <= self._newest or self._writing > 0
 
     def _apply(self, raw: str | None) -> None:
         if raw is None:
@@ -119,17 +142,26 @@ class Control:
                  "to_share": to, "by": by, "reason": reason}
         self._set(to)
         self.events = [event, *self.events][: self.config.keep]
+        self._newest = self._tick()  # a read begun before the move is outdated
         log.warning("migration share moved", tenant=self.tenant, action=action, by=by,
                     reason=reason, share=to)
-        if self.store is None:
-            return True
-        record = json.dumps({"basis": self.basis, "share": to, "events": self.events})
+        if self.store is not None:
+            await self._record(self.store, json.dumps({"basis": self.basis, "share": to,
+                                                       "events": self.events}))
+        return True
+
+    async def _record(self, store: Store, record: str) -> None:
+        """Keep a move's record in the store. A read begun before the write ends may
+        answer the record before it: outdated (:meth:`_outdated`)."""
+        self._writing += 1
         try:
-            await self.store.rebind(self._key, record, RECORD_TTL)
+            await store.rebind(self._key, record, RECORD_TTL)
         except StoreError as exc:
             log.error("migration share moved in this process only: the store refused it",
                       tenant=self.tenant, error=str(exc))
-        return True
+        finally:
+            self._writing -= 1
+            self._newest = self._tick()
 
     def rolled_back_by(self) -> str | None:
         """Who rolled the canary back ("automatic": a threshold), while it is rolled

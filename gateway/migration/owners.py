@@ -173,6 +173,8 @@ class Owners:
                 failed = store_unavailable("the migration's owners cannot be written now")
                 log.warning("migration owners not written", error=str(exc),
                             bindings=len(items), waited=len(waiting))
+                if self.waits:
+                    self._forget(items)
                 for done in waiting:
                     if not done.done():
                         done.set_exception(failed)
@@ -188,6 +190,21 @@ class Owners:
             for done in waiting:
                 if not done.done():
                     done.set_result(None)
+
+    def _forget(self, items: Sequence[tuple[str, Arm]]) -> None:
+        """Drop from the local table the bindings of a write the store refused, where
+        this process still follows the arm that write was for. Known, a binding is never
+        taken again (:meth:`_taken`): the refused caller's retry would answer at once and
+        no other process would learn the owner; forgotten, the next call looks it up as
+        every other process does, and a bind of it writes it. A key followed otherwise
+        since (another arm: :meth:`remember`) or taken again (queued) stays. Only where
+        others read the store (:attr:`waits`): alone, this table is what routes, and a
+        conversation forgotten would be hashed anew by its id (perhaps to the agent that
+        never saw it); its binding is lost, as before, and nothing else asks."""
+        known, queued = self._known, self._queued
+        for key, mine in items:
+            if known.get(key) == mine and key not in queued:
+                del known[key]
 
     async def flushed(self) -> None:
         """The bindings taken so far, written (a closing gateway's last write: it does

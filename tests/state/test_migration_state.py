@@ -18,7 +18,7 @@ from gateway.migration.control import Control
 from gateway.migration.owners import Owners, owner_key
 from gateway.migration.tenant import TenantMigration
 from gateway.migration.tenants import Migrations
-from gateway.state import TaskRecord
+from gateway.state import Store, StoreError, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.index import TaskIndex
 from tests.state.conftest import MakeStore
@@ -26,6 +26,7 @@ from tests.support.helpers import v03
 from tests.support.migration_calls import call, chosen, migration, route, ticket
 from tests.support.waiting import wait_until
 from translators import operations as ops
+from translators.errors import A2AError
 
 
 async def test_claims_can_be_read_and_rebound(make_store: MakeStore) -> None:
@@ -115,6 +116,87 @@ async def test_a_move_to_the_share_there_already_records_nothing(
     assert await two.move("rollback", "automatic", "candidate error rate 0.50")
     assert not await one.move("rollback", "admin API (127.0.0.1)", "by hand")
     assert [e["by"] for e in one.events] == ["automatic", "admin API (127.0.0.1)"]
+
+
+class _HeldRead:
+    """The store's next read: it reads the record at once, and answers it when the test
+    opens the gate (a read begun before what the test does meanwhile)."""
+
+    def __init__(self, store: Store) -> None:
+        self.real = store.claimed
+        self.gate = asyncio.Event()
+        self.read = False  # the record read, held at the gate
+        self.answered = False  # and answered: the reader has applied it (no await between)
+        store.claimed = self.claimed  # type: ignore[method-assign]
+
+    async def claimed(self, key: str) -> str | None:
+        value = await self.real(key)
+        if self.read:  # only the first read is held
+            return value
+        self.read = True
+        await self.gate.wait()
+        self.answered = True
+        return value
+
+
+async def test_a_read_begun_before_a_move_does_not_undo_it(make_store: MakeStore) -> None:
+    # The background read a call started reads the promotion made earlier; a rollback
+    # here, then the read ends: applied, the share went back to 1 and the rollback's
+    # event was gone in this process until the next read.
+    await Control("shop", _config(), make_store()).move("promote", "admin", "by hand")
+    store = make_store()
+    control = Control("shop", _config(), store)
+    held = _HeldRead(store)
+    control.current()
+    await wait_until(lambda: held.read, "the background read read the promotion")
+    assert await control.move("rollback", "automatic", "candidate error rate 0.50")
+    held.gate.set()
+    await wait_until(lambda: held.answered, "the background read ended")
+    assert control.share == 0.0
+    assert [e["kind"] for e in control.events] == ["rollback", "promote"]
+
+
+async def test_a_read_answered_before_a_moves_record_is_stored_does_not_undo_it(
+        make_store: MakeStore) -> None:
+    # A read begun after the rollback here but answered before its record reached the
+    # store holds the promotion still.
+    await Control("shop", _config(), make_store()).move("promote", "admin", "by hand")
+    store = make_store()
+    control = Control("shop", _config(), store)
+    gate, real = asyncio.Event(), store.rebind
+
+    async def held(key: str, value: str, ttl: float) -> None:
+        await gate.wait()
+        await real(key, value, ttl)
+
+    store.rebind = held  # type: ignore[method-assign]
+    moving = asyncio.create_task(control.move("rollback", "automatic", "too many errors"))
+    await wait_until(lambda: control.share == 0.0, "the rollback made here")
+    await control.refresh()  # the store still holds the promotion
+    assert control.share == 0.0 and control.events[0]["kind"] == "rollback"
+    gate.set()
+    assert await moving
+    await control.refresh()  # begun once the record is stored: read as the others do
+    assert control.share == 0.0 and control.events[0]["kind"] == "rollback"
+
+
+async def test_an_older_read_does_not_undo_a_newer_one(make_store: MakeStore) -> None:
+    # A background read holds the promotion; the other process rolls back, and a newer
+    # read here (the report's) applies it before the older one ends.
+    other = Control("shop", _config(), make_store())
+    await other.move("promote", "admin", "by hand")
+    store = make_store()
+    control = Control("shop", _config(), store)
+    held = _HeldRead(store)
+    control.current()
+    await wait_until(lambda: held.read, "the background read read the promotion")
+    await other.move("rollback", "automatic", "candidate error rate 0.50")
+    await control.refresh()
+    assert control.share == 0.0
+    held.gate.set()
+    await wait_until(lambda: held.answered, "the background read ended")
+    assert control.share == 0.0
+    assert [e["kind"] for e in control.events] == ["rollback", "promote"]
 
 
 async def test_the_report_says_who_rolled_back_while_the_rollback_holds(
@@ -218,6 +300,46 @@ class _GatedWrites:
         self.writes.append([key for key, _ in items])
         await self.gate.wait()
         return await self.real(items, ttl)
+
+
+class _RefusedOnce(_GatedWrites):
+    """The first write held at the gate, then refused (the store down); the next as
+    they come."""
+
+    async def claim_all(self, items: list[tuple[str, str]], ttl: float) -> list[str | None]:
+        if self.writes:
+            return await super().claim_all(items, ttl)
+        self.writes.append([key for key, _ in items])
+        await self.gate.wait()
+        raise StoreError("the store is down")
+
+
+async def test_a_binding_the_store_refused_is_written_by_the_next_bind(
+        make_store: MakeStore) -> None:
+    # The candidate's new conversation, its caller told the store is unavailable: still
+    # followed here, its binding was never written again (the retry found it known and
+    # answered at once), so no other process ever learned its owner.
+    owners = Owners(make_store(), 60)
+    refused = _RefusedOnce(owners)
+    refused.gate.clear()
+    c1, c2 = owner_key("shop", "context", "c-1"), owner_key("shop", "context", "c-2")
+    waiting = asyncio.create_task(owners.bind([c1, c2], "candidate"))
+    await wait_until(lambda: refused.writes, "the write started")
+    owners.remember(c2, "primary")  # followed otherwise meanwhile: it stays
+    refused.gate.set()
+    with pytest.raises(A2AError):
+        await waiting
+    await owners.bind([c1, c2], "candidate")  # the client's retry
+    assert await Owners(make_store(), 60).owner("shop", "context", "c-1") == "candidate"
+    assert refused.writes == [[c1, c2], [c1]] and owners.known(c2) == "primary"
+    # Alone (no other process reads the store) this table is what routes: a binding
+    # refused stays followed, as before (forgotten, its conversation would be hashed
+    # anew by its id).
+    alone = Owners(make_store(), 60, waits=False)
+    refused = _RefusedOnce(alone)
+    await alone.bind([c1], "primary")
+    await alone.flushed()
+    assert refused.writes == [[c1]] and alone.known(c1) == "primary"
 
 
 async def test_bindings_no_call_waits_for_linger_even_behind_a_write(
