@@ -159,6 +159,16 @@ class Shadow:
         self.counterparts = Counterparts()  # the candidate's ids for the primary's
         self.aa_counterparts = Counterparts()  # the A/A copies' ids for the primary's
 
+    def carry(self, previous: Shadow, same_candidate: bool, same_primary: bool) -> None:
+        """Keep the ids the copies of the config this one replaced (a reload) learned,
+        where their agent is the same: without, a conversation copied before the reload
+        would be carried on at the candidate under the primary's ids, which it never saw
+        (each such copy a disagreement, which may roll the canary back)."""
+        if same_candidate:
+            self.counterparts = previous.counterparts
+        if same_primary:
+            self.aa_counterparts = previous.aa_counterparts
+
     def wants(self, call: Call) -> bool:
         """Whether this call of the primary's is copied (its operation, its share); the
         gateway's own calls (the task index refreshing ListTasks, the relay) never are; nor,

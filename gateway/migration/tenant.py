@@ -94,11 +94,13 @@ class TenantMigration:
         self.control = Control(name, config, store,
                                on_share=MIGRATION_SHARE.labels(name).set)
         self.stats = TenantStats(config.rollback, config.keep)
-        if previous is not None:
-            self.stats.carry(previous.stats)
-            self.control.carry(previous.control)
         self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
                              candidate.backend, primary.backend, self.check_rollback)
+        if previous is not None:  # a reload: what the config before counted and learned
+            self.stats.carry(previous.stats)
+            self.control.carry(previous.control)
+            self.shadow.carry(previous.shadow, previous.candidate.config == candidate.config,
+                              previous.primary.config == primary.config)
         self._rolling: asyncio.Task[None] | None = None
         mode = config.mode
         self.shadowing = mode == "shadow" or (mode == "canary" and config.shadow.with_canary)

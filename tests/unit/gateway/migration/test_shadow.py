@@ -10,11 +10,13 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call, CallContext, ClientFacts
-from gateway.config.migration import RollbackConfig, ShadowConfig
+from gateway.config.migration import MigrationConfig, RollbackConfig, ShadowConfig
 from gateway.migration.counterparts import outcome_ids
 from gateway.migration.shadow import Shadow
 from gateway.migration.spare import MAX_PASSES
 from gateway.migration.stats import TenantStats
+from gateway.migration.tenant import TenantMigration
+from tests.support.migration_calls import migration, route
 from tests.support.waiting import wait_until
 from translators import operations as ops
 from translators.dialects.jsonrpc import JSONRPC_V10
@@ -231,3 +233,26 @@ async def test_a_copy_is_sent_and_compared_only_when_the_loop_has_nothing_else_d
     await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
     assert seen_at == [passes]  # sent after all the passes of the clients' work
     assert shadow.stats.shadow.agreed == 1
+
+
+async def test_a_reload_keeps_the_candidates_ids_while_the_candidate_is_the_same() -> None:
+    # A conversation copied before a reload goes on at the candidate under its own ids.
+    def reloaded(before: TenantMigration, candidate: str) -> TenantMigration:
+        config = MigrationConfig.model_validate({
+            "candidate": {"url": candidate, "version": "1.0"}, "mode": "shadow",
+            "shadow": {"share": 0.5, "operations": ["SendMessage", "GetTask"]}})
+        return TenantMigration("shop", config, before.primary, route(candidate), None,
+                               previous=before)
+
+    before = migration(share=0.0)
+    learn = before.shadow.counterparts.expect(("t-primary", "c-primary"))
+    learn(pb.Task(id="t-candidate", context_id="c-candidate"))
+    carried_on = pb.SendMessageRequest(message=pb.Message(
+        message_id="m", context_id="c-primary", task_id="t-primary"))
+    same = reloaded(before, str(before.candidate.config.url))
+    wanted = same.shadow.counterparts.wanted(carried_on)
+    assert {name: await f for name, f in wanted.items()} == {
+        "task_id": "t-candidate", "context_id": "c-candidate"}
+    assert same.shadow.aa_counterparts is before.shadow.aa_counterparts  # the same primary
+    other = reloaded(same, "http://127.0.0.1:3/")  # another agent: its ids are not these
+    assert other.shadow.counterparts.wanted(carried_on) == {}
