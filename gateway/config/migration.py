@@ -64,6 +64,9 @@ class ShadowConfig(_Model):
     timeout: float = Field(30.0, gt=0, description="Seconds a shadow copy may take (a stream: "
                            "in all)")
     max_events: int = Field(1000, gt=0, description="Events of a shadow stream read at most")
+    max_bytes: int = Field(4 * 1024 * 1024, gt=0, description="Bytes of a shadow stream's "
+                           "events kept at most, the primary's (a stream past it is not "
+                           "copied: counted as skipped) and the copy's (read no further)")
     aa: bool = Field(False, description="A/A: also copy each shadowed call to the primary "
                      "itself, to measure the noise; a kind of difference is reported only "
                      "when the candidate differs more often than the primary from itself")

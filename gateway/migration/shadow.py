@@ -192,8 +192,7 @@ class Shadow:
         read by the copy), showing the task and conversation ``ids``; skipped (and
         counted) when max_concurrent copies are running."""
         if len(self._running) >= self.config.max_concurrent:
-            self.stats.shadow.skipped += 1
-            MIGRATION_COMPARISONS.labels(self.tenant, "skipped").inc()
+            self.skipped()
             return
         copies = [_Ids(self.counterparts, call, ids)]
         if self.config.aa:
@@ -201,6 +200,11 @@ class Shadow:
         task = asyncio.get_running_loop().create_task(self._run(call, answer, seconds, copies))
         self._running.add(task)
         task.add_done_callback(self._running.discard)
+
+    def skipped(self) -> None:
+        """A copy not made (max_concurrent copies running, a stream past max_bytes)."""
+        self.stats.shadow.skipped += 1
+        MIGRATION_COMPARISONS.labels(self.tenant, "skipped").inc()
 
     async def _run(self, call: Call, answer: Outcome | Reading, primary_seconds: float,
                    copies: list[_Ids]) -> None:
@@ -275,8 +279,12 @@ class Shadow:
 
     async def _events(self, backend: Backend, copy: Call) -> list[pb.StreamResponse]:
         events: list[pb.StreamResponse] = []
+        read = 0
         async for batch in backend.stream(copy):
             for event in batch:
+                read += event.ByteSize()
+                if read > self.config.max_bytes:  # the primary's fit (else no copy): differs
+                    return events
                 events.append(event)
                 if len(events) >= self.config.max_events:
                     return events

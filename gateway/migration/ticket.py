@@ -93,8 +93,8 @@ def _event_ids(call: Call, item: Any, tasks_only: bool) -> tuple[str, str]:
 
 
 class Ticket:
-    __slots__ = ("arm", "backend", "call", "done", "events", "migration", "new", "seconds",
-                 "shadowed", "started", "streaming")
+    __slots__ = ("arm", "backend", "call", "done", "events", "kept", "migration", "new",
+                 "seconds", "shadowed", "started", "streaming")
 
     def __init__(self, migration: Migrating, call: Call, arm: Arm, new: bool,
                  streaming: bool) -> None:
@@ -113,6 +113,7 @@ class Ticket:
         # canonical or passed through as the agent sent it (task_facts.answer_ids).
         self.done = not (new or (arm == CANDIDATE and call.op.name in _MAY_START))
         self.events: list[pb.StreamResponse] | None = None  # a shadowed stream's events
+        self.kept = 0  # their bytes
 
     def fell_back(self) -> None:
         """The candidate refused the connection: the primary serves this conversation."""
@@ -164,7 +165,13 @@ class Ticket:
 
     def event(self, item: pb.StreamResponse) -> Sequence[pb.StreamResponse]:
         events = self.events
-        if events is not None and len(events) < self.migration.config.shadow.max_events:
+        bounds = self.migration.config.shadow
+        if events is not None and len(events) < bounds.max_events:
+            self.kept += item.ByteSize()
+            if self.kept > bounds.max_bytes:  # too much to keep for a copy: none is made
+                self.events = None
+                self.migration.shadow.skipped()
+                return (item,)
             copy = pb.StreamResponse()
             copy.CopyFrom(item)
             events.append(copy)

@@ -16,6 +16,7 @@ from gateway.migration.shadow import Shadow
 from gateway.migration.spare import MAX_PASSES
 from gateway.migration.stats import TenantStats
 from gateway.migration.tenant import TenantMigration
+from gateway.migration.ticket import Ticket
 from tests.support.migration_calls import migration, route
 from tests.support.waiting import wait_until
 from translators import operations as ops
@@ -256,3 +257,42 @@ async def test_a_reload_keeps_the_candidates_ids_while_the_candidate_is_the_same
     assert same.shadow.aa_counterparts is before.shadow.aa_counterparts  # the same primary
     other = reloaded(same, "http://127.0.0.1:3/")  # another agent: its ids are not these
     assert other.shadow.counterparts.wanted(carried_on) == {}
+
+
+def chunk(size: int) -> pb.StreamResponse:
+    event = pb.StreamResponse()
+    event.artifact_update.task_id = "t-1"
+    event.artifact_update.artifact.parts.add().raw = b"x" * size
+    return event
+
+
+async def test_a_primary_stream_past_max_bytes_is_not_kept_nor_copied() -> None:
+    config = MigrationConfig.model_validate({
+        "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"}, "mode": "shadow",
+        "shadow": {"share": 1.0, "operations": ["SendStreamingMessage"],
+                   "max_bytes": 10_000}})
+    m = TenantMigration("shop", config, route("http://127.0.0.1:1/"),
+                        route("http://127.0.0.1:2/"), None)
+    streamed = call(ops.STREAM, message("stream"))
+    held = Ticket(m, streamed, "primary", new=False, streaming=True)
+    held.events = []
+    for _ in range(3):  # the client gets every event whatever is kept of them
+        assert held.event(chunk(4_000)) == (chunk(4_000),)
+    assert held.events is None and m.stats.shadow.skipped == 1
+    assert await held.end() == ()  # no copy made
+    assert m.shadow.in_flight == 0
+
+
+async def test_a_copy_reads_no_further_than_max_bytes() -> None:
+    class Streaming(Agent):
+        def stream(self, copy: Call) -> Any:
+            async def batches() -> Any:
+                for _ in range(50):
+                    yield [chunk(1_000)]
+                    self.calls.append(("read", None))
+            return batches()
+
+    candidate = Streaming("candidate")
+    shadow = make_shadow(Agent("primary"), candidate, max_bytes=5_500)
+    events = await shadow._events(candidate, call(ops.STREAM, message("stream")))
+    assert len(events) == 5 and len(candidate.calls) <= 5
