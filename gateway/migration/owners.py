@@ -4,10 +4,11 @@ conversation agree on the one that won), remembered in a bounded local table (a 
 never changes while it lives, so the table is never stale).
 
 Bindings are written in batches, one store transaction for all that are waiting (a group
-commit): a call that must wait for its bindings (a new conversation the candidate took:
-a follow-up through any replica must find it) shares the write with every call waiting
-at that moment; the others (a conversation the primary took) go with the next write, up
-to QUEUED of them, and past that are dropped and counted. The primary's tasks are never
+commit): a call that must wait for its bindings (a new conversation, or a task the
+candidate took: a follow-up through any replica must find it) shares the write with
+every call waiting at that moment; the others (what pruning leaves the primary, the
+primary's conversation under way before the migration) go with the next write, up to
+QUEUED of them, and past that are dropped and counted. The primary's tasks are never
 written (a task no one bound is the primary's): only remembered (:meth:`remember`); with
 the task index on, neither is what an answer shows with a task the index records (its
 row records the agent: gateway/migration/tenant.py).

@@ -69,12 +69,15 @@ class TenantMigration:
                  candidate: TenantRoute, store: Store | None,
                  previous: TenantMigration | None = None,
                  retarget: Retarget | None = None, waits: bool = True,
-                 conversations: Conversations | None = None) -> None:
+                 conversations: Conversations | None = None, resumes: bool = False) -> None:
         """``retarget``: makes a call's push config again for the agent it falls back to
         (the push relay's); ``waits``: other processes read ``store`` (the candidate's
         bindings are written before its answer goes out: owners.py); ``conversations``:
-        the task index, which knows the conversations under way before the migration."""
+        the task index, which knows the conversations under way before the migration;
+        ``resumes``: streams resume from the journal (a stream's `Last-Event-ID` then
+        names the task it goes on with; else it is ignored, as the journal ignores it)."""
         self.name = name
+        self.resumes = resumes
         # Conversations and tasks are followed by the rows the index holds of their
         # tasks, which record the agent that served them (the index writes a row for
         # each anyway, before the answer where other processes read it; pruning binds
@@ -111,7 +114,7 @@ class TenantMigration:
         """Pick the agent of ``call`` (the router picked the primary's backend); an
         awaitable when an owner must be read from the store first."""
         op = call.op.name
-        task_id = task_of(call) or (_resumed(call) if call.ctx.facts.resume_from else "")
+        task_id = task_of(call) or (_resumed(call) if self._resuming(call, passage) else "")
         context_id = ""
         if op in _CONVERSING:
             request: Any = call.request
@@ -129,6 +132,11 @@ class TenantMigration:
                 return self._looked_up(call, passage, "", context_id)
             return self._go(call, passage, arm, new=False)
         return self._go(call, passage, self._new_arm(call, ""), new=True)
+
+    def _resuming(self, call: Call, passage: Passage) -> bool:
+        """Whether ``call`` is a stream the journal resumes (its `Last-Event-ID`): it goes
+        on with a task already under way, whatever its message says."""
+        return bool(call.ctx.facts.resume_from) and passage.streaming and self.resumes
 
     def _new_arm(self, call: Call, context_id: str) -> Arm:
         share = self.control.current()
@@ -190,7 +198,9 @@ class TenantMigration:
         if self.follows_index:  # the index records the agent with the call's tasks
             call.ctx.outcome.agent = arm
         if arm == PRIMARY:
-            if self.shadowing and self.shadow.wants(call):
+            # A resumed stream sends the agent nothing new: nothing to copy.
+            if self.shadowing and self.shadow.wants(call) \
+                    and not self._resuming(call, passage):
                 ticket.shadowed = True
                 ticket.backend = passage.backend  # its answer, passed through, read later
                 if passage.streaming:
@@ -252,8 +262,8 @@ class TenantMigration:
         keys = self._keys(ticket, task_id, context_id, indexed)
         if not keys:
             return None
-        if ticket.arm == CANDIDATE and self.owners.waits:
-            return self.owners.bind(keys, CANDIDATE)
+        if self.owners.waits and _awaited(ticket):
+            return self.owners.bind(keys, ticket.arm)
         self.owners.bind_later(keys, ticket.arm)
         return None
 
@@ -294,12 +304,11 @@ class TenantMigration:
 
     async def bind(self, call: Call, ticket: Ticket, task_id: str, context_id: str,
                    indexed: bool) -> None:
-        """The owners of a conversation and its task (one store write for both): the
-        candidate's before the client learns the ids (a follow-up through any replica
-        must find them); the primary's with the next write (an unbound task is the
-        primary's already)."""
+        """The owners of a conversation and its task (one store write for both), before
+        the client learns the ids where a follow-up through any replica must find them
+        (:func:`_awaited`), else with the next write."""
         await self.owners.bind(self._keys(ticket, task_id, context_id, indexed),
-                               ticket.arm, wait=ticket.arm == CANDIDATE)
+                               ticket.arm, wait=_awaited(ticket))
 
     # ------------------------------------------------------------ rollback
 
@@ -365,6 +374,15 @@ def _answer_ids(call: Call, answer: Any, tasks_only: bool) -> tuple[str, str]:
         return "", ""
     return answer_ids(dialect.binding, dialect.version, call.op.name, answer.body,
                       answer.document, tasks_only)
+
+
+def _awaited(ticket: Ticket) -> bool:
+    """Whether the bindings a call's answer shows are written before the answer goes out
+    (where other processes read the store): the candidate's, and a new conversation's
+    (the primary's too: a conversation no one bound is a new one, which another process
+    would hash anew, perhaps to the candidate, if the client's next message came first).
+    The primary's task alone is not: a task no one bound is the primary's already."""
+    return ticket.arm == CANDIDATE or ticket.new
 
 
 def _resumed(call: Call) -> str:

@@ -26,10 +26,12 @@ class Migrations:
     def __init__(self, config: GatewayConfig, routes: dict[str, TenantRoute],
                  make_route: RouteFactory, store: Store | None,
                  previous: Migrations | None = None, retarget: Retarget | None = None,
-                 waits: bool = True, conversations: Conversations | None = None) -> None:
+                 waits: bool = True, conversations: Conversations | None = None,
+                 resumes: bool = False) -> None:
         """``retarget``: the push relay's, for a call that falls back to the primary;
         ``waits``: other processes read ``store`` (the task index's rule);
-        ``conversations``: the task index (the conversations under way before)."""
+        ``conversations``: the task index (the conversations under way before);
+        ``resumes``: streams resume from the journal."""
         self.active: dict[str, TenantMigration] = {}
         self.configured: list[str] = []  # every tenant with a migration block
         for name, tenant in config.tenants.items():
@@ -42,7 +44,7 @@ class Migrations:
             before = previous.active.get(name) if previous is not None else None
             self.active[name] = TenantMigration(
                 name, m, routes[name], make_route(name, m.candidate), store, before,
-                retarget, waits, conversations)
+                retarget, waits, conversations, resumes)
 
     def kept_owners(self) -> dict[str, KeptOwner]:
         """What pruning the task index keeps of each tenant's conversations and tasks,

@@ -112,7 +112,8 @@ class Gateway:
                 .backend_tls),
             store, previous.migration if previous is not None else None,
             retarget=self.relay.rewrite_again,  # a fallback's push config made again
-            waits=self.tasks.waits, conversations=self.tasks)
+            waits=self.tasks.waits, conversations=self.tasks,
+            resumes=self.journals.store is not None)
         self.tasks.merged = frozenset(self.migration.active)
         # What every call passes, in order, unary and stream alike.
         self.stages = standard_stages(config, self.auth, self.tasks, self.listing,

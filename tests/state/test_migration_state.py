@@ -380,7 +380,7 @@ async def test_alone_a_binding_is_written_with_the_next_batch_and_followed_at_on
 
 
 async def _new_conversation(m: TenantMigration, answer: pb.SendMessageResponse,
-                            shadowed: bool = False) -> object:
+                            shadowed: bool = False) -> Awaitable[None] | None:
     """A message with no context through ``m``, answered with ``answer``: what
     ``answered`` returns (the bindings to wait for, or None)."""
     sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
@@ -393,11 +393,13 @@ async def _new_conversation(m: TenantMigration, answer: pb.SendMessageResponse,
 async def test_the_primarys_tasks_are_not_written_and_another_process_reads_one_once(
         make_store: MakeStore) -> None:
     # A task no one bound is the primary's in every process: only the conversation the
-    # primary took is written; elsewhere its task is read once, then followed.
+    # primary took is written (before its answer: no index row follows it here);
+    # elsewhere its task is read once, then followed.
     here = migration(share=0.0, store=make_store())  # every new conversation: the primary
-    assert await _new_conversation(here, pb.SendMessageResponse(
-        task=pb.Task(id="t-p", context_id="c-p"))) is None
-    await here.owners.flushed()
+    waiting = await _new_conversation(here, pb.SendMessageResponse(
+        task=pb.Task(id="t-p", context_id="c-p")))
+    assert waiting is not None
+    await waiting
     store = make_store()
     assert await store.claimed("migration:shop:context:c-p") == "primary"
     assert await store.claimed("migration:shop:task:t-p") is None
@@ -523,10 +525,12 @@ async def test_the_primarys_new_conversation_is_followed_by_the_index_not_bound(
                                        1.0, 1.0, backend="JSONRPC/1.0"))
     there = migration(share=1.0, store=make_store(), conversations=_index(make_store()))
     assert ticket(await chosen(there, call(ops.SEND, _message("c-p")))).arm == "primary"
-    # A new conversation answered by a message (no task: no row) is bound as before.
-    await _new_conversation(here, pb.SendMessageResponse(
+    # A new conversation answered by a message (no task: no row) is bound, before the
+    # answer goes out.
+    waiting = await _new_conversation(here, pb.SendMessageResponse(
         message=pb.Message(message_id="r", task_id="t-m", context_id="c-m")))
-    await here.owners.flushed()
+    assert waiting is not None
+    await waiting
     assert await store.claimed("migration:shop:context:c-m") == "primary"
 
 
@@ -558,10 +562,10 @@ async def test_a_shadowed_new_conversation_answered_by_a_message_is_bound(
     m = migration(share=0.0, store=store, conversations=_index(store))
     mirrored: list[tuple[str, str]] = []
     m.shadow.mirror = lambda call, answer, seconds, ids: mirrored.append(ids)  # type: ignore[method-assign]
-    await _new_conversation(m, pb.SendMessageResponse(
+    waiting = await _new_conversation(m, pb.SendMessageResponse(
         message=pb.Message(message_id="r", task_id="t-s", context_id="c-s")), shadowed=True)
-    assert mirrored == [("t-s", "c-s")]
-    await m.owners.flushed()
+    assert mirrored == [("t-s", "c-s")] and waiting is not None
+    await waiting
     assert await store.claimed("migration:shop:context:c-s") == "primary"
 
 
@@ -604,3 +608,18 @@ async def test_a_task_the_candidates_message_names_is_bound_for_the_index_has_no
     there = make_store()
     assert [await there.claimed(f"migration:shop:{key}") for key in (
         "task:t-m", "context:c-m", "task:t-a", "context:c-a")] == ["candidate"] * 4
+
+
+async def test_the_primarys_new_conversation_a_message_answered_is_bound_before_the_answer(
+        make_store: MakeStore) -> None:
+    # No task row follows it: another worker asked for its next message before a
+    # background write would take it for a new conversation, and might hash it to the
+    # candidate.
+    m = migration(share=0.0, store=make_store())
+    c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="hello")])))
+    answer = pb.SendMessageResponse(message=pb.Message(message_id="a", context_id="c-9"))
+    waiting = m.answered(c, ticket(await chosen(m, c)), answer)
+    assert waiting is not None
+    await waiting
+    assert await Owners(make_store(), 60).owner("shop", "context", "c-9") == "primary"

@@ -69,14 +69,17 @@ async def test_a_new_conversation_passed_through_binds_the_ids_of_its_wire_answe
     assert m.owners.known(owner_key("shop", "context", "c-w")) == CANDIDATE
 
 
-async def test_the_primarys_new_conversation_binds_in_the_background() -> None:
+async def test_the_primarys_new_conversation_binds_before_its_answer() -> None:
     m = migration(share=0.0)
     c = new_conversation()
     passage = await chosen(m, c)
     assert ticket(passage).arm == PRIMARY
-    # The primary's bindings go with the next write: the answer waits for nothing.
-    assert m.answered(c, ticket(passage), pb.SendMessageResponse(
-        task=pb.Task(id="t-p", context_id="c-p"))) is None
+    # No index row follows it here: bound before the answer, as the candidate's is (a
+    # next message through another process must not take it for a new conversation).
+    waiting = m.answered(c, ticket(passage), pb.SendMessageResponse(
+        task=pb.Task(id="t-p", context_id="c-p")))
+    assert waiting is not None
+    await waiting
     assert m.owners.known(owner_key("shop", "context", "c-p")) == PRIMARY
     assert m.owners.known(owner_key("shop", "task", "t-p")) == PRIMARY
 
