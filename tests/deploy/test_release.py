@@ -65,8 +65,12 @@ def test_changelog_names_the_version() -> None:
     releases = re.findall(r"^## \[(\d+\.\d+\.\d+)\] - (\d{4}-\d{2}-\d{2})$", text, re.MULTILINE)
     assert releases and releases[0][0] == VERSION, releases
     assert text.index("## [Unreleased]") < text.index(f"## [{VERSION}]")
-    for section in re.findall(r"^### (\w+)$", text, re.MULTILINE):
-        assert section in {"Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"}
+    kinds = ["Added", "Changed", "Deprecated", "Removed", "Fixed", "Security"]
+    # Each release names each kind of change once, in Keep a Changelog's order.
+    for release in re.split(r"^## ", text, flags=re.MULTILINE)[1:]:
+        sections = re.findall(r"^### (\w+)$", release, re.MULTILINE)
+        assert set(sections) <= set(kinds), sections
+        assert sections == sorted(set(sections), key=kinds.index), (release[:40], sections)
 
 
 def test_license_is_the_apache_text_pyproject_declares() -> None:
