@@ -42,8 +42,8 @@ def call(op: str, request: Any) -> Call:
                 CallContext(ClientFacts("JSONRPC"), "1.0", tenant="shop"))
 
 
-async def chosen(m: TenantMigration, c: Call) -> Passage:
-    passage = Passage(cast(Any, m.primary), streaming=False,
+async def chosen(m: TenantMigration, c: Call, streaming: bool = False) -> Passage:
+    passage = Passage(cast(Any, m.primary), streaming=streaming,
                       backend=m.primary.fixed_backend)
     waiting = m.choose(c, passage)
     if waiting is not None:

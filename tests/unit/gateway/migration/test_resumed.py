@@ -5,8 +5,6 @@ there too)."""
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call, CallContext, ClientFacts
@@ -16,6 +14,7 @@ from gateway.migration.sticky import CANDIDATE
 from gateway.migration.tenant import TenantMigration
 from gateway.pipeline.stages import Passage
 from gateway.streams.journal import cursor
+from tests.support.migration_calls import chosen as chosen_by
 from tests.support.migration_calls import route, ticket
 from translators import operations as ops
 from translators.dialects.jsonrpc import JSONRPC_V10
@@ -36,12 +35,7 @@ async def chosen(m: TenantMigration, op: str, streaming: bool) -> Passage:
     call = Call(ops.BY_NAME[op], pb.SendMessageRequest(message=pb.Message(
         message_id="m", parts=[pb.Part(text="go on")])),
         CallContext(facts, "1.0", tenant="shop"), dialect=JSONRPC_V10)
-    passage = Passage(cast(Any, m.primary), streaming=streaming,
-                      backend=m.primary.fixed_backend)
-    waiting = m.choose(call, passage)
-    if waiting is not None:
-        await waiting
-    return passage
+    return await chosen_by(m, call, streaming)
 
 
 async def test_a_resumed_stream_goes_to_the_owner_of_its_task() -> None:
