@@ -24,6 +24,11 @@ def _unsent(err: BackendGone) -> bool:
 
 
 class FallingBack:
+    """One call's backend (one new conversation). Once the candidate was reached, or the
+    call went to the primary, that agent is the call's for good: what the stream's
+    repairs send later (a re-attach after a broken connection, the GetTask that settles
+    its end) goes to the agent that took the conversation, never falls back again."""
+
     def __init__(self, candidate: Backend, primary: Backend,
                  switched: Callable[[], None], retarget: Retarget | None = None) -> None:
         """``switched``: told when the call goes to the primary instead; ``retarget``:
@@ -33,12 +38,14 @@ class FallingBack:
         self.config = candidate.config
         self._switched = switched
         self._retarget = retarget
+        self._taken: Backend | None = None  # the agent the conversation went to
 
     @property
     def dialect(self) -> Dialect:
         return self.candidate.dialect
 
     async def _switch(self, call: Call) -> Backend:
+        self._taken = self.primary
         self._switched()
         outcome = call.ctx.outcome
         outcome.backend_version = self.primary.config.version
@@ -48,26 +55,47 @@ class FallingBack:
             await self._retarget(call)
         return self.primary
 
+    def _reached(self, err: BaseException) -> bool:
+        """Whether the candidate got the call (it failed otherwise than unsent): it is
+        the conversation's agent then."""
+        if isinstance(err, BackendGone) and _unsent(err):
+            return False
+        self._taken = self.candidate
+        return True
+
     async def unary(self, call: Call) -> ProtoMessage | None:
+        if self._taken is not None:
+            return await self._taken.unary(call)
         try:
-            return await self.candidate.unary(call)
-        except BackendGone as err:
-            if not _unsent(err):
+            answer = await self.candidate.unary(call)
+        except Exception as err:
+            if self._reached(err):
                 raise
-        return await (await self._switch(call)).unary(call)
+            return await (await self._switch(call)).unary(call)
+        self._taken = self.candidate
+        return answer
 
     async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
-        try:
+        if self._taken is self.primary:
+            return await self.primary.unary(call)
+        if self._taken is not None:
             return await self.candidate.forward(call)
-        except BackendGone as err:
-            if not _unsent(err):
+        try:
+            answer = await self.candidate.forward(call)
+        except Exception as err:
+            if self._reached(err):
                 raise
-        # The client's bytes were for the candidate's dialect: the primary gets the call
-        # translated from its canonical request.
-        return await (await self._switch(call)).unary(call)
+            # The client's bytes were for the candidate's dialect: the primary gets the
+            # call translated from its canonical request.
+            return await (await self._switch(call)).unary(call)
+        self._taken = self.candidate
+        return answer
 
     def stream(self, call: Call) -> EventBatches:
+        if self._taken is not None:
+            return self._taken.stream(call)
         if self.primary.config.version != self.candidate.config.version:
+            self._taken = self.candidate  # no fallback for a stream between versions
             return self.candidate.stream(call)
         return self._stream(call)
 
@@ -75,12 +103,13 @@ class FallingBack:
         reads = self.candidate.stream(call)
         try:
             first = await anext(reads, None)
-        except BackendGone as err:
-            if not _unsent(err):
+        except Exception as err:
+            if self._reached(err):
                 raise
             async for batch in (await self._switch(call)).stream(call):
                 yield batch
             return
+        self._taken = self.candidate
         if first is None:
             return
         yield first

@@ -6,6 +6,7 @@ id), and a stream's recorder of events for the shadow copy."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
@@ -145,12 +146,16 @@ class Ticket:
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
-        if exc is not None and not isinstance(exc, Exception):  # cancelled: no verdict
+        # Cancelled: the client left, or the journal's hold ran out on a stream read on
+        # after it (the call was made: counted, not against the agent); anything else
+        # not an Exception (the process ends): no verdict.
+        cancelled = isinstance(exc, asyncio.CancelledError)
+        if exc is not None and not isinstance(exc, Exception) and not cancelled:
             return
         backend_seconds = self.call.ctx.outcome.backend_seconds
         self.seconds = (backend_seconds if backend_seconds is not None
                         else time.monotonic() - self.started)
-        self.count(verdict_of(exc))
+        self.count("ok" if cancelled else verdict_of(exc))
 
     # ------------------------------------------------ a stream's first sight of its task
 

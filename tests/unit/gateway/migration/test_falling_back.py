@@ -17,6 +17,7 @@ from gateway.migration.falling_back import FallingBack
 from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import sealed_part
 from translators import operations as ops
+from translators.errors import A2AError
 
 WEBHOOK = "http://127.0.0.1:9/hook"
 
@@ -73,3 +74,61 @@ async def test_the_primary_gets_the_push_config_made_for_its_version(client: str
     assert (target.url, target.token, target.client_version, target.backend_version) == (
         WEBHOOK, "tok", "1.0", "0.3")
     assert got.token == target.relay_token and not got.HasField("authentication")
+
+
+class Streaming:
+    """An agent whose connection opens or is refused, as the test says, call by call."""
+
+    def __init__(self, version: str, refusals: list[bool]) -> None:
+        self.config = BackendConfig.model_validate({"url": "http://127.0.0.1:1/",
+                                                    "version": version})
+        self.refusals = refusals
+        self.calls: list[str] = []
+
+    def _refused(self, call: Call, what: str) -> None:
+        self.calls.append(what)
+        if self.refusals.pop(0):
+            raise backend_unavailable(call, self.config, "refused", sent=False)
+
+    async def stream(self, call: Call) -> Any:
+        self._refused(call, "stream")
+        yield [pb.StreamResponse(task=pb.Task(id="t1", context_id="c1"))]
+
+    async def unary(self, call: Call) -> Any:
+        self._refused(call, "unary")
+        return pb.Task(id="t1", context_id="c1")
+
+
+def streamed() -> Call:
+    return Call(ops.BY_NAME[ops.STREAM], pb.SendMessageRequest(message=pb.Message(
+        message_id="m", parts=[pb.Part(text="x")])),
+        CallContext(ClientFacts("JSONRPC"), "1.0", tenant="t"))
+
+
+async def test_a_stream_the_candidate_took_is_repaired_at_the_candidate_only() -> None:
+    # Its connection broke mid-task: the re-attach and the GetTask that settles the end
+    # go to the agent that has the task, refused or not, and fall back no more.
+    candidate, primary = Streaming("1.0", [False, True, False]), Streaming("1.0", [])
+    switched: list[bool] = []
+    backend = FallingBack(cast(Any, candidate), cast(Any, primary),
+                          lambda: switched.append(True))
+    call = streamed()
+    assert [b async for b in backend.stream(call)]
+    with pytest.raises(A2AError):  # the candidate refuses the re-attach: an error
+        [b async for b in backend.stream(call)]
+    assert await backend.unary(call) == pb.Task(id="t1", context_id="c1")
+    assert candidate.calls == ["stream", "stream", "unary"]
+    assert (primary.calls, switched) == ([], [])
+
+
+async def test_a_stream_that_fell_back_is_repaired_at_the_primary() -> None:
+    candidate, primary = Streaming("1.0", [True]), Streaming("1.0", [False, False, False])
+    switched: list[bool] = []
+    backend = FallingBack(cast(Any, candidate), cast(Any, primary),
+                          lambda: switched.append(True))
+    call = streamed()
+    assert [b async for b in backend.stream(call)]
+    assert [b async for b in backend.stream(call)]  # the re-attach
+    assert await backend.unary(call) == pb.Task(id="t1", context_id="c1")
+    assert candidate.calls == ["stream"] and primary.calls == ["stream", "stream", "unary"]
+    assert switched == [True]  # one fallback, counted once

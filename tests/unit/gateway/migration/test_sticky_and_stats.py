@@ -3,6 +3,8 @@ call's ticket counts into it)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from a2a.types import a2a_pb2 as pb
 
@@ -143,3 +145,14 @@ async def test_the_gateways_own_store_failure_is_not_counted_against_the_candida
             raise store_unavailable("the task index cannot be written now")
     assert (m.stats.arms["candidate"].calls, m.stats.arms["candidate"].errors) == (1, 0)
     assert m._rolling is None
+
+
+async def test_a_stream_cut_off_by_cancelling_is_counted_not_against_the_agent() -> None:
+    # The journal's hold ran out on a stream read on after its client left: cancelled.
+    m = migration(share=1.0)
+    c = call(ops.STREAM, pb.SendMessageRequest(message=pb.Message(message_id="m")))
+    held = ticket(await chosen(m, c, streaming=True))
+    with pytest.raises(asyncio.CancelledError):
+        async with held:
+            raise asyncio.CancelledError
+    assert (m.stats.arms["candidate"].calls, m.stats.arms["candidate"].errors) == (1, 0)
