@@ -163,16 +163,18 @@ return emit(p .. 'task:' .. t .. ':', page, size, total)
 """
 
 # ARGV: prefix; k, then k times (tenant, key prefix, value, ttl ms, task key prefix):
-# the conversations of a dropped task of that tenant bound as a claim binds them, to the
-# task's agent or the value, and the task where its agent is another (base.KeptOwner);
-# then the members of the all-tenants zset ("tenant:task_id") to drop.
-DELETE = _INDEX + """
+# the conversations of that tenant none of whose tasks is left bound as a claim binds
+# them, to the agent of the newest task dropped (or the value: routing followed the
+# conversation by its newest task), and a dropped task where its agent is another
+# (base.KeptOwner); then the members of the all-tenants zset ("tenant:task_id") to drop.
+DELETE = _INDEX + _LESS + """
 local p = ARGV[1]
 local kept = {}
 local first = 3 + 5 * tonumber(ARGV[2])
 for i = 3, first - 1, 5 do
   kept[ARGV[i]] = {ARGV[i + 1], ARGV[i + 2], ARGV[i + 3], ARGV[i + 4]}
 end
+local newest = {}  -- tenant -> context -> {ua, id, agent} of its newest task dropped
 local n = 0
 for i = first, #ARGV do
   local m = ARGV[i]
@@ -180,15 +182,17 @@ for i = first, #ARGV do
   local t, id = string.sub(m, 1, sep - 1), string.sub(m, sep + 1)
   local key = p .. 'task:' .. t .. ':' .. id
   local idx = p .. 'idx:' .. t
-  local f = redis.call('HMGET', key, 'c', 'o', 's', 'a')
+  local f = redis.call('HMGET', key, 'c', 'o', 's', 'a', 'ua')
   if f[1] then
     local k = kept[t]
     if k then
       local agent = f[4] or ''
       if f[1] ~= '' then
-        local owner = k[2]
-        if agent ~= '' then owner = agent end
-        redis.call('SET', p .. 'claim:' .. k[1] .. f[1], owner, 'NX', 'PX', k[3])
+        newest[t] = newest[t] or {}
+        local ua, was = tonumber(f[5]) or 0, newest[t][f[1]]
+        if not was or ua > was[1] or (ua == was[1] and less(was[2], id)) then
+          newest[t][f[1]] = {ua, id, agent}
+        end
       end
       if k[4] ~= '' and agent ~= '' and agent ~= k[2] then
         redis.call('SET', p .. 'claim:' .. k[4] .. id, agent, 'NX', 'PX', k[3])
@@ -199,6 +203,16 @@ for i = first, #ARGV do
   end
   redis.call('ZREM', idx, id)
   redis.call('ZREM', p .. 'all', m)
+end
+for t, contexts in pairs(newest) do
+  local k = kept[t]
+  for c, w in pairs(contexts) do
+    if redis.call('ZCARD', p .. 'idx:' .. t .. ':c:' .. c) == 0 then
+      local owner = k[2]
+      if w[3] ~= '' then owner = w[3] end
+      redis.call('SET', p .. 'claim:' .. k[1] .. c, owner, 'NX', 'PX', k[3])
+    end
+  end
 end
 return n
 """

@@ -19,10 +19,15 @@ _EXCESS = ("(tenant, task_id) IN (SELECT tenant, task_id FROM tasks "
 # parameter is now.
 CLAIMED = ("ON CONFLICT (key) DO UPDATE SET value = excluded.value, "
            "expires = excluded.expires WHERE once.expires <= ?")
-# A dropped task's conversation, bound to the task's agent (or the default); and the task
+# The conversation of a dropped task that is its newest (so none of it is left: the rules
+# drop the oldest first), bound to that task's agent (or the default): what routing read
+# of the index, which follows a conversation by its newest task. And a dropped task
 # itself where its agent is not the default (a task no one bound is the default's).
-_KEEP = ("INSERT INTO once SELECT DISTINCT ? || context_id, COALESCE(agent, ?), ? FROM tasks "
-         "WHERE tenant = ? AND context_id != '' AND {dropped} " + CLAIMED)
+_KEEP = ("INSERT INTO once SELECT ? || t.context_id, COALESCE(t.agent, ?), ? FROM tasks t "
+         "WHERE t.tenant = ? AND t.context_id != '' AND {dropped} AND NOT EXISTS ("
+         "SELECT 1 FROM tasks n WHERE n.tenant = t.tenant AND n.context_id = t.context_id "
+         "AND (n.updated_at > t.updated_at OR (n.updated_at = t.updated_at "
+         "AND n.task_id > t.task_id))) " + CLAIMED)
 _KEEP_TASKS = ("INSERT INTO once SELECT ? || task_id, agent, ? FROM tasks WHERE tenant = ? "
                "AND agent IS NOT NULL AND agent != ? AND {dropped} " + CLAIMED)
 

@@ -314,6 +314,41 @@ async def test_pruning_binds_a_dropped_task_and_its_conversation_to_its_agent(
         "candidate", None, None]
 
 
+async def test_pruning_binds_a_conversation_once_no_task_of_it_is_left(
+        make_store: MakeStore) -> None:
+    # A conversation no one bound goes to the agent of its newest task in the index:
+    # pruning binds it only with its last task, to that task's agent, by age and by
+    # count alike (ids ordered against time, so no store goes by id). One store below,
+    # read through connections with different retention rules.
+    kept = {"shop": KeptOwner("m:shop:c:", "primary", 60)}
+
+    async def task(store: Store, task_id: str, ctx: str, at: float,
+                   agent: str | None) -> None:
+        await store.record_task(dataclasses.replace(
+            rec(task_id, at, tenant="shop", ctx=ctx), agent=agent))
+
+    aged = make_store(RetentionConfig(max_age=0, max_tasks=0))
+    await task(aged, "z-old", "c-age", T0, "candidate")
+    await task(aged, "a-new", "c-age", T0 + 5, None)
+    assert await aged.prune(T0 + 1, kept) == 1
+    assert await aged.claimed("m:shop:c:c-age") is None  # its newer task still says
+    assert await aged.prune(T0 + 10, kept) == 1
+    assert await aged.claimed("m:shop:c:c-age") == "primary"
+    counted = make_store(RetentionConfig(max_age=0, max_tasks=1))
+    await task(counted, "z-old", "c-count", T0, "primary")
+    await task(counted, "a-new", "c-count", T0 + 5, "candidate")
+    assert await counted.prune(None, kept) == 1
+    assert await counted.claimed("m:shop:c:c-count") is None
+    await task(counted, "other", "c-other", T0 + 9, None)
+    assert await counted.prune(None, kept) == 1
+    assert await counted.claimed("m:shop:c:c-count") == "candidate"
+    assert await aged.prune(T0 + 10, kept) == 1  # (c-other's, for the next)
+    await task(aged, "z-old", "c-both", T0, "candidate")
+    await task(aged, "a-new", "c-both", T0 + 5, "primary")
+    assert await aged.prune(T0 + 10, kept) == 2  # dropped at once
+    assert await aged.claimed("m:shop:c:c-both") == "primary"
+
+
 async def test_seen_once_atomic(make_store: MakeStore) -> None:
     a, b = make_store(), make_store()  # two connections (workers or replicas)
     results = await asyncio.gather(*(s.seen_once("n1", 60) for s in [a, b] * 25))
