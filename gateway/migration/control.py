@@ -114,19 +114,46 @@ class Control:
         record is on its way (the store may have answered before it)."""
         return began <= self._newest or self._writing > 0
 
-    def _apply(self, raw: str | None) -> None:
+    def _read(self, raw: str | None) -> tuple[object, float, list[dict[str, Any]]] | None:
+        """A stored record's basis, share and events (None: none, or unreadable)."""
         if raw is None:
-            return
+            return None
         try:
             record = json.loads(raw)
             events = [e for e in record.get("events", []) if isinstance(e, dict)]
-            share = float(record["share"])
+            return record.get("basis"), float(record["share"]), events[: self.config.keep]
         except (ValueError, KeyError, TypeError, AttributeError):
             log.warning("migration control record unreadable: ignored", tenant=self.tenant)
+            return None
+
+    def _apply(self, raw: str | None) -> None:
+        read = self._read(raw)
+        if read is None:
             return
-        self.events = events[: self.config.keep]
-        self._set(share if record.get("basis") == self.basis else configured_share(
-            self.config))
+        basis, share, self.events = read
+        self._set(share if basis == self.basis else configured_share(self.config))
+
+    async def adopt(self) -> None:
+        """Make this config's basis the store's, as the config is applied (at the start,
+        by a reload; this config's mode may be `off`): a record of another basis (a move
+        made under another mode or share, or a config in between) is replaced by one at
+        this config's share, its events kept; a record of this basis (a move made under
+        this config, here or in another process) stays. Without it, a config going back
+        to an earlier mode and share would find a move made under that one in force
+        again, though a config with its own mode or share ended it."""
+        if self.store is None:
+            return
+        try:
+            read = self._read(await self.store.claimed(self._key))
+            if read is None or read[0] == self.basis:
+                return
+            self.events = read[2]
+            await self.store.rebind(self._key, json.dumps({
+                "basis": self.basis, "share": configured_share(self.config),
+                "events": self.events}), RECORD_TTL)
+        except StoreError as exc:  # the moves of another basis are ignored (_apply) still
+            log.warning("migration control not adopted: the store refused it",
+                        tenant=self.tenant, error=str(exc))
 
     async def move(self, action: Move, by: str, reason: str) -> bool:
         """Roll the canary back (share 0) or promote the candidate (share 1), say so in

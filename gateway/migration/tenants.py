@@ -9,6 +9,7 @@ from typing import Any
 
 from gateway.config.models import BackendConfig, GatewayConfig
 from gateway.migration.api import Move
+from gateway.migration.control import Control
 from gateway.migration.falling_back import Retarget
 from gateway.migration.owners import owner_prefix
 from gateway.migration.sticky import PRIMARY
@@ -34,17 +35,25 @@ class Migrations:
         ``resumes``: streams resume from the journal."""
         self.active: dict[str, TenantMigration] = {}
         self.configured: list[str] = []  # every tenant with a migration block
+        self._off: list[Control] = []  # those in mode `off` (their moves end: adopt)
         for name, tenant in config.tenants.items():
             m = tenant.migration
             if m is None:
                 continue
             self.configured.append(name)
             if m.mode == "off":
+                self._off.append(Control(name, m, store))
                 continue
             before = previous.active.get(name) if previous is not None else None
             self.active[name] = TenantMigration(
                 name, m, routes[name], make_route(name, m.candidate), store, before,
                 retarget, waits, conversations, resumes)
+
+    async def adopt(self) -> None:
+        """This config's modes and shares made the store's (Control.adopt), before it
+        serves: a move made under another config ends here, in every process."""
+        for control in [*(m.control for m in self.active.values()), *self._off]:
+            await control.adopt()
 
     def kept_owners(self) -> dict[str, KeptOwner]:
         """What pruning the task index keeps of each tenant's conversations and tasks,

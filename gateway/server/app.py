@@ -138,6 +138,7 @@ class Server:
         try:
             if first.auth is not None:
                 await first.auth.prime()  # a JWK set file that cannot be used stops the start
+            await first.migration.adopt()
         except BaseException:
             # Not held yet, so stop() would not close it: its sessions and its relay
             # worker (which would read the store stop() closes) end here.
@@ -213,6 +214,7 @@ class Server:
                       shared_state=self._shared_state)
         if new.auth is not None:
             await new.auth.prime()
+        await new.migration.adopt()
         self.holder.current = new
         self.config = config
         # The replaced gateway's backends and relay close when its last call ends.

@@ -104,6 +104,38 @@ async def test_a_reload_keeps_the_moved_share_before_the_store_is_read(
     assert changed.events[0]["kind"] == "rollback"
 
 
+async def test_a_config_going_back_to_an_earlier_mode_and_share_starts_from_its_own(
+        make_store: MakeStore) -> None:
+    # "A move holds until a config changes the mode or the share": a config applied
+    # makes its basis the store's, so the earlier config's rollback is over for good.
+    def migrations(mode: str) -> Migrations:
+        config = parse_config({"tenants": {"shop": {
+            **v03("http://127.0.0.1:9/"), "migration": {
+                "mode": mode, "canary": {"share": 0.3},
+                "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"}}}},
+            "state": {"path": ":memory:"}})
+        routes = {"shop": route("http://127.0.0.1:9/")}
+        return Migrations(config, routes, lambda name, c: route(str(c.url)), make_store())
+
+    first = migrations("canary")
+    await first.adopt()
+    await first.move("shop", "rollback", "automatic")
+    for mode in ("cutover", "off"):  # a config between, with its own mode (or none)
+        between = migrations(mode)
+        await between.adopt()
+    back = migrations("canary")
+    await back.adopt()
+    report = await back.report("shop")
+    assert report is not None and report["share"] == 0.3
+    assert [e["kind"] for e in report["events"]] == ["rollback"]  # the history stays
+    # A restart, or another worker, with the config a move was made under keeps it.
+    await back.move("shop", "rollback", "automatic")
+    same = migrations("canary")
+    await same.adopt()
+    report = await same.report("shop")
+    assert report is not None and report["share"] == 0.0
+
+
 async def test_a_move_to_the_share_there_already_records_nothing(
         make_store: MakeStore) -> None:
     one = Control("shop", _config(), make_store())
