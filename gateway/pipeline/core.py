@@ -100,7 +100,9 @@ class Gateway:
         self.store = store
         self.relay = PushRelay(config, self.fetch_task, store=store)  # webhooks (relay/)
         # What calls show of tasks, who owns them.
-        self.tasks = TaskIndex(config, store, shared=shared_state)
+        self.tasks: TaskIndex = TaskIndex(
+            config, store, shared=shared_state,
+            previous=previous.tasks if previous is not None else None)
         # Each SSE stream's journal, for clients that resume (docs/streams.md).
         self.journals = Journals(store, config.state.journal)
         self.listing = TaskLister(self.tasks, self.unary)  # ListTasks from the index

@@ -63,11 +63,12 @@ class TaskIndex:
     without a store or with `state.tasks.record: false`."""
 
     def __init__(self, config: GatewayConfig, store: Store | None, shared: bool = True,
-                 ) -> None:
+                 previous: TaskIndex | None = None) -> None:
         """``shared``: other processes (workers, replicas) read ``store`` too, so a task
         is written before its creation is answered; alone (one process on SQLite), the
         readers of this process flush first instead, and the creation goes on at once
-        (its records kept until written: gateway/tasks/record.py)."""
+        (its records kept until written: gateway/tasks/record.py), also those of the
+        configs this one replaced (``previous``) while calls go on there."""
         settings = config.state.tasks
         self.settings = settings
         self.store = store if settings.record else None
@@ -76,6 +77,11 @@ class TaskIndex:
                                       settings.write_timeout, retain=not shared)
                          if store is not None and settings.record else None)
         self._probe: asyncio.Task[None] | None = None  # one store ping while it is failing
+        # The recorders of the configs this one replaced, while open (a call on one may
+        # have just created a task, answered without waiting: alone, see flush).
+        self._earlier: list[TaskRecorder] = [] if previous is None else [
+            r for r in (*previous._earlier, previous.recorder)
+            if r is not None and not r.closed]
         # Tenants in migration mode: ListTasks shows both agents' tasks, from the index.
         self.merged: frozenset[str] = frozenset()
         self._owned = {name: settings.ownership if t.task_ownership is None
@@ -251,12 +257,21 @@ class TaskIndex:
         for every id)."""
         assert self.recorder is not None
         if not self.waits:  # alone: what this process created, written first
-            try:
-                await self.recorder.flush()
-            except StoreError as exc:
-                raise store_unavailable("the task index cannot be read now", exc) from exc
+            await self.flush()
         stored = await self._stored(tenant, task_id)
         return None if stored is None else stored.owner
+
+    async def flush(self) -> None:
+        """What this process observed so far, written: by this config, and by those it
+        replaced whose calls go on (a task one created a moment before the reload is
+        read back by its owner); StoreUnavailable when it cannot be."""
+        assert self.recorder is not None
+        self._earlier = [r for r in self._earlier if not r.closed]
+        try:
+            for recorder in (*self._earlier, self.recorder):
+                await recorder.flush()
+        except StoreError as exc:
+            raise store_unavailable("the task index cannot be read now", exc) from exc
 
     async def agent_of(self, tenant: str, task_id: str) -> str | None:
         """The migration agent recorded with a task (None: none, or no such task); one

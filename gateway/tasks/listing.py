@@ -124,11 +124,7 @@ class TaskLister:
         return answer
 
     async def _flush(self) -> None:
-        assert self.index.recorder is not None
-        try:
-            await self.index.recorder.flush()
-        except StoreError as exc:
-            raise store_unavailable("the task index cannot be read now", exc) from exc
+        await self.index.flush()
 
     async def _page(self, query: TaskQuery, size: int, token: str) -> TaskPage:
         assert self.index.store is not None

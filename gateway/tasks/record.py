@@ -79,6 +79,7 @@ class TaskRecorder:
                  retain: bool = False) -> None:
         self.store = store
         self.retain = retain
+        self.closed = False  # its config's calls are over, and what it held is written
         self._backoff = 0.0  # seconds before retrying a batch put back (retain)
         self.capacity = capacity
         self.batch = batch
@@ -269,6 +270,7 @@ class TaskRecorder:
             log.warning("task index: observations not written at shutdown", left=len(self))
             if self._writer is not None:
                 self._writer.cancel()
+        self.closed = True
 
 
 def _settle(future: asyncio.Future[None]) -> None:

@@ -119,3 +119,26 @@ async def test_alone_wait_for_writes_always_waits_as_workers_do(tmp_path: Any) -
     finally:
         await index.close()
         await store.close()
+
+
+async def test_alone_a_creation_just_before_a_reload_is_read_back_after_it(
+        tmp_path: Any) -> None:
+    # A call still open on the config before a reload created the task (answered at
+    # once, its record kept for the writer); its owner's next call, on the new config,
+    # reads it back: the new config's reads flush the old one's records too.
+    store = SqliteStore(str(tmp_path / "state.db"))
+    before = alone(store, linger=60)
+    after = TaskIndex(parse_config({"tenants": {"t": v03("http://127.0.0.1:9/")},
+                                    "state": {"path": ":memory:", "tasks": {"linger": 60}}}),
+                      store, shared=False, previous=before)
+    try:
+        assert created(before, "t1", "carol") is None
+        await after.admit(call(ops.GET_TASK, pb.GetTaskRequest(id="t1"), "carol"))
+        written = await store.get_task("t", "t1")
+        assert written is not None and written.owner == "api_key:carol"
+        await before.close()  # its calls over: no longer asked, nor kept
+        await after.flush()
+        assert after._earlier == []
+    finally:
+        await after.close()
+        await store.close()
