@@ -36,18 +36,28 @@ class Migrations:
         self.active: dict[str, TenantMigration] = {}
         self.configured: list[str] = []  # every tenant with a migration block
         self._off: list[Control] = []  # those in mode `off` (their moves end: adopt)
+        # Each tenant in `off` that had a migration before: what it counted and learned,
+        # carried to the config that turns it on again (a reload through `off`).
+        self._resting: dict[str, TenantMigration] = {}
         for name, tenant in config.tenants.items():
             m = tenant.migration
             if m is None:
                 continue
             self.configured.append(name)
+            before = previous.carried(name) if previous is not None else None
             if m.mode == "off":
                 self._off.append(Control(name, m, store))
+                if before is not None:
+                    self._resting[name] = before
                 continue
-            before = previous.active.get(name) if previous is not None else None
             self.active[name] = TenantMigration(
                 name, m, routes[name], make_route(name, m.candidate), store, before,
                 retarget, waits, conversations, resumes)
+
+    def carried(self, tenant: str) -> TenantMigration | None:
+        """What ``tenant``'s migration under this config counted and learned (its own,
+        or the one it rested in `off` with), for the config that replaces this one."""
+        return self.active.get(tenant) or self._resting.get(tenant)
 
     async def adopt(self) -> None:
         """This config's modes and shares made the store's (Control.adopt), before it

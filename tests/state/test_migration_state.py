@@ -136,6 +136,25 @@ async def test_a_config_going_back_to_an_earlier_mode_and_share_starts_from_its_
     assert report is not None and report["share"] == 0.0
 
 
+async def test_a_reload_through_off_carries_what_the_report_counted() -> None:
+    def migrations(mode: str, previous: Migrations | None) -> Migrations:
+        config = parse_config({"tenants": {"shop": {
+            **v03("http://127.0.0.1:9/"), "migration": {
+                "mode": mode, "canary": {"share": 0.3},
+                "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"}}}}})
+        return Migrations(config, {"shop": route("http://127.0.0.1:9/")},
+                          lambda name, c: route(str(c.url)), None, previous)
+
+    canary = migrations("canary", None)
+    canary.active["shop"].stats.call("candidate", 0.01, "error")
+    resting = migrations("off", canary)
+    assert "shop" not in resting.active and await resting.report("shop") == {
+        "tenant": "shop", "mode": "off"}
+    again = migrations("canary", migrations("off", resting))  # off twice in a row
+    report = await again.report("shop")
+    assert report is not None and report["arms"]["candidate"]["errors"] == 1
+
+
 async def test_a_move_to_the_share_there_already_records_nothing(
         make_store: MakeStore) -> None:
     one = Control("shop", _config(), make_store())
