@@ -25,7 +25,8 @@ from collections.abc import Sequence
 
 import structlog
 
-from gateway.migration.sticky import ARMS, Arm
+from gateway.migration.agents import PLAIN, AgentNames
+from gateway.migration.sticky import Arm
 from gateway.state import Store, StoreError, store_unavailable
 
 log = structlog.get_logger("a2a_gateway.migration")
@@ -48,10 +49,12 @@ def owner_key(tenant: str, kind: str, ident: str) -> str:
 
 class Owners:
     def __init__(self, store: Store | None, ttl: float, capacity: int = LOCAL_ENTRIES,
-                 waits: bool = True) -> None:
+                 waits: bool = True, names: AgentNames = PLAIN) -> None:
         """``waits``: a binding that must be seen elsewhere is written before :meth:`bind`
-        returns (other workers or replicas read the store)."""
+        returns (other workers or replicas read the store); ``names``: what the store
+        records for each arm (gateway/migration/agents.py)."""
         self.store = store
+        self.names = names
         self.ttl = ttl
         self.waits = waits
         self.capacity = capacity
@@ -94,7 +97,8 @@ class Owners:
             found = await self.store.claimed(key)
         except StoreError as exc:
             raise store_unavailable("the migration's owners cannot be read now", exc) from exc
-        return self.remember(key, found) if found in ARMS else None
+        arm = self.names.read(found)
+        return None if arm is None else self.remember(key, arm)
 
     async def claim(self, tenant: str, kind: str, ident: str, arm: Arm) -> Arm:
         """Bind one conversation or task to ``arm`` unless bound already; the bound arm."""
@@ -168,8 +172,10 @@ class Owners:
                 await self._lingered()
             items, self._queued = list(self._queued.items()), {}
             waiting, self._waiting = self._waiting, []
+            written = self.names.written
             try:
-                bound = await self.store.claim_all(items, self.ttl)
+                bound = await self.store.claim_all([(k, written(a)) for k, a in items],
+                                                   self.ttl)
             except StoreError as exc:
                 failed = store_unavailable("the migration's owners cannot be written now")
                 log.warning("migration owners not written", error=str(exc),
@@ -185,9 +191,11 @@ class Owners:
                     if not done.done():
                         done.set_exception(store_unavailable("the gateway is closing"))
                 raise exc
+            read = self.names.read
             for (key, mine), value in zip(items, bound, strict=True):
-                if value != mine and value in ARMS:  # another process bound it first
-                    self.remember(key, value)
+                arm = read(value)
+                if arm is not None and arm != mine:  # another process bound it first
+                    self.remember(key, arm)
             for done in waiting:
                 if not done.done():
                     done.set_result(None)

@@ -30,6 +30,7 @@ from a2a.types import a2a_pb2 as pb
 from gateway.call import Call
 from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend, read_passed
+from gateway.migration.agents import AgentNames
 from gateway.migration.api import Move
 from gateway.migration.control import Control, configured_share
 from gateway.migration.falling_back import FallingBack, Retarget
@@ -90,8 +91,13 @@ class TenantMigration:
         self.config = config
         self.primary = primary
         self.candidate = candidate
-        self.owners: Owners = (previous.owners if previous is not None
-                               else Owners(store, config.owner_ttl))
+        # What the store records for each agent (agents.py); the owners this process
+        # follows are carried while both agents stay (else read anew by these names).
+        self.names = AgentNames(primary.config, candidate.config)
+        self._recorded_candidate = self.names.candidate
+        self.owners: Owners = (previous.owners
+                               if previous is not None and previous.names == self.names
+                               else Owners(store, config.owner_ttl, names=self.names))
         self.owners.ttl = config.owner_ttl
         self.owners.waits = waits
         self.control = Control(name, config, store,
@@ -172,7 +178,7 @@ class TenantMigration:
         if self._index is None:
             return PRIMARY
         agent = await self._index.agent_of(self.name, task_id)
-        return CANDIDATE if agent == CANDIDATE else PRIMARY
+        return CANDIDATE if self.names.read(agent) == CANDIDATE else PRIMARY
 
     async def _under_way(self, context_id: str) -> Arm | None:
         """The owner of a conversation no one bound that is under way already (None: a
@@ -187,7 +193,7 @@ class TenantMigration:
         if agent is None:
             return None
         key = self._contexts + context_id
-        if agent == CANDIDATE:
+        if self.names.read(agent) == CANDIDATE:
             return self.owners.remember(key, CANDIDATE)
         self.owners.bind_later([key], PRIMARY)
         return PRIMARY
@@ -196,7 +202,7 @@ class TenantMigration:
         ticket = Ticket(self, call, arm, new, passage.streaming)
         passage.migration = ticket
         if self.follows_index:  # the index records the agent with the call's tasks
-            call.ctx.outcome.agent = arm
+            call.ctx.outcome.agent = arm if arm == PRIMARY else self._recorded_candidate
         if arm == PRIMARY:
             # A resumed stream sends the agent nothing new: nothing to copy.
             if self.shadowing and self.shadow.wants(call) \

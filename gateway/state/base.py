@@ -84,8 +84,9 @@ class TaskRecord:
     updated_at: float
     owner: str | None = None
     backend: str = ""
-    # The agent of a migration that serves the task ("primary", "candidate"; None outside
-    # one): the first recorded stays, as the owner does. A migration follows the tasks
+    # The agent of a migration that serves the task ("primary", or "candidate@" and its
+    # address's fingerprint: gateway/migration/agents.py; None outside one): the first
+    # recorded stays, as the owner does. A migration follows the tasks
     # and conversations by it (gateway/migration/tenant.py).
     agent: str | None = None
 

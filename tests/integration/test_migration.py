@@ -14,7 +14,9 @@ from typing import Any
 import aiohttp
 import pytest
 
+from gateway.config.backend import BackendConfig
 from gateway.demo.agent import start_demo_agent
+from gateway.migration.agents import fingerprint
 from tests.support.helpers import MakeGateway, free_port
 from tests.support.waiting import wait_until
 
@@ -262,8 +264,9 @@ async def test_the_candidates_conversations_are_followed_by_the_index_not_bound(
                                               canary={"share": 1.0})}, state=state)
     tasks = await _started(http, here, 3)
     assert _rows(db, "SELECT key FROM once WHERE key LIKE 'migration:shop:%'") == []
+    recorded = "candidate@" + fingerprint(BackendConfig(url=candidate, version="0.3"))
     assert sorted(_rows(db, "SELECT task_id, agent FROM tasks WHERE tenant = 'shop'")) == \
-        sorted((t["id"], "candidate") for t in tasks)
+        sorted((t["id"], recorded) for t in tasks)
     there = await make_gateway({"shop": tenant(primary, candidate, mode="canary",
                                                canary={"share": 0.0})}, state=state)
     got = await call(http, there, "tasks/get", {"id": tasks[0]["id"]})

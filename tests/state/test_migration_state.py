@@ -532,7 +532,7 @@ async def test_the_candidates_new_conversation_waits_for_no_binding_where_the_in
     sent = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(
         message_id="m", parts=[pb.Part(text="hello")])))
     passage = await chosen(m, sent)
-    assert ticket(passage).arm == "candidate" and sent.ctx.outcome.agent == "candidate"
+    assert ticket(passage).arm == "candidate" and sent.ctx.outcome.agent == m.names.candidate
     assert m.answered(sent, ticket(passage), pb.SendMessageResponse(
         task=pb.Task(id="t-c", context_id="c-c"))) is None
     await m.owners.flushed()
@@ -550,7 +550,7 @@ async def test_the_candidates_new_conversation_waits_for_no_binding_where_the_in
         task=pb.Task(id="t-b", context_id="c-b")))
     assert waiting is not None
     await waiting
-    assert await store.claimed("migration:shop:task:t-b") == "candidate"
+    assert await store.claimed("migration:shop:task:t-b") == bare.names.candidate
 
 
 def _index(store: object) -> TaskIndex:
@@ -658,7 +658,7 @@ async def test_a_task_the_candidates_message_names_is_bound_for_the_index_has_no
         artifact_update=pb.TaskArtifactUpdateEvent(task_id="t-a", context_id="c-a")))
     there = make_store()
     assert [await there.claimed(f"migration:shop:{key}") for key in (
-        "task:t-m", "context:c-m", "task:t-a", "context:c-a")] == ["candidate"] * 4
+        "task:t-m", "context:c-m", "task:t-a", "context:c-a")] == [m.names.candidate] * 4
 
 
 async def test_the_primarys_new_conversation_a_message_answered_is_bound_before_the_answer(

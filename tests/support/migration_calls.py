@@ -28,12 +28,13 @@ def route(url: str) -> Any:
 
 
 def migration(share: float, store: Store | None = None,
-              conversations: Conversations | None = None) -> TenantMigration:
-    primary, candidate = route("http://127.0.0.1:1/"), route("http://127.0.0.1:2/")
+              conversations: Conversations | None = None,
+              primary: str = "http://127.0.0.1:1/",
+              candidate: str = "http://127.0.0.1:2/") -> TenantMigration:
     config = MigrationConfig.model_validate({
-        "candidate": {"url": "http://127.0.0.1:2/", "version": "1.0"},
+        "candidate": {"url": candidate, "version": "1.0"},
         "mode": "canary", "canary": {"share": share}})
-    return TenantMigration("shop", config, primary, candidate, store,
+    return TenantMigration("shop", config, route(primary), route(candidate), store,
                            conversations=conversations)
 
 

@@ -114,7 +114,7 @@ async def test_a_new_conversation_that_falls_back_is_recorded_as_the_primarys() 
     assert m.follows_index
     c = new_conversation()
     passage = await chosen(m, c)
-    assert ticket(passage).arm == CANDIDATE and c.ctx.outcome.agent == CANDIDATE
+    assert ticket(passage).arm == CANDIDATE and c.ctx.outcome.agent == m.names.candidate
     ticket(passage).fell_back()
     assert ticket(passage).arm == PRIMARY and c.ctx.outcome.agent == PRIMARY
     # Outside a migration the index follows (none here), calls carry no agent.
