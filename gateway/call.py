@@ -75,9 +75,13 @@ class CallOutcome:
     response_headers: dict[str, str] = field(default_factory=dict)
     events: int = 0
     forwarded: bool = False  # passed through as sent (same dialect on both sides)
-    # The agent of the tenant's migration that serves the call ("primary", "candidate";
-    # None: no migration follows it by the task index, which records it with its tasks).
+    # The agent of the tenant's migration that serves the call ("primary", "candidate@"
+    # and its address's digest: gateway/migration/agents.py; None: no migration follows
+    # it by the task index, which records it with its tasks).
     agent: str | None = None
+    # A stream read on into the journal after its client left: the backend's error that
+    # ended it (nobody is told; the migration counts it against its agent).
+    held_error: Exception | None = None
 
 
 @dataclass(slots=True)  # not frozen: one per call (see WireRequest, dialects/contract.py)

@@ -148,11 +148,15 @@ class Ticket:
                         tb: TracebackType | None) -> None:
         # Cancelled: the client left, or the journal's hold ran out on a stream read on
         # after it (the call was made: counted, not against the agent); anything else
-        # not an Exception (the process ends): no verdict.
+        # not an Exception (the process ends): no verdict. A stream read on after its
+        # client left ends here without an error; the backend's that ended it is kept.
         cancelled = isinstance(exc, asyncio.CancelledError)
         if exc is not None and not isinstance(exc, Exception) and not cancelled:
             return
-        backend_seconds = self.call.ctx.outcome.backend_seconds
+        outcome = self.call.ctx.outcome
+        if exc is None:
+            exc = outcome.held_error
+        backend_seconds = outcome.backend_seconds
         self.seconds = (backend_seconds if backend_seconds is not None
                         else time.monotonic() - self.started)
         self.count("ok" if cancelled else verdict_of(exc))

@@ -225,14 +225,17 @@ async def _hold(call: Call, plan: StreamPlan, turn: Turn, streams: Streams | Non
     HELD_STREAMS.inc()
     if plan.unread is not None:
         plan.reads, plan.unread = _rest_first(plan.unread, plan.reads), None
+    hold = asyncio.timeout(plan.journal.config.hold)
     try:
-        async with asyncio.timeout(plan.journal.config.hold):
+        async with hold:
             await _pump(call, plan, _NoClient(), turn, None)
     except asyncio.CancelledError:
         if streams is None or not streams.draining:
             raise
         asyncio.current_task().uncancel()  # type: ignore[union-attr]
     except Exception as exc:  # the backend's error or timeout: nobody to tell
+        if not hold.expired():  # the hold running out is no one's failure
+            call.ctx.outcome.held_error = exc
         log.info("held stream ended", task_id=plan.journal.task_id[:64],
                  reason=type(exc).__name__)
 
