@@ -62,6 +62,9 @@ class Owners:
         self._known: OrderedDict[str, Arm] = OrderedDict()
         self._queued: dict[str, Arm] = {}
         self._waiting: list[asyncio.Future[None]] = []
+        # The write on its way: its bindings, and who waits for it.
+        self._writing: dict[str, Arm] = {}
+        self._writing_waiters: list[asyncio.Future[None]] = []
         self._writer: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None  # a caller waits: the linger ends now
         self._flushing = False  # closing: what is queued is written without a linger
@@ -139,13 +142,23 @@ class Owners:
         if not (wait and self.waits):
             self.bind_later(keys, arm)
             return
-        if not self._taken(keys, arm, wait=True):
+        if self._taken(keys, arm, wait=True):
+            waiting = self._waiting
+        elif any(k in self._writing for k in keys):
+            waiting = self._writing_waiters
+        elif any(k in self._queued for k in keys):
+            waiting = self._waiting
+        else:
             return
+        # Known but not written yet (two calls raced for one new conversation, the other
+        # took it): this call waits for the write that carries it too, or its answer
+        # would go out before another process can read the owner.
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(done)
-        if self._wake is not None:
-            self._wake.set()
-        self._start()
+        waiting.append(done)
+        if waiting is self._waiting:
+            if self._wake is not None:
+                self._wake.set()
+            self._start()
         await done
 
     def _start(self) -> None:
@@ -170,12 +183,12 @@ class Owners:
             # those that came while the last write was on its way.
             if not self._waiting and not self._flushing:
                 await self._lingered()
-            items, self._queued = list(self._queued.items()), {}
-            waiting, self._waiting = self._waiting, []
-            written = self.names.written
+            self._writing, self._queued = self._queued, {}
+            items = list(self._writing.items())
+            self._writing_waiters = waiting = self._waiting
+            self._waiting = []
             try:
-                bound = await self.store.claim_all([(k, written(a)) for k, a in items],
-                                                   self.ttl)
+                bound = await self._claimed(items)
             except StoreError as exc:
                 failed = store_unavailable("the migration's owners cannot be written now")
                 log.warning("migration owners not written", error=str(exc),
@@ -199,6 +212,16 @@ class Owners:
             for done in waiting:
                 if not done.done():
                     done.set_result(None)
+
+    async def _claimed(self, items: Sequence[tuple[str, Arm]]) -> list[str]:
+        """The write of ``items`` on its way (:attr:`_writing`): what the store holds for
+        each key after it."""
+        assert self.store is not None
+        written = self.names.written
+        try:
+            return await self.store.claim_all([(k, written(a)) for k, a in items], self.ttl)
+        finally:
+            self._writing = {}  # a caller that joins from now on waits for the next write
 
     def _forget(self, items: Sequence[tuple[str, Arm]]) -> None:
         """Drop from the local table the bindings of a write the store refused, where

@@ -393,6 +393,31 @@ async def test_a_binding_the_store_refused_is_written_by_the_next_bind(
     assert refused.writes == [[c1]] and alone.known(c1) == "primary"
 
 
+async def test_a_call_racing_for_a_binding_another_call_took_waits_for_its_write(
+        make_store: MakeStore) -> None:
+    # Two calls of one new conversation (a context id the client chose) in one process:
+    # the second found the key taken and answered at once, before the first's write, so
+    # a follow-up through another replica could find no owner yet.
+    owners = Owners(make_store(), 60)
+    gated = _GatedWrites(owners)
+    gated.gate.clear()
+    first = asyncio.create_task(owners.bind(["k-1", "k-2"], "candidate"))
+    await wait_until(lambda: gated.writes, "the first write started")
+    racing = asyncio.create_task(owners.bind(["k-1"], "candidate"))  # on its way
+    queued_first = asyncio.create_task(owners.bind(["k-3"], "candidate"))
+    await wait_until(lambda: owners.known("k-3") is not None, "k-3 was taken")
+    queued_racing = asyncio.create_task(owners.bind(["k-3"], "candidate"))  # queued
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not (racing.done() or queued_racing.done())
+    gated.gate.set()
+    await asyncio.gather(first, racing, queued_first, queued_racing)
+    assert gated.writes == [["k-1", "k-2"], ["k-3"]]
+    # Written: a bind of a known key answers at once, with no write.
+    await owners.bind(["k-1", "k-3"], "candidate")
+    assert gated.writes == [["k-1", "k-2"], ["k-3"]]
+
+
 async def test_bindings_no_call_waits_for_linger_even_behind_a_write(
         make_store: MakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     # A binding that came while a write was on its way lingers for the next one: a write
