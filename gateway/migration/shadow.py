@@ -38,10 +38,12 @@ from gateway.observability.metrics import (
     MIGRATION_DIFFS,
     migration_call,
 )
+from gateway.streams.v03_repair import SettledEnd
 from translators import operations as ops
 from translators.answer_diff import CompareRules, Difference, compare, render
 from translators.answer_view import Outcome
 from translators.errors import A2AError, a2a_error
+from translators.versions import V03
 from translators.vocabulary import ends_stream
 
 log = structlog.get_logger("a2a_gateway.migration")
@@ -280,6 +282,9 @@ class Shadow:
     async def _events(self, backend: Backend, copy: Call) -> list[pb.StreamResponse]:
         events: list[pb.StreamResponse] = []
         read = 0
+        # A v0.3 agent's stream is settled as the client's is (the status that ends its
+        # task, read when it closes first): the primary's recorded events were.
+        settled = SettledEnd(backend, copy) if backend.config.version == V03 else None
         async for batch in backend.stream(copy):
             for event in batch:
                 read += event.ByteSize()
@@ -288,6 +293,10 @@ class Shadow:
                 events.append(event)
                 if len(events) >= self.config.max_events:
                     return events
+                if settled is not None:
+                    settled.event(event)
+        if settled is not None:
+            events.extend(await settled.end())
         return events
 
     async def _cancel(self, call: Call, task_id: str) -> None:

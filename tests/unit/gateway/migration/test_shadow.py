@@ -10,6 +10,7 @@ from typing import Any
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call, CallContext, ClientFacts
+from gateway.config.backend import BackendConfig
 from gateway.config.migration import MigrationConfig, RollbackConfig, ShadowConfig
 from gateway.migration.counterparts import outcome_ids
 from gateway.migration.shadow import Shadow
@@ -33,8 +34,10 @@ class Agent:
     """`ask` opens a task that waits for input, which the next message completes; `work`
     one that keeps working; GetTask and CancelTask as an agent answers them."""
 
-    def __init__(self, name: str, tasks: dict[str, pb.Task] | None = None) -> None:
+    def __init__(self, name: str, tasks: dict[str, pb.Task] | None = None,
+                 version: str = "1.0") -> None:
         self.name = name
+        self.config = BackendConfig(url=f"http://{name}/", version=version)
         self.tasks = {} if tasks is None else tasks  # shared: one storage for two agents
         self.ids = itertools.count()
         self.calls: list[tuple[str, Any]] = []
@@ -281,6 +284,38 @@ async def test_a_primary_stream_past_max_bytes_is_not_kept_nor_copied() -> None:
     assert held.events is None and m.stats.shadow.skipped == 1
     assert await held.end() == ()  # no copy made
     assert m.shadow.in_flight == 0
+
+
+class _ClosesEarly(Agent):
+    """Streams its task working, then closes the stream before the status that ends it
+    (as a v0.3 agent may); its task is completed by then."""
+
+    def stream(self, copy: Call) -> Any:
+        task = pb.Task(id="t-early", context_id="c-early")
+        task.status.state = DONE
+        self.tasks[task.id] = task
+
+        async def batches() -> Any:
+            yield [pb.StreamResponse(status_update=pb.TaskStatusUpdateEvent(
+                task_id="t-early", context_id="c-early",
+                status=pb.TaskStatus(state=WORKING)))]
+        return batches()
+
+
+async def test_a_v03_copys_stream_is_settled_as_the_clients_is() -> None:
+    # The primary's recorded events went through the v0.3 repair that ends a stream
+    # with its task's status: a v0.3 copy read raw differed in its shape every time.
+    old = _ClosesEarly("candidate", version="0.3")
+    shadow = make_shadow(Agent("primary"), old)
+    events = await shadow._events(old, call(ops.STREAM, message("stream")))
+    assert [e.status_update.status.state for e in events] == [WORKING, DONE]
+    assert [name for name, _ in old.calls] == [ops.GET_TASK]
+    # A v1.0 stream ends where its agent ends it: nothing is read after it.
+    new = _ClosesEarly("candidate")
+    events = await make_shadow(Agent("primary"), new)._events(
+        new, call(ops.STREAM, message("stream")))
+    assert [e.status_update.status.state for e in events] == [WORKING]
+    assert new.calls == []
 
 
 async def test_a_copy_reads_no_further_than_max_bytes() -> None:
