@@ -58,13 +58,20 @@ def _answered(answer: ProtoMessage | None) -> Outcome:
     return answer if answer is not None else pb.Task()
 
 
+def without_push_config(request: ProtoMessage) -> ProtoMessage:
+    """``request`` as a copy sends it and the report shows it: without the client's push
+    config (its webhook's address, token and credentials are the client's secrets)."""
+    copy = type(request)()
+    copy.CopyFrom(request)
+    if isinstance(copy, pb.SendMessageRequest) and copy.HasField("configuration"):
+        copy.configuration.ClearField("task_push_notification_config")
+    return copy
+
+
 def copy_of(call: Call) -> Call:
     """The call as a copy sends it: the same canonical request (without a push config)
     and headers, as the gateway's own call (no client to answer, nothing admitted)."""
-    request = type(call.request)()
-    request.CopyFrom(call.request)
-    if isinstance(request, pb.SendMessageRequest) and request.HasField("configuration"):
-        request.configuration.ClearField("task_push_notification_config")
+    request = without_push_config(call.request)
     facts = ClientFacts(SHADOW_BINDING, call.ctx.facts.request_id,
                         call.ctx.backend_headers, internal=True)
     ctx = CallContext(facts, call.ctx.client_version, tenant=call.ctx.tenant)
@@ -323,10 +330,9 @@ def _latency(primary: float, candidate: float) -> Difference:
 
 def _disagreement(call: Call, primary: Outcome, candidate: Outcome, primary_seconds: float,
                   candidate_seconds: float, found: Sequence[Difference]) -> dict[str, Any]:
-    request: ProtoMessage = call.request
     return {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
             "operation": call.op.name, "request_id": call.ctx.facts.request_id,
-            "request": render(request), "primary": render(primary),
+            "request": render(without_push_config(call.request)), "primary": render(primary),
             "candidate": render(candidate),
             "primary_ms": round(primary_seconds * 1000, 3),
             "candidate_ms": round(candidate_seconds * 1000, 3),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from typing import Any
 
 from a2a.types import a2a_pb2 as pb
@@ -124,6 +125,35 @@ async def test_a_conversation_that_waits_for_its_client_is_carried_on_at_the_can
     assert [r.message.task_id for r in candidate.sent(ops.SEND)] == ["", "c-task-0"]
     assert [r.id for r in candidate.sent(ops.GET_TASK)] == ["c-task-0"]
     assert shadow.stats.shadow.agreed == 3 and not shadow.stats.disagreements
+
+
+class _Finishes(Agent):
+    """Completes at once what the primary leaves waiting for input: every message's
+    copy disagrees."""
+
+    async def unary(self, call: Call) -> Any:
+        answer = await super().unary(call)
+        if call.op.name == ops.SEND:
+            answer.task.status.state = DONE
+        return answer
+
+
+async def test_a_disagreement_shows_no_push_config_of_the_client() -> None:
+    # The copy was sent without it, but the report showed the client's request whole:
+    # its webhook's address, token and credentials, on the admin page and API.
+    primary, candidate = Agent("p"), _Finishes("c")
+    shadow = make_shadow(primary, candidate)
+    request = message("ask")
+    push = request.configuration.task_push_notification_config
+    push.url, push.token = "https://hooks.example/secret-path?sig=abc", "CLIENT-TOKEN"
+    push.authentication.scheme, push.authentication.credentials = "Bearer", "CLIENT-CRED"
+    await answered(shadow, primary, ops.SEND, request)
+    [shown] = shadow.stats.disagreements
+    text = json.dumps(shown)
+    assert not any(secret in text for secret in ("hooks.example", "CLIENT-TOKEN",
+                                                 "CLIENT-CRED"))
+    assert "ask" in json.dumps(shown["request"])  # the rest of the request is shown
+    assert request.configuration.task_push_notification_config.token == "CLIENT-TOKEN"
 
 
 async def test_a_task_a_message_copy_left_working_is_cancelled() -> None:
