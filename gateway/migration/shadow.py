@@ -303,7 +303,11 @@ class Shadow:
                 if settled is not None:
                     settled.event(event)
         if settled is not None:
-            events.extend(await settled.end())
+            for event in await settled.end():  # bounded as the agent's own events are
+                read += event.ByteSize()
+                if read > self.config.max_bytes:
+                    return events
+                events.append(event)
         return events
 
     async def _cancel(self, call: Call, task_id: str) -> None:

@@ -320,9 +320,13 @@ class _ClosesEarly(Agent):
     """Streams its task working, then closes the stream before the status that ends it
     (as a v0.3 agent may); its task is completed by then."""
 
+    said = ""  # the text of the status that ends the task
+
     def stream(self, copy: Call) -> Any:
         task = pb.Task(id="t-early", context_id="c-early")
         task.status.state = DONE
+        if self.said:
+            task.status.message.parts.add().text = self.said
         self.tasks[task.id] = task
 
         async def batches() -> Any:
@@ -346,6 +350,12 @@ async def test_a_v03_copys_stream_is_settled_as_the_clients_is() -> None:
         new, call(ops.STREAM, message("stream")))
     assert [e.status_update.status.state for e in events] == [WORKING]
     assert new.calls == []
+    # The settled status is bounded as the agent's own events are (max_bytes).
+    big = _ClosesEarly("candidate", version="0.3")
+    shadow = make_shadow(Agent("primary"), big, max_bytes=5_000)
+    big.said = "x" * 10_000
+    events = await shadow._events(big, call(ops.STREAM, message("stream")))
+    assert [e.status_update.status.state for e in events] == [WORKING]
 
 
 async def test_a_copy_reads_no_further_than_max_bytes() -> None:
