@@ -10,6 +10,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any, Literal
 
 from gateway.config.migration import RollbackConfig
@@ -92,7 +93,8 @@ class TenantStats:
     def carry(self, previous: TenantStats) -> None:
         """Keep what the config this one replaced had counted (a reload)."""
         self.arms, self.shadow = previous.arms, previous.shadow
-        self.disagreements.extend(previous.disagreements)
+        # Newest first: with a smaller `keep`, the newest are the ones kept.
+        self.disagreements.extend(islice(previous.disagreements, self.disagreements.maxlen))
         self._calls = previous._calls.resized(self.rules.window)
         self._compared = previous._compared.resized(self.rules.window)
 

@@ -156,3 +156,15 @@ async def test_a_stream_cut_off_by_cancelling_is_counted_not_against_the_agent()
         async with held:
             raise asyncio.CancelledError
     assert (m.stats.arms["candidate"].calls, m.stats.arms["candidate"].errors) == (1, 0)
+
+
+def test_a_reload_with_a_smaller_keep_keeps_the_newest_disagreements() -> None:
+    before = TenantStats(RollbackConfig(), keep=50)
+    for n in range(50):
+        before.disagreements.appendleft({"n": n})  # newest first, as the copies add them
+    after = TenantStats(RollbackConfig(), keep=5)
+    after.carry(before)
+    assert [d["n"] for d in after.disagreements] == [49, 48, 47, 46, 45]
+    larger = TenantStats(RollbackConfig(), keep=100)
+    larger.carry(before)
+    assert [d["n"] for d in larger.disagreements] == list(range(49, -1, -1))
