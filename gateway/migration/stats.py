@@ -89,9 +89,21 @@ class TenantStats:
         # The candidate's recent calls (by verdict) and comparisons (the disagreements).
         self._calls = Window(rules.window, _FAILED, clock)
         self._compared = Window(rules.window, ("differed",), clock)
+        self._share: float | None = None  # the canary's, as this process last used it
+
+    def share_set(self, share: float) -> None:
+        """The canary's share as this process uses it now. Where it rises from 0 (a
+        promotion, here or read from another process; a config with a share of its own
+        after a rollback), the rollback's windows start empty: the calls that rolled the
+        canary back do not roll it back again at its next call."""
+        if share > 0 and self._share == 0:
+            self._calls = Window(self.rules.window, _FAILED, self.clock)
+            self._compared = Window(self.rules.window, ("differed",), self.clock)
+        self._share = share
 
     def carry(self, previous: TenantStats) -> None:
         """Keep what the config this one replaced had counted (a reload)."""
+        self._share = previous._share
         self.arms, self.shadow = previous.arms, previous.shadow
         # Newest first: with a smaller `keep`, the newest are the ones kept.
         self.disagreements.extend(islice(previous.disagreements, self.disagreements.maxlen))

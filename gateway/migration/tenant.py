@@ -1,20 +1,10 @@
 """One tenant's migration: its candidate's route, who owns what, the share now, what was
 counted, and the shadow copies; and the choice of the agent a call goes to.
 
-Which agent serves a call:
-
-- a call on a task (GetTask, CancelTask, subscribe, push configs, a message to a task):
-  the agent that owns the task: bound, or recorded with the task's row in the task index;
-  a task of neither is the primary's (it predates the migration);
-- a message in a conversation (its contextId) whose owner is bound: that owner; one no
-  one bound that the task index holds a task of: the agent recorded with that task, or
-  the primary where none was (under way before the migration: bound to it);
-- a new conversation: by a stable hash of tenant + contextId (the caller's principal when
-  there is no context yet; the request id without a principal) against the share now;
-  its owner is bound once its answer (or stream) shows its ids, unless the task index
-  records it with the task the answer shows (README "Migrating an agent");
-- anything else (the extended card): the primary. ListTasks is answered from the task
-  index, which holds both agents' tasks.
+Which agent serves a call (docs/migration.md has the whole rule): a call on a task, its
+owner (bound, or recorded with the task's row in the task index; else the primary); a
+message in a conversation, its owner likewise; a new conversation, a stable hash against
+the share now (:meth:`TenantMigration.choose`); anything else, the primary.
 """
 
 from __future__ import annotations
@@ -100,13 +90,19 @@ class TenantMigration:
                                else Owners(store, config.owner_ttl, names=self.names))
         self.owners.ttl = config.owner_ttl
         self.owners.waits = waits
-        self.control = Control(name, config, store,
-                               on_share=MIGRATION_SHARE.labels(name).set)
         self.stats = TenantStats(config.rollback, config.keep)
-        self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
-                             candidate.backend, primary.backend, self.check_rollback)
         if previous is not None:  # a reload: what the config before counted and learned
             self.stats.carry(previous.stats)
+        gauge = MIGRATION_SHARE.labels(name)
+
+        def share_set(share: float) -> None:
+            gauge.set(share)
+            self.stats.share_set(share)
+
+        self.control = Control(name, config, store, on_share=share_set)
+        self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
+                             candidate.backend, primary.backend, self.check_rollback)
+        if previous is not None:
             self.control.carry(previous.control)
             self.shadow.carry(previous.shadow, previous.candidate.config == candidate.config,
                               previous.primary.config == primary.config)

@@ -132,6 +132,32 @@ async def test_a_canary_whose_failures_came_before_min_calls_is_rolled_back_late
     assert m.control.share == 0.0 and m.control.rolled_back_by() == "automatic"
 
 
+async def test_a_promotion_after_a_rollback_is_not_undone_by_the_calls_before_it() -> None:
+    # The failures that rolled the canary back were still in the window when the
+    # operator promoted the mended candidate: its next call rolled it back again.
+    m = migration(share=1.0)
+    m.stats = TenantStats(RollbackConfig.model_validate(
+        {"window": 60, "min_calls": 4, "max_error_rate": 0.3}), keep=3, clock=ManualClock())
+
+    async def counted(verdict: Verdict) -> None:
+        c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(message_id="m")))
+        ticket(await chosen(m, c)).count(verdict)
+
+    for verdict in ("error",) * 4:
+        await counted(verdict)
+    assert m._rolling is not None
+    await m._rolling
+    assert m.control.share == 0.0 and m.control.rolled_back_by() == "automatic"
+    await m.move("promote", "admin API", "mended")
+    await counted("error")  # one failure after the promotion: 1 of 1, below min_calls
+    assert m._rolling.done() and m.control.share == 1.0
+    for verdict in ("error",) * 3:  # the mended candidate fails again: rolled back
+        await counted(verdict)
+    await m._rolling
+    assert m.control.share == 0.0
+    assert [e["kind"] for e in m.control.events] == ["rollback", "promote", "rollback"]
+
+
 async def test_the_gateways_own_store_failure_is_not_counted_against_the_candidate() -> None:
     assert verdict_of(store_unavailable("the task index cannot be written now")) == "ok"
     assert verdict_of(a2a_error("BackendUnavailableError", "refused")) == "error"
