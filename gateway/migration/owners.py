@@ -67,7 +67,6 @@ class Owners:
         self._writing_waiters: list[asyncio.Future[None]] = []
         self._writer: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None  # a caller waits: the linger ends now
-        self._flushing = False  # closing: what is queued is written without a linger
 
     def remember(self, key: str, arm: Arm) -> Arm:
         """Follow ``key``'s owner in this process (only: what needs no write, as a task no
@@ -142,12 +141,10 @@ class Owners:
         if not (wait and self.waits):
             self.bind_later(keys, arm)
             return
-        if self._taken(keys, arm, wait=True):
-            waiting = self._waiting
+        if self._taken(keys, arm, wait=True) or any(k in self._queued for k in keys):
+            waiting = self._waiting  # the next write (after the one on its way, if any)
         elif any(k in self._writing for k in keys):
             waiting = self._writing_waiters
-        elif any(k in self._queued for k in keys):
-            waiting = self._waiting
         else:
             return
         # Known but not written yet (two calls raced for one new conversation, the other
@@ -181,7 +178,7 @@ class Owners:
             # Each batch no caller waits for lingers: the bindings that come meanwhile go
             # with it (one transaction, one hop to the store's thread, per LINGER), also
             # those that came while the last write was on its way.
-            if not self._waiting and not self._flushing:
+            if not self._waiting:
                 await self._lingered()
             self._writing, self._queued = self._queued, {}
             items = list(self._writing.items())
@@ -240,15 +237,18 @@ class Owners:
 
     async def flushed(self) -> None:
         """The bindings taken so far, written (a closing gateway's last write: it does
-        not linger)."""
-        self._flushing = True
-        try:
+        not linger). Those taken meanwhile are not waited for: the config a reload put in
+        place of a closing one may share these owners, and goes on binding."""
+        loop = asyncio.get_running_loop()
+        writes: list[asyncio.Future[None]] = []
+        if self._writing:
+            writes.append(loop.create_future())
+            self._writing_waiters.append(writes[-1])
+        if self._queued:
+            writes.append(loop.create_future())
+            self._waiting.append(writes[-1])  # a write someone waits for: no linger
             if self._wake is not None:
                 self._wake.set()
-            if self._queued:
-                self._start()
-            writer = self._writer
-            if writer is not None and not writer.done():
-                await asyncio.wait([writer])
-        finally:
-            self._flushing = False
+            self._start()
+        if writes:  # a store refusing them has been logged
+            await asyncio.gather(*writes, return_exceptions=True)

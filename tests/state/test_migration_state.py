@@ -418,6 +418,46 @@ async def test_a_call_racing_for_a_binding_another_call_took_waits_for_its_write
     assert gated.writes == [["k-1", "k-2"], ["k-3"]]
 
 
+async def test_a_bind_waits_for_each_of_its_keys_write(make_store: MakeStore) -> None:
+    # One key in the write on its way, the other queued behind it: the call answered
+    # after the first write, before another process could read the second owner.
+    owners = Owners(make_store(), 60)
+    gated = _GatedWrites(owners)
+    gated.gate.clear()
+    first = asyncio.create_task(owners.bind(["ctx"], "candidate"))
+    await wait_until(lambda: gated.writes, "the first write started")
+    owners.bind_later(["task"], "candidate")
+    both = asyncio.create_task(owners.bind(["ctx", "task"], "candidate"))
+    gated.gate.set()
+    await first
+    await both
+    assert gated.writes == [["ctx"], ["task"]]
+    assert await gated.store.claimed("task") == "candidate"
+
+
+async def test_a_closing_configs_flush_waits_only_for_what_was_taken_before_it(
+        make_store: MakeStore) -> None:
+    # A reload that keeps both agents shares the owners between the closing config and
+    # the new one, whose calls go on binding: the close wrote on, with no linger, for as
+    # long as bindings kept coming.
+    owners = Owners(make_store(), 60)
+    gated = _GatedWrites(owners)
+    feeding = True
+
+    async def fed(items: list[tuple[str, str]], ttl: float) -> list[str | None]:
+        if feeding and len(gated.writes) < 20:  # the new config's calls meanwhile
+            owners.bind_later([f"k-{len(gated.writes) + 1}"], "primary")
+        return await gated.claim_all(items, ttl)
+
+    owners.store.claim_all = fed  # type: ignore[union-attr, method-assign]
+    owners.bind_later(["k-0"], "primary")
+    await owners.flushed()
+    assert gated.writes == [["k-0"]]
+    feeding = False
+    await owners.flushed()  # the last one: what came meanwhile
+    assert gated.writes == [["k-0"], ["k-1"]]
+
+
 async def test_bindings_no_call_waits_for_linger_even_behind_a_write(
         make_store: MakeStore, monkeypatch: pytest.MonkeyPatch) -> None:
     # A binding that came while a write was on its way lingers for the next one: a write
