@@ -256,10 +256,16 @@ class TaskIndex:
         processes read the store; alone, this process's flush comes first (the same
         for every id)."""
         assert self.recorder is not None
-        if not self.waits:  # alone: what this process created, written first
-            await self.flush()
+        await self._written_first()
         stored = await self._stored(tenant, task_id)
         return None if stored is None else stored.owner
+
+    async def _written_first(self) -> None:
+        """Alone (no other process writes the store), what this process recorded is
+        written before a read of it: else a task it created a moment ago would read as
+        none (for a migration, as the primary's, and followed there after)."""
+        if not self.waits and self.recorder is not None:
+            await self.flush()
 
     async def flush(self) -> None:
         """What this process observed so far, written: by this config, and by those it
@@ -277,7 +283,10 @@ class TaskIndex:
         """The migration agent recorded with a task (None: none, or no such task); one
         store read. A migration asks it of a task no one bound (gateway/migration/
         tenant.py)."""
-        stored = None if self.store is None else await self._stored(tenant, task_id)
+        if self.store is None:
+            return None
+        await self._written_first()
+        stored = await self._stored(tenant, task_id)
         return None if stored is None else stored.agent
 
     async def _stored(self, tenant: str, task_id: str) -> TaskRecord | None:
@@ -295,6 +304,7 @@ class TaskIndex:
         follows (gateway/migration/tenant.py)."""
         if self.store is None:
             return None
+        await self._written_first()
         try:
             page = await self.store.list_tasks(TaskQuery(tenant, context_id=context_id), 1)
         except StoreError as exc:
