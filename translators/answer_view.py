@@ -24,6 +24,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators.errors import A2AError
+from translators.id_mask import MIN_MASKED_ID, masker
 from translators.vocabulary import IMPLIED_MEDIA_TYPE
 
 # A unary answer, an error, or a stream's events in order.
@@ -32,8 +33,6 @@ Outcome: TypeAlias = ProtoMessage | A2AError | Sequence[pb.StreamResponse]
 # Fields that name a run's objects. Their values are masked where strings quote them.
 _ID_FIELDS = frozenset({"id", "context_id", "task_id", "message_id", "artifact_id",
                         "reference_task_ids"})
-# Shorter ids ("t1") would be masked inside ordinary words; real ids (UUIDs) are longer.
-_MIN_MASKED_ID = 8
 # The fields of a run's own values, left out of the view of an answer that has no view of
 # its own (those of operations other than the message ones): fields of these names, and
 # "id" in the messages whose id is the run's.
@@ -102,10 +101,10 @@ def view_of(outcome: Outcome) -> AnswerView:
     if isinstance(outcome, A2AError):
         return AnswerView("error", error=outcome.kind.name)
     if isinstance(outcome, ProtoMessage):
-        return _answer_view(outcome, _masker(_ids_in([outcome])))
+        return _answer_view(outcome, masker(_ids_in([outcome])))
     events = list(outcome)
     answer, states = assemble_stream(events)
-    view = _answer_view(answer, _masker(_ids_in(events))) if answer is not None \
+    view = _answer_view(answer, masker(_ids_in(events))) if answer is not None \
         else AnswerView("none")
     return replace(view, states=states)
 
@@ -263,19 +262,7 @@ def _ids_in(messages: Iterable[ProtoMessage]) -> set[str]:
                 stack.extend(_sub_messages(field, value))
             elif field.name in _ID_FIELDS:
                 found.update(value if field.is_repeated else [value])
-    return {i for i in found if len(i) >= _MIN_MASKED_ID}
-
-
-def _masker(ids: set[str]) -> Masker:
-    # Longest first: an id that contains another is masked whole.
-    ordered = sorted(ids, key=lambda i: (-len(i), i))
-
-    def mask(text: str) -> str:
-        for run_id in ordered:
-            if run_id in text:
-                text = text.replace(run_id, "{id}")
-        return text
-    return mask
+    return {i for i in found if len(i) >= MIN_MASKED_ID}
 
 
 def _without_run_fields(message: ProtoMessage) -> ProtoMessage:
