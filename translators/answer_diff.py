@@ -86,10 +86,17 @@ class Difference:
     candidate: str
 
 
+# Differences listed for one comparison, at most; past it only the first of each kind
+# (what the counts by kind read): a table whose every cell differs made one difference
+# per cell, hundreds of thousands for one large answer.
+MAX_LISTED = 1_000
+
+
 def compare(primary: Outcome, candidate: Outcome,
             rules: CompareRules = CompareRules()) -> list[Difference]:
     """The differences in meaning between two outcomes of one call, in document order
-    (none: the same answer). A stream is compared by its states (with another stream's
+    (none: the same answer), at most MAX_LISTED of them (then one more of each kind not
+    listed yet). A stream is compared by its states (with another stream's
     only) and by the answer its events build (with a stream's or a unary answer)."""
     a, b = view_of(primary), view_of(candidate)
     out = _Differences(rules)
@@ -128,14 +135,18 @@ class _Differences:
         self.rules = rules
         self.ignored_paths = tuple(parse_pattern(p) for p in rules.ignore)
         self.found: list[Difference] = []
+        self.kinds: set[str] = set()
 
     def ignored(self, path: Path) -> bool:
         return any(_matches(pattern, path) for pattern in self.ignored_paths)
 
     def add(self, kind: str, path: Path, primary: Any, candidate: Any) -> None:
+        found = self.found
+        if len(found) >= MAX_LISTED and kind in self.kinds:
+            return
         if not self.ignored(path):
-            self.found.append(Difference(kind, path_text(path), shown(primary),
-                                         shown(candidate)))
+            found.append(Difference(kind, path_text(path), shown(primary), shown(candidate)))
+            self.kinds.add(kind)
 
 
 def _task(out: _Differences, a: AnswerView, b: AnswerView) -> None:

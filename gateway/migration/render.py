@@ -225,6 +225,8 @@ def table(report: dict[str, Any]) -> str:
         lines += _columns([[k, p, f"{a} → {b}"] for k, p, a, b in
                            (_diff_row(_dict(x)) for x in _list(d.get("differences")))],
                           indent="      ")
+        if _not_shown(d):
+            lines.append(f"      and {_not_shown(d)} more differences, not kept")
     return "\n".join(lines) + "\n"
 
 
@@ -278,11 +280,18 @@ def _side(title: str, d: dict[str, Any], key: str) -> str:
     return f"<div><h4>{_h(title)}</h4><pre>{html.escape(shown, quote=True)}</pre></div>"
 
 
+def _not_shown(d: dict[str, Any]) -> int:
+    more = d.get("differences_not_shown")
+    return more if isinstance(more, int) and not isinstance(more, bool) and more > 0 else 0
+
+
 def _disagreement_html(index: int, d: dict[str, Any]) -> str:
     diffs = [_diff_row(_dict(x), None) for x in _list(d.get("differences"))]
+    more = (f"<p>and {_not_shown(d)} more differences, not kept</p>" if _not_shown(d)
+            else "")
     return (f"<section class=\"dis\" id=\"d{index}\"><h3>{_h(_disagreement_line(d))}</h3>"
             + (_html_table(diffs, _DIFF_HEADER, "diffs") if diffs else
-               "<p>no difference listed</p>")
+               "<p>no difference listed</p>") + more
             + "<div class=\"sides\">" + _side("request", d, "request")
             + _side("primary answer", d, "primary")
             + _side("candidate answer", d, "candidate") + "</div></section>")

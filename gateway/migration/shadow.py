@@ -332,6 +332,10 @@ def _latency(primary: float, candidate: float) -> Difference:
                       f"{candidate * 1000:.1f} ms")
 
 
+# The differences a disagreement keeps for the report (each up to ~400 characters).
+SHOWN_DIFFERENCES = 100
+
+
 def _disagreement(call: Call, primary: Outcome, candidate: Outcome, primary_seconds: float,
                   candidate_seconds: float, found: Sequence[Difference]) -> dict[str, Any]:
     return {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -341,4 +345,5 @@ def _disagreement(call: Call, primary: Outcome, candidate: Outcome, primary_seco
             "primary_ms": round(primary_seconds * 1000, 3),
             "candidate_ms": round(candidate_seconds * 1000, 3),
             "differences": [{"kind": d.kind, "path": d.path, "primary": d.primary,
-                             "candidate": d.candidate} for d in found]}
+                             "candidate": d.candidate} for d in found[:SHOWN_DIFFERENCES]],
+            "differences_not_shown": max(0, len(found) - SHOWN_DIFFERENCES)}

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
-from google.protobuf import json_format
+from google.protobuf import json_format, struct_pb2
 
+from translators import answer_diff
 from translators.answer_diff import (
     KINDS,
     CompareRules,
@@ -393,3 +394,21 @@ def test_render_spells_numbers_json_has_not() -> None:
     assert view["metadata"] == {"a": "nan"}
     assert view["artifacts"][0]["parts"][0]["data"] == {"x": "inf"}
     assert compare(t, t) == []
+
+
+def test_a_comparison_lists_a_bounded_number_of_differences_and_every_kind() -> None:
+    # A data table whose every cell differs made one difference per cell (hundreds of
+    # thousands for one large answer, each kept in the report's memory).
+    def task(cells: list[object], text: str) -> pb.Task:
+        t = pb.Task(id="t-1", status=pb.TaskStatus(state=pb.TaskState.TASK_STATE_COMPLETED))
+        table = struct_pb2.Value()
+        table.list_value.extend(cells)
+        t.artifacts.add(artifact_id="a-1").parts.add().data.CopyFrom(table)
+        t.artifacts.add(artifact_id="a-2").parts.add(text=text)
+        return t
+
+    found = compare(task(list(range(3_000)), "total 3000"),
+                    task([str(n) for n in range(3_000)], "total: unknown"))
+    assert len(found) == answer_diff.MAX_LISTED + 1
+    assert {d.kind for d in found[:answer_diff.MAX_LISTED]} == {"data"}
+    assert found[-1].kind == "text" and found[-1].path == "artifacts[1].parts[0].text"

@@ -75,6 +75,15 @@ def test_the_table_lists_each_difference_as_kind_path_primary_candidate() -> Non
     assert '      state  status.state  "completed" → "failed"' in text
 
 
+def test_a_disagreement_with_more_differences_than_kept_says_how_many() -> None:
+    report = sample_report()
+    report["disagreements"][0]["differences_not_shown"] = 1_234
+    assert "      and 1234 more differences, not kept\n" in table(report)
+    assert "<p>and 1234 more differences, not kept</p>" in page(report)
+    report["disagreements"][0]["differences_not_shown"] = "lots"  # not a count: unsaid
+    assert "more differences" not in table(report) + page(report)
+
+
 def test_the_table_never_writes_a_terminal_escape() -> None:
     hostile = sample_report(tenant="t\x1b]0;owned\x07", mode="canary\u202e")
     hostile["events"][0]["reason"] = "bad\x1b[2J\r\nnews"

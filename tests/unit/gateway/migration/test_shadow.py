@@ -13,6 +13,7 @@ from a2a.types import a2a_pb2 as pb
 from gateway.call import Call, CallContext, ClientFacts
 from gateway.config.backend import BackendConfig
 from gateway.config.migration import MigrationConfig, RollbackConfig, ShadowConfig
+from gateway.migration import shadow as shadow_module
 from gateway.migration.counterparts import outcome_ids
 from gateway.migration.shadow import Shadow
 from gateway.migration.spare import MAX_PASSES
@@ -22,6 +23,7 @@ from gateway.migration.ticket import Ticket
 from tests.support.migration_calls import migration, route
 from tests.support.waiting import wait_until
 from translators import operations as ops
+from translators.answer_diff import Difference
 from translators.dialects.jsonrpc import JSONRPC_V10
 from translators.errors import a2a_error
 
@@ -371,3 +373,17 @@ async def test_a_copy_reads_no_further_than_max_bytes() -> None:
     shadow = make_shadow(Agent("primary"), candidate, max_bytes=5_500)
     events = await shadow._events(candidate, call(ops.STREAM, message("stream")))
     assert len(events) == 5 and len(candidate.calls) <= 5
+
+
+def test_a_disagreement_keeps_a_bounded_list_of_differences() -> None:
+    found = [Difference("data", f"artifacts[0].parts[0].data[{n}]", str(n), f'"{n}"')
+             for n in range(150)]
+    made = call(ops.GET_TASK, pb.GetTaskRequest(id="t-1"))
+    kept = shadow_module._disagreement(made, pb.Task(id="a"), pb.Task(id="b"), 0.001, 0.002,
+                                       found)
+    assert len(kept["differences"]) == shadow_module.SHOWN_DIFFERENCES == 100
+    assert kept["differences"][-1]["path"] == "artifacts[0].parts[0].data[99]"
+    assert kept["differences_not_shown"] == 50
+    few = shadow_module._disagreement(made, pb.Task(id="a"), pb.Task(id="b"), 0.001, 0.002,
+                                      found[:3])
+    assert (len(few["differences"]), few["differences_not_shown"]) == (3, 0)
