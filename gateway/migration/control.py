@@ -34,7 +34,15 @@ from gateway.state import Store, StoreError
 log = structlog.get_logger("a2a_gateway.migration")
 
 POLL = 1.0  # seconds between two reads of the store's record, per process
+SWAP_TRIES = 5  # reads and replaces of the record, at most, while other processes move it
 RECORD_TTL = 90 * 24 * 3600.0  # a record untouched for this long is forgotten
+
+
+class _Unread:
+    """The store's record could not be read (or there is no store)."""
+
+
+UNREAD = _Unread()
 
 
 def configured_share(config: MigrationConfig) -> float:
@@ -140,17 +148,21 @@ class Control:
         this config's share, its events kept; a record of this basis (a move made under
         this config, here or in another process) stays. Without it, a config going back
         to an earlier mode and share would find a move made under that one in force
-        again, though a config with its own mode or share ended it."""
+        again, though a config with its own mode or share ended it. The record is
+        replaced only as read (a move another process makes meanwhile is read again)."""
         if self.store is None:
             return
         try:
-            read = self._read(await self.store.claimed(self._key))
-            if read is None or read[0] == self.basis:
-                return
-            self.events = read[2]
-            await self.store.rebind(self._key, json.dumps({
-                "basis": self.basis, "share": configured_share(self.config),
-                "events": self.events}), RECORD_TTL)
+            for _ in range(SWAP_TRIES):
+                raw = await self.store.claimed(self._key)
+                read = self._read(raw)
+                if read is None or read[0] == self.basis:
+                    return
+                self.events = read[2]
+                if await self.store.swap(self._key, raw, json.dumps({
+                        "basis": self.basis, "share": configured_share(self.config),
+                        "events": self.events}), RECORD_TTL):
+                    return
         except StoreError as exc:  # the moves of another basis are ignored (_apply) still
             log.warning("migration control not adopted: the store refused it",
                         tenant=self.tenant, error=str(exc))
@@ -158,34 +170,64 @@ class Control:
     async def move(self, action: Move, by: str, reason: str) -> bool:
         """Roll the canary back (share 0) or promote the candidate (share 1), say so in
         the log and the events, and keep it in the store for every process; False when
-        the share is there already (read from the store first): nothing is recorded."""
-        await self.refresh()
+        the share is there already (read from the store first): nothing is recorded. The
+        store's record is replaced only as read: of two processes moving at once (each
+        worker's rollback seeing one outage), the second finds the share moved and
+        records nothing."""
         to = 0.0 if action == "rollback" else 1.0
-        if self.share == to:
-            log.info("migration share not moved: it is there already", tenant=self.tenant,
-                     action=action, by=by, share=to)
-            return False
-        event = {"at": _now_iso(), "kind": action, "from_share": self.share,
-                 "to_share": to, "by": by, "reason": reason}
-        self._set(to)
-        self.events = [event, *self.events][: self.config.keep]
-        self._newest = self._tick()  # a read begun before the move is outdated
-        log.warning("migration share moved", tenant=self.tenant, action=action, by=by,
-                    reason=reason, share=to)
-        if self.store is not None:
-            await self._record(self.store, json.dumps({"basis": self.basis, "share": to,
-                                                       "events": self.events}))
-        return True
+        for _ in range(SWAP_TRIES):
+            raw = await self._refreshed()
+            if self.share == to:
+                log.info("migration share not moved: it is there already",
+                         tenant=self.tenant, action=action, by=by, share=to)
+                return False
+            event = {"at": _now_iso(), "kind": action, "from_share": self.share,
+                     "to_share": to, "by": by, "reason": reason}
+            events = [event, *self.events][: self.config.keep]
+            record = json.dumps({"basis": self.basis, "share": to, "events": events})
+            if await self._recorded(raw, record):
+                self._set(to)
+                self.events = events
+                log.warning("migration share moved", tenant=self.tenant, action=action,
+                            by=by, reason=reason, share=to)
+                return True
+        log.warning("migration share not moved: the store's record kept changing",
+                    tenant=self.tenant, action=action, by=by)
+        return False
 
-    async def _record(self, store: Store, record: str) -> None:
-        """Keep a move's record in the store. A read begun before the write ends may
-        answer the record before it: outdated (:meth:`_outdated`)."""
+    async def _refreshed(self) -> str | _Unread | None:
+        """The store's record now, applied (UNREAD: no store, or it failed: the share
+        this process knows stands)."""
+        if self.store is None:
+            return UNREAD
+        began = self._tick()
+        try:
+            raw = await self.store.claimed(self._key)
+        except StoreError as exc:
+            log.warning("migration control unreadable", tenant=self.tenant, error=str(exc))
+            return UNREAD
+        self._newest = max(self._newest, began)
+        self._apply(raw)
+        return raw
+
+    async def _recorded(self, raw: str | _Unread | None, record: str) -> bool:
+        """Replace the store's record ``raw`` by ``record``: False when another process
+        replaced it first. A store that cannot be read or written: the move holds in
+        this process only (logged). A read begun before the write ends may answer the
+        record before it: outdated (:meth:`_outdated`)."""
+        self._newest = self._tick()
+        if isinstance(raw, _Unread) or self.store is None:
+            if self.store is not None:
+                log.error("migration share moved in this process only: the store refused it",
+                          tenant=self.tenant)
+            return True
         self._writing += 1
         try:
-            await store.rebind(self._key, record, RECORD_TTL)
+            return await self.store.swap(self._key, raw, record, RECORD_TTL)
         except StoreError as exc:
             log.error("migration share moved in this process only: the store refused it",
                       tenant=self.tenant, error=str(exc))
+            return True
         finally:
             self._writing -= 1
             self._newest = self._tick()

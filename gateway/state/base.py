@@ -198,6 +198,11 @@ class Store(JournalStore, Protocol):
         """Bind ``key`` to ``value`` for ``ttl`` seconds, replacing any binding (a
         setting an operator moves: the migration's canary share)."""
 
+    async def swap(self, key: str, expected: str | None, value: str, ttl: float) -> bool:
+        """Atomically: bind ``key`` to ``value`` for ``ttl`` seconds if it is bound to
+        ``expected`` now (None: bound to nothing), in any process; whether it was (a
+        setting two processes may move at once: the migration's canary share)."""
+
     async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
         """``key`` is spent from ``after`` seconds on, remembered ``ttl`` seconds more.
         The first mark wins; later ones do not move it."""

@@ -224,6 +224,19 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return ARGV[1]
 """
 
+# KEYS[1]: the key. ARGV: "1" and the value expected, or "0" (none expected); the new
+# value; ttl ms. Returns 1 when the key held what was expected (then the new value), else 0.
+SWAP = """
+local v = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if v ~= ARGV[2] then return 0 end
+elseif v then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+
 # KEYS: the keys to bind. ARGV[1]: ttl ms; ARGV[i + 1]: the value for KEYS[i]. Returns the
 # value each key is bound to (its own unless bound already).
 CLAIM_ALL = """

@@ -42,6 +42,7 @@ from gateway.state.redis_lua import (
     DELETE,
     LIST_SCAN,
     LIST_UNION,
+    SWAP,
     TAKE,
     UPSERT,
     UPSERT_MANY,
@@ -83,6 +84,7 @@ class RedisStore(RedisRelayQueue):
         self._delete = self._redis.register_script(DELETE)
         self._claim = self._redis.register_script(CLAIM)
         self._claim_all = self._redis.register_script(CLAIM_ALL)
+        self._swap = self._redis.register_script(SWAP)
         self._take = self._redis.register_script(TAKE)
         self._journal_append = self._redis.register_script(APPEND)
         self._journal_read = self._redis.register_script(READ)
@@ -246,6 +248,11 @@ class RedisStore(RedisRelayQueue):
     async def rebind(self, key: str, value: str, ttl: float) -> None:
         await self._do(lambda: self._write("SET", f"{self.prefix}claim:{key}", value,
                                            "PX", _ms(ttl)))
+
+    async def swap(self, key: str, expected: str | None, value: str, ttl: float) -> bool:
+        args = ["0", ""] if expected is None else ["1", expected]
+        return bool(await self._do(lambda: self._script(
+            self._swap, [f"{self.prefix}claim:{key}"], [*args, value, _ms(ttl)])))
 
     async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
         at = repr(time.time() + after)

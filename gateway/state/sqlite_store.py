@@ -293,6 +293,17 @@ class SqliteStore(SqliteRelayQueue):
                        (key, value, time.time() + ttl))
         await self._run(self._tx, bind)
 
+    async def swap(self, key: str, expected: str | None, value: str, ttl: float) -> bool:
+        def swapped(db: sqlite3.Connection) -> bool:
+            now = time.time()
+            row = db.execute("SELECT value FROM once WHERE key = ? AND expires > ?",
+                             (key, now)).fetchone()
+            if (None if row is None else str(row[0])) != expected:
+                return False
+            db.execute("INSERT OR REPLACE INTO once VALUES (?, ?, ?)", (key, value, now + ttl))
+            return True
+        return bool(await self._run(self._tx, swapped))
+
     async def seen_once(self, key: str, ttl: float) -> bool:
         def first(db: sqlite3.Connection) -> bool:
             now = time.time()

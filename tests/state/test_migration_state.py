@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
+from typing import Any
 
 import pytest
 from a2a.types import a2a_pb2 as pb
@@ -209,26 +210,57 @@ async def test_a_read_begun_before_a_move_does_not_undo_it(make_store: MakeStore
 
 async def test_a_read_answered_before_a_moves_record_is_stored_does_not_undo_it(
         make_store: MakeStore) -> None:
-    # A read begun after the rollback here but answered before its record reached the
-    # store holds the promotion still.
+    # A read begun while the rollback's record is on its way to the store, answered
+    # with the promotion, is outdated: the rollback holds once stored.
     await Control("shop", _config(), make_store()).move("promote", "admin", "by hand")
     store = make_store()
     control = Control("shop", _config(), store)
-    gate, real = asyncio.Event(), store.rebind
+    gate, real, sent = asyncio.Event(), store.swap, asyncio.Event()
 
-    async def held(key: str, value: str, ttl: float) -> None:
+    async def held(key: str, expected: str | None, value: str, ttl: float) -> bool:
+        sent.set()
         await gate.wait()
-        await real(key, value, ttl)
+        return await real(key, expected, value, ttl)
 
-    store.rebind = held  # type: ignore[method-assign]
+    store.swap = held  # type: ignore[method-assign]
     moving = asyncio.create_task(control.move("rollback", "automatic", "too many errors"))
-    await wait_until(lambda: control.share == 0.0, "the rollback made here")
-    await control.refresh()  # the store still holds the promotion
-    assert control.share == 0.0 and control.events[0]["kind"] == "rollback"
+    await wait_until(sent.is_set, "the rollback's record on its way to the store")
+    reading = asyncio.create_task(control.refresh())  # the store still holds the promotion
+    await asyncio.sleep(0)
     gate.set()
     assert await moving
+    await reading
+    assert control.share == 0.0 and control.events[0]["kind"] == "rollback"
     await control.refresh()  # begun once the record is stored: read as the others do
     assert control.share == 0.0 and control.events[0]["kind"] == "rollback"
+
+
+async def test_of_two_processes_rolling_back_at_once_one_moves(make_store: MakeStore) -> None:
+    # Each worker's rollback saw the same outage: both read the share before either
+    # wrote, both said "moved" and counted it, and the last write lost the other's event.
+    await Control("shop", _config(), make_store()).move("promote", "admin", "by hand")
+    both_read = asyncio.Barrier(2)
+    controls = []
+    for _ in range(2):
+        store = make_store()
+        real, first = store.claimed, [True]
+
+        async def read_together(key: str, real: Any = real, first: list[bool] = first,
+                                ) -> str | None:
+            value = await real(key)
+            if first.pop() if first else False:  # each process's first read: at once
+                await both_read.wait()
+            return value
+
+        store.claimed = read_together  # type: ignore[method-assign]
+        controls.append(Control("shop", _config(), store))
+    moved = await asyncio.gather(*(c.move("rollback", "automatic", "outage")
+                                   for c in controls))
+    assert sorted(moved) == [False, True]
+    fresh = Control("shop", _config(), make_store())
+    await fresh.refresh()
+    assert fresh.share == 0.0
+    assert [e["kind"] for e in fresh.events] == ["rollback", "promote"]
 
 
 async def test_an_older_read_does_not_undo_a_newer_one(make_store: MakeStore) -> None:

@@ -437,3 +437,18 @@ async def test_prune_forgets_expired_relay_and_bucket_entries(store: Store) -> N
     await store.prune()
     assert await store.seen_once("gone", 60)
 
+
+
+async def test_a_swap_replaces_only_the_value_expected(store: Store) -> None:
+    assert await store.swap("setting", None, "one", 60)  # bound to nothing: bound now
+    assert not await store.swap("setting", None, "two", 60)  # bound already
+    assert not await store.swap("setting", "zero", "two", 60)  # another value expected
+    assert await store.claimed("setting") == "one"
+    assert await store.swap("setting", "one", "two", 60)
+    assert await store.claimed("setting") == "two"
+    if store.backend == "redis":
+        return  # Redis expires a binding itself (PX): nothing of it is left to swap
+    await store.rebind("gone", "old", -1)  # expired: bound to nothing
+    assert not await store.swap("gone", "old", "new", 60)
+    assert await store.swap("gone", None, "new", 60)
+    assert await store.claimed("gone") == "new"
