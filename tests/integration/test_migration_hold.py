@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -19,6 +17,7 @@ from gateway.config.models import parse_config
 from gateway.migration.stats import ArmCounts
 from gateway.server.app import Server
 from tests.support.helpers import free_port, serving
+from tests.support.sse_agent import JsonRpcStream, posting_app
 from tests.support.waiting import wait_until
 
 V10 = {"A2A-Version": "1.0"}
@@ -39,34 +38,23 @@ class _Candidate:
         self.release = asyncio.Event()  # the test is done: the stream ends
 
     def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/", self.rpc)
-        return app
+        return posting_app(self.rpc)
 
     async def rpc(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-
-        async def send(frame: dict[str, Any]) -> None:
-            await response.write(f"data: {json.dumps(frame)}\n\n".encode())
-
+        stream = await JsonRpcStream.opened(request)
         ids = {"taskId": "t1", "contextId": "c1"}
-        await send({"jsonrpc": "2.0", "id": body["id"], "result": {"statusUpdate": {
-            **ids, "status": {"state": "TASK_STATE_WORKING"}}}})
-        await send({"jsonrpc": "2.0", "id": body["id"], "result": {"artifactUpdate": {
-            **ids, "artifact": {"artifactId": "a", "parts": [{"text": "chunk 0"}]}}}})
-        await self.go.wait()
-        await send({"jsonrpc": "2.0", "id": body["id"], "result": {"artifactUpdate": {
-            **ids, "artifact": {"artifactId": "a", "parts": [{"text": "chunk 1"}]}}}})
+        await stream.result({"statusUpdate": {**ids, "status": {"state": "TASK_STATE_WORKING"}}})
+        for n in range(2):
+            await stream.result({"artifactUpdate": {**ids, "artifact": {
+                "artifactId": "a", "parts": [{"text": f"chunk {n}"}]}}})
+            if n == 0:
+                await self.go.wait()  # the client is gone: the next chunk finds it so
         await self.held.wait()
         if self.fails:
-            await send({"jsonrpc": "2.0", "id": body["id"],
-                        "error": {"code": -32603, "message": "the successor broke"}})
+            await stream.error(-32603, "the successor broke")
         else:
             await self.release.wait()  # the gateway's hold runs out first
-        await response.write_eof()
-        return response
+        return await stream.end()
 
 
 @contextlib.asynccontextmanager

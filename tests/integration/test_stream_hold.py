@@ -25,6 +25,7 @@ from gateway.state.journal import JournalEntry
 from gateway.state.sqlite_store import SqliteStore
 from tests.integration.grpc_support import V10_MD, p10_send, v10_stub
 from tests.support.helpers import free_port, serving
+from tests.support.sse_agent import JsonRpcStream, posting_app
 from tests.support.waiting import wait_until
 from translators.resume_marks import EVENT_ID_KEY, LAST_EVENT_ID
 
@@ -54,20 +55,12 @@ class _Agent:
         self.messages = 0
 
     def app(self) -> web.Application:
-        app = web.Application()
-        app.router.add_post("/", self.rpc)
-        return app
+        return posting_app(self.rpc)
 
     async def rpc(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-
-        async def send(result: dict[str, Any]) -> None:
-            frame = {"jsonrpc": "2.0", "id": body["id"], "result": result}
-            await response.write(f"data: {json.dumps(frame)}\n\n".encode())
-
-        if body["method"] == "SendStreamingMessage":
+        stream = await JsonRpcStream.opened(request)
+        send = stream.result
+        if stream.method == "SendStreamingMessage":
             self.messages += 1
             await send(_status("TASK_STATE_WORKING"))
             for i in range(3):
@@ -84,8 +77,7 @@ class _Agent:
         else:  # SubscribeToTask
             await send({"task": {"id": "t1", "contextId": "c1",
                                  "status": {"state": "TASK_STATE_COMPLETED"}}})
-        await response.write_eof()
-        return response
+        return await stream.end()
 
 
 @contextlib.asynccontextmanager

@@ -385,6 +385,18 @@ class _GatedWrites:
         return await self.real(items, ttl)
 
 
+async def _first_write_held(make_store: MakeStore, keys: list[str],
+                            ) -> tuple[Owners, _GatedWrites, asyncio.Task[None]]:
+    """Owners whose first write (a call's bind of ``keys`` to the candidate) is on its way
+    to the store, held at the gate the test opens."""
+    owners = Owners(make_store(), 60)
+    gated = _GatedWrites(owners)
+    gated.gate.clear()
+    first = asyncio.create_task(owners.bind(keys, "candidate"))
+    await wait_until(lambda: gated.writes, "the first write started")
+    return owners, gated, first
+
+
 class _RefusedOnce(_GatedWrites):
     """The first write held at the gate, then refused (the store down); the next as
     they come."""
@@ -430,11 +442,7 @@ async def test_a_call_racing_for_a_binding_another_call_took_waits_for_its_write
     # Two calls of one new conversation (a context id the client chose) in one process:
     # the second found the key taken and answered at once, before the first's write, so
     # a follow-up through another replica could find no owner yet.
-    owners = Owners(make_store(), 60)
-    gated = _GatedWrites(owners)
-    gated.gate.clear()
-    first = asyncio.create_task(owners.bind(["k-1", "k-2"], "candidate"))
-    await wait_until(lambda: gated.writes, "the first write started")
+    owners, gated, first = await _first_write_held(make_store, ["k-1", "k-2"])
     racing = asyncio.create_task(owners.bind(["k-1"], "candidate"))  # on its way
     queued_first = asyncio.create_task(owners.bind(["k-3"], "candidate"))
     await wait_until(lambda: owners.known("k-3") is not None, "k-3 was taken")
@@ -453,11 +461,7 @@ async def test_a_call_racing_for_a_binding_another_call_took_waits_for_its_write
 async def test_a_bind_waits_for_each_of_its_keys_write(make_store: MakeStore) -> None:
     # One key in the write on its way, the other queued behind it: the call answered
     # after the first write, before another process could read the second owner.
-    owners = Owners(make_store(), 60)
-    gated = _GatedWrites(owners)
-    gated.gate.clear()
-    first = asyncio.create_task(owners.bind(["ctx"], "candidate"))
-    await wait_until(lambda: gated.writes, "the first write started")
+    owners, gated, first = await _first_write_held(make_store, ["ctx"])
     owners.bind_later(["task"], "candidate")
     both = asyncio.create_task(owners.bind(["ctx", "task"], "candidate"))
     gated.gate.set()
@@ -495,11 +499,7 @@ async def test_bindings_no_call_waits_for_linger_even_behind_a_write(
     # A binding that came while a write was on its way lingers for the next one: a write
     # right behind each write was one hop to the store per new conversation.
     monkeypatch.setattr(owners_module, "LINGER", 3600.0)  # only a waiting call ends it
-    owners = Owners(make_store(), 60)
-    gated = _GatedWrites(owners)
-    gated.gate.clear()
-    waiting = asyncio.create_task(owners.bind(["k-wait"], "candidate"))
-    await wait_until(lambda: gated.writes, "the first write started")
+    owners, gated, waiting = await _first_write_held(make_store, ["k-wait"])
     owners.bind_later(["k-1"], "primary")
     owners.bind_later(["k-2"], "primary")
     gated.gate.set()
