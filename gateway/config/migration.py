@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from gateway.config.backend import BackendConfig, _Model
+from translators.answer_diff import parse_pattern
 
 MigrationMode = Literal["off", "shadow", "canary", "cutover"]
 
@@ -45,6 +46,15 @@ class CompareConfig(_Model):
     latency_ratio: float | None = Field(None, gt=1, description="Report a `latency` "
                                         "difference when the candidate took more than this "
                                         "many times the primary's time (null: never)")
+
+    @field_validator("ignore")
+    @classmethod
+    def _paths(cls, ignore: list[str]) -> list[str]:
+        # Read as the comparison reads them, so that a bad one is refused here, with its
+        # YAML path, not when the gateway builds the tenant (serve, a reload).
+        for pattern in ignore:
+            parse_pattern(pattern)
+        return ignore
 
 
 class ShadowConfig(_Model):

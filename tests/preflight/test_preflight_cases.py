@@ -170,3 +170,19 @@ def test_a_migration_candidate_is_checked_as_a_backend_is(
     assert len(err) == 1 and err[0].startswith(
         f"a2a-gateway: {tmp_path / 'gw.yaml'}: tenants.d.migration.shadow: Value error, "
         "shadow.operations: 'CreateTaskPushNotificationConfig' cannot be mirrored"), err
+
+
+@pytest.mark.parametrize(("ignore", "why"), [
+    ("artifacts[", "not a path pattern: 'artifacts[' (at 9)"),
+    ("", "an empty path pattern would ignore everything")])
+def test_a_shadow_ignore_path_the_comparison_cannot_read_is_refused_by_its_path(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], ignore: str, why: str) -> None:
+    # It passed check-config, and serve (or a reload) then failed with a traceback when
+    # it built the tenant's comparison.
+    config = _minimal()
+    config["tenants"]["d"]["migration"] = {
+        "candidate": {"url": "http://successor.example/", "version": "1.0"},
+        "mode": "shadow", "shadow": {"compare": {"ignore": ["metadata", ignore]}}}
+    assert _check(capsys, tmp_path, config) == [
+        f"a2a-gateway: {tmp_path / 'gw.yaml'}: tenants.d.migration.shadow.compare.ignore: "
+        f"Value error, {why}"]
