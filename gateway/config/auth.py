@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from gateway.config.strict import STRICT
 from gateway.config.tls import ClientTlsConfig, ServerTlsConfig
 from translators.operations import BY_NAME as OPERATIONS
 from translators.operations import (
@@ -32,7 +33,7 @@ _SHA256_HEX = re.compile(r"^[0-9a-f]{64}$")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
 
 class SecretSource(_Model):

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from gateway.config.strict import STRICT
 
 Binding = Literal["JSONRPC", "HTTP+JSON", "GRPC"]
 Version = Literal["0.3", "1.0"]
@@ -14,7 +16,7 @@ VERSIONS: tuple[Version, ...] = ("1.0", "0.3")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
 
 def _as_version(value: Any) -> Any:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
+
+from gateway.config.strict import STRICT
 
 LogLevel = Literal["debug", "info", "warning", "error"]
 
@@ -18,7 +20,7 @@ ACCESS_FIELDS = (
 
 
 class AccessLogConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     enabled: bool = Field(True, description="One line (event `call`) per HTTP request, gRPC "
                           "call and stream (when it ends); false: none")
@@ -50,7 +52,7 @@ OLDER_LEVEL = "Older name of log.level, still read; log.level wins when both are
 class LogConfig(BaseModel):
     """What the gateway writes on stderr and how (docs/observability.md)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     level: LogLevel = Field("info", description="Lines below this level are not written "
                             "(the top-level `log_level` is an older name for it)")

@@ -71,8 +71,8 @@ class ShadowConfig(_Model):
     max_concurrent: int = Field(16, gt=0, le=10_000, description="Shadow copies in flight at "
                                 "once; more are skipped and counted, never queued behind "
                                 "the client")
-    timeout: float = Field(30.0, gt=0, description="Seconds a shadow copy may take (a stream: "
-                           "in all)")
+    timeout: float = Field(30.0, gt=0, le=3600, description="Seconds a shadow copy may take "
+                           "(a stream: in all; at most an hour)")
     max_events: int = Field(1000, gt=0, description="Events of a shadow stream read at most")
     max_bytes: int = Field(4 * 1024 * 1024, gt=0, description="Bytes of a shadow stream's "
                            "events kept at most, the primary's (a stream past it is not "
@@ -95,8 +95,8 @@ class ShadowConfig(_Model):
 class RollbackConfig(_Model):
     enabled: bool = Field(True, description="Drop the canary's share to 0 by itself when a "
                           "threshold is passed")
-    window: float = Field(60.0, gt=0, description="Seconds of the candidate's calls the "
-                          "rates are taken over")
+    window: float = Field(60.0, gt=0, le=86400, description="Seconds of the candidate's "
+                          "calls the rates are taken over (at most a day)")
     min_calls: int = Field(20, gt=0, description="Calls the window must hold before a rate "
                            "counts")
     max_error_rate: float = Field(0.2, ge=0, le=1, description="Candidate errors (the agent's "
@@ -119,5 +119,6 @@ class MigrationConfig(_Model):
     rollback: RollbackConfig = Field(default_factory=RollbackConfig)
     keep: int = Field(50, gt=0, le=1000, description="Disagreements and events the report "
                       "keeps per tenant")
-    owner_ttl: float = Field(7 * 24 * 3600.0, gt=0, description="Seconds the gateway "
-                             "remembers which agent owns a conversation or a task")
+    owner_ttl: float = Field(7 * 24 * 3600.0, gt=0, le=366 * 24 * 3600.0,
+                             description="Seconds the gateway remembers which agent owns a "
+                             "conversation or a task (at most a year)")

@@ -5,15 +5,16 @@ sections' convention), read when the gateway is built and checked by preflight."
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from gateway.config.auth import SecretSource
+from gateway.config.strict import STRICT
 
 
 class PushSigningConfig(BaseModel):
     """Sign every relayed delivery (`webhook-signature`), besides the A2A token."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     keys: list[SecretSource] = Field(
         min_length=1, description="Where each signing secret (`whsec_` + base64 of 24 to "

@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from gateway.config.strict import STRICT
 
 
 class RelayBreakerConfig(BaseModel):
     """The circuit breaker each process keeps per destination (docs/push-relay.md,
     "Destinations")."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     failures: int = Field(5, ge=0, description="Retryable failures in a row (timeouts, "
                           "connection errors, 408/425/429, 5xx) that open a destination's "
@@ -23,7 +25,7 @@ class RelayBreakerConfig(BaseModel):
 class RelayQueueConfig(BaseModel):
     """Where relayed notifications wait for their delivery, and for how long."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     max_per_tenant: int = Field(10_000, gt=0, description="Deliveries waiting per tenant at "
                                 "most; past it a backend's notification is refused (503 + "

@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, Field, model_validator
+
+from gateway.config.strict import STRICT
 
 REDIS_SCHEMES = ("redis", "rediss", "unix")
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
 
 class RetentionConfig(_Model):

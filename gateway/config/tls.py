@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from gateway.config.strict import STRICT
 
 
 class ServerTlsConfig(BaseModel):
     """TLS on the HTTP and gRPC listeners. Files are re-read when they change (new
     handshakes use them; open connections keep theirs)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     cert_file: str = Field(description="PEM certificate chain, leaf first")
     key_file: str = Field(description="PEM private key of the certificate")
@@ -51,7 +53,7 @@ class ServerTlsConfig(BaseModel):
 class ClientTlsConfig(BaseModel):
     """TLS toward backends: `https://` URLs and gRPC channels."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     ca_file: str | None = Field(None, description="PEM CA bundle trusted for the backend "
                                 "(null: the system's)")

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
+
+from gateway.config.strict import STRICT
 
 
 class TracingConfig(BaseModel):
     """OpenTelemetry tracing: spans per call, exported over OTLP."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = STRICT
 
     exporter: Literal["none", "otlp-grpc", "otlp-http", "console", "memory"] = Field(
         "none", description="Where spans go: `none` (tracing off; traceparent/tracestate "

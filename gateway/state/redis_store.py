@@ -57,8 +57,12 @@ _BATCH = 500
 log = structlog.get_logger("a2a_gateway.state")
 
 
+# The longest expiry written (a century): Redis refuses one past its clock's range.
+_MAX_MS = 100 * 366 * 24 * 3600 * 1000
+
+
 def _ms(seconds: float) -> int:
-    return max(1, math.ceil(seconds * 1000))
+    return max(1, min(_MAX_MS, math.ceil(min(seconds, _MAX_MS / 1000) * 1000)))
 
 
 class RedisStore(RedisRelayQueue):

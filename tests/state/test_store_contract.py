@@ -430,6 +430,32 @@ async def test_pruned_on_a_timer(make_store: MakeStore) -> None:
     assert [r.task_id for r in (await store.list_tasks(TaskQuery("t1"))).records] == ["t3", "t2"]
 
 
+async def test_pruning_goes_on_after_a_failure_of_ours(make_store: MakeStore) -> None:
+    # Only the store's errors were caught: any other ended the pruning task for the life
+    # of the process, and the index grew without its bound.
+    store = make_store(RetentionConfig(max_age=0, max_tasks=2))
+    for i in range(4):
+        await store.record_task(rec(f"t{i}", T0 + i))
+    real, calls = store.prune, []
+
+    async def failing_once(**kwargs: object) -> int:
+        calls.append(kwargs)
+        if len(calls) == 1:
+            raise OverflowError("cannot convert float infinity to integer")
+        return await real(**kwargs)  # type: ignore[arg-type]
+
+    store.prune = failing_once  # type: ignore[method-assign]
+    pruner = asyncio.create_task(prune_forever(store, 0.01))
+    try:
+        async def pruned() -> bool:
+            return (await store.list_tasks(TaskQuery("t1"))).total_size == 2
+
+        await wait_until(pruned, "pruned to 2 tasks after the failure")
+    finally:
+        pruner.cancel()
+    assert len(calls) >= 2
+
+
 async def test_prune_forgets_expired_relay_and_bucket_entries(store: Store) -> None:
     assert await store.seen_once("gone", 0.05)
     await store.take_tokens("b", 1000, 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -98,3 +99,26 @@ def test_check_config_cli(tmp_path: Path) -> None:
     assert res.returncode == 2
     assert "tenants.t.backend.version" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize(("field", "value", "where"), [
+    ("owner_ttl", ".inf", "tenants.shop.migration.owner_ttl"),
+    ("owner_ttl", "1.0e+16", "tenants.shop.migration.owner_ttl"),
+    ("shadow", "{timeout: .nan}", "tenants.shop.migration.shadow.timeout"),
+    ("rollback", "{window: .inf}", "tenants.shop.migration.rollback.window")])
+def test_a_wait_or_bound_that_is_no_finite_number_is_refused_by_its_path(
+        tmp_path: Path, field: str, value: str, where: str) -> None:
+    # `.inf` passed: Redis then refused the owners' expiry (every new conversation got
+    # 503) and the pruning task died of it.
+    path = tmp_path / "gw.yaml"
+    path.write_text(_MIGRATING % "canary" + f"      {field}: {value}\n")
+    with pytest.raises(ConfigError, match=re.escape(where)):
+        load_config(path, environ={})
+
+
+def test_no_section_of_the_config_takes_an_infinite_number(tmp_path: Path) -> None:
+    path = tmp_path / "gw.yaml"
+    path.write_text("tenants:\n  t:\n    backend: {url: 'http://127.0.0.1:9/', "
+                    "version: '1.0', timeout: .inf}\n")
+    with pytest.raises(ConfigError, match=r"tenants\.t\.backend\.timeout"):
+        load_config(path, environ={})
