@@ -13,6 +13,7 @@ from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.egress.base import Backend, BackendGone, EventBatches
+from gateway.streams.events import close_stream
 from translators.dialects.base import WireAnswer
 from translators.dialects.contract import Dialect
 
@@ -102,19 +103,22 @@ class FallingBack:
     async def _stream(self, call: Call) -> EventBatches:
         reads = self.candidate.stream(call)
         try:
-            first = await anext(reads, None)
-        except Exception as err:
-            if self._reached(err):
-                raise
-            async for batch in (await self._switch(call)).stream(call):
+            try:
+                first = await anext(reads, None)
+            except Exception as err:
+                if self._reached(err):
+                    raise
+                reads = (await self._switch(call)).stream(call)
+                first = await anext(reads, None)
+            else:
+                self._taken = self.candidate
+            if first is None:
+                return
+            yield first
+            async for batch in reads:
                 yield batch
-            return
-        self._taken = self.candidate
-        if first is None:
-            return
-        yield first
-        async for batch in reads:
-            yield batch
+        finally:  # closed when this is (the client gone, a drain), not by the collector
+            await close_stream(reads)
 
     async def close(self) -> None:
         """Nothing of its own: the candidate and the primary are their routes'."""

@@ -132,3 +132,35 @@ async def test_a_stream_that_fell_back_is_repaired_at_the_primary() -> None:
     assert await backend.unary(call) == pb.Task(id="t1", context_id="c1")
     assert candidate.calls == ["stream"] and primary.calls == ["stream", "stream", "unary"]
     assert switched == [True]  # one fallback, counted once
+
+
+class _Endless:
+    """A stream that goes on until it is closed; says when it is."""
+
+    def __init__(self) -> None:
+        self.config = BackendConfig.model_validate({"url": "http://127.0.0.1:1/",
+                                                    "version": "1.0"})
+        self.closed = False
+
+    def stream(self, call: Call) -> Any:
+        async def batches() -> Any:
+            try:
+                while True:
+                    yield [pb.StreamResponse(task=pb.Task(id="t1", context_id="c1"))]
+            finally:
+                self.closed = True
+        return batches()
+
+
+@pytest.mark.parametrize("refused", [False, True])
+async def test_a_stream_closed_midway_closes_the_agents_stream_at_once(refused: bool) -> None:
+    # The client left: the agent's stream (its connection, its slots) was closed only
+    # when the collector found it, after the slots had been given back.
+    candidate = Streaming("1.0", [True]) if refused else _Endless()
+    primary = _Endless()
+    backend = FallingBack(cast(Any, candidate), cast(Any, primary), lambda: None)
+    reads = backend.stream(streamed())
+    assert await anext(reads)
+    await reads.aclose()
+    taken = primary if refused else candidate
+    assert isinstance(taken, _Endless) and taken.closed
