@@ -217,16 +217,21 @@ class Shadow:
 
     async def _run(self, call: Call, answer: Outcome | Reading, primary_seconds: float,
                    copies: list[_Ids]) -> None:
+        # The tasks the copies started and left running (the candidate's; the A/A copy's
+        # at the primary): cancelled when the copy ends, however it ends (compared, an
+        # error or timeout midway through a stream, the config closing).
+        left: list[tuple[Resolve, str]] = []
         try:
             spare = spare_time()
             await spare.wait()
-            candidate, seconds, err = await self._made(self._candidate, call, copies[0])
+            candidate, seconds, err = await self._made(self._candidate, call, copies[0],
+                                                       left)
             verdict = verdict_of(err)
             # Counted for the candidate as its rollback counts it: in shadow mode the
             # copies are all that the candidate answers.
             self.stats.call(CANDIDATE, seconds, verdict)
             migration_call(self.tenant, CANDIDATE, verdict)
-            again = ((await self._made(self._primary, call, copies[1]))[0]
+            again = ((await self._made(self._primary, call, copies[1], left))[0]
                      if self.config.aa else None)
             await spare.wait()  # read and compared in spare time too
             primary = _answered(answer()) if callable(answer) else answer
@@ -244,9 +249,6 @@ class Shadow:
                 self.stats.disagreements.appendleft(_disagreement(
                     call, primary, candidate, primary_seconds, seconds, kept))
             self._on_verdict()
-            left = _task_left(candidate) if call.op.name in (ops.SEND, ops.STREAM) else ""
-            if left:
-                await self._cancel(call, left)
         except Exception:  # a copy never troubles the client: logged, counted
             self.stats.shadow.failed += 1
             MIGRATION_COMPARISONS.labels(self.tenant, "failed").inc()
@@ -255,26 +257,40 @@ class Shadow:
         finally:
             for ids in copies:  # learned already, or never will be
                 ids.learn(None)
+            for resolve, task_id in left:
+                await self._cancel(call, resolve, task_id)
 
     async def _made(self, resolve: Resolve, call: Call, ids: _Ids,
+                    left: list[tuple[Resolve, str]],
                     ) -> tuple[Outcome, float, BaseException | None]:
         """A copy of ``call`` made to the backend ``resolve`` gives: its answer (or
-        error), the seconds it took, and the error; the ids its answer shows are learned
-        as counterparts before the comparison (a copy waiting for them goes on)."""
+        error), the seconds it took, and the error; the ids its answer shows (a stream's
+        events so far, when it failed midway) are learned as counterparts before the
+        comparison (a copy waiting for them goes on), and a message's task it left
+        running goes to ``left``."""
         copy = copy_of(call)
         await Counterparts.translate(copy.request, ids.wanted, self.config.timeout)
-        outcome, took, err = await self._sent(resolve, copy)
-        ids.learn(outcome)
-        return outcome, took, err
+        events: list[pb.StreamResponse] = []  # a stream's, read so far
+        shown: Outcome = events  # what the agent showed (also when cut off midway)
+        try:
+            outcome, took, err = await self._sent(resolve, copy, events)
+            shown = events if err is not None and events else outcome
+            ids.learn(shown)
+            return outcome, took, err
+        finally:
+            task_id = _task_left(shown) if call.op.name in (ops.SEND, ops.STREAM) else ""
+            if task_id:
+                left.append((resolve, task_id))
 
-    async def _sent(self, resolve: Resolve, copy: Call,
+    async def _sent(self, resolve: Resolve, copy: Call, events: list[pb.StreamResponse],
                     ) -> tuple[Outcome, float, BaseException | None]:
         started = time.monotonic()
         try:
             backend = await resolve(copy)
             async with asyncio.timeout(self.config.timeout):
                 if copy.op.name == ops.STREAM:
-                    outcome: Outcome = await self._events(backend, copy)
+                    await self._events(backend, copy, events)
+                    outcome: Outcome = events
                 else:
                     answer = await backend.unary(copy)
                     outcome = _answered(answer)
@@ -286,8 +302,10 @@ class Shadow:
                              f"the shadow copy took over {self.config.timeout:g} s")
             return late, time.monotonic() - started, exc
 
-    async def _events(self, backend: Backend, copy: Call) -> list[pb.StreamResponse]:
-        events: list[pb.StreamResponse] = []
+    async def _events(self, backend: Backend, copy: Call,
+                      events: list[pb.StreamResponse]) -> None:
+        """The copy's stream, read into ``events`` (what was read stays there when it
+        fails midway)."""
         read = 0
         # A v0.3 agent's stream is settled as the client's is (the status that ends its
         # task, read when it closes first): the primary's recorded events were.
@@ -296,26 +314,29 @@ class Shadow:
             for event in batch:
                 read += event.ByteSize()
                 if read > self.config.max_bytes:  # the primary's fit (else no copy): differs
-                    return events
+                    return
                 events.append(event)
                 if len(events) >= self.config.max_events:
-                    return events
+                    return
                 if settled is not None:
                     settled.event(event)
         if settled is not None:
             for event in await settled.end():  # bounded as the agent's own events are
                 read += event.ByteSize()
                 if read > self.config.max_bytes:
-                    return events
+                    return
                 events.append(event)
-        return events
 
-    async def _cancel(self, call: Call, task_id: str) -> None:
+    async def _cancel(self, call: Call, resolve: Resolve, task_id: str) -> None:
+        """Cancel a task a copy left running at the agent ``resolve`` gives; within
+        CLOSING_CANCEL seconds when the copy was cancelled (the config closing)."""
         cancel = copy_of(Call(ops.BY_NAME[ops.CANCEL], pb.CancelTaskRequest(id=task_id),
                               call.ctx))
+        current = asyncio.current_task()
+        closing = current is not None and current.cancelling() > 0
         try:
-            backend = await self._candidate(cancel)
-            async with asyncio.timeout(self.config.timeout):
+            backend = await resolve(cancel)
+            async with asyncio.timeout(CLOSING_CANCEL if closing else self.config.timeout):
                 await backend.unary(cancel)
         except (A2AError, TimeoutError) as err:
             log.info("shadow task not cancelled", tenant=self.tenant, task_id=task_id[:64],
@@ -331,6 +352,9 @@ def _latency(primary: float, candidate: float) -> Difference:
     return Difference("latency", "latency", f"{primary * 1000:.1f} ms",
                       f"{candidate * 1000:.1f} ms")
 
+
+# Seconds a copy's task gets to be cancelled once the config that made it is closing.
+CLOSING_CANCEL = 2.0
 
 # The differences a disagreement keeps for the report (each up to ~400 characters).
 SHOWN_DIFFERENCES = 100

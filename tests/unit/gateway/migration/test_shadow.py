@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-from typing import Any
+from typing import Any, cast
 
+import pytest
 from a2a.types import a2a_pb2 as pb
 
 from gateway.call import Call, CallContext, ClientFacts
@@ -318,6 +319,13 @@ async def test_a_primary_stream_past_max_bytes_is_not_kept_nor_copied() -> None:
     assert m.shadow.in_flight == 0
 
 
+async def read_events(shadow: Shadow, agent: Agent) -> list[pb.StreamResponse]:
+    """A streamed copy's events as ``shadow`` reads them from ``agent``."""
+    events: list[pb.StreamResponse] = []
+    await shadow._events(cast(Any, agent), call(ops.STREAM, message("stream")), events)
+    return events
+
+
 class _ClosesEarly(Agent):
     """Streams its task working, then closes the stream before the status that ends it
     (as a v0.3 agent may); its task is completed by then."""
@@ -343,20 +351,19 @@ async def test_a_v03_copys_stream_is_settled_as_the_clients_is() -> None:
     # with its task's status: a v0.3 copy read raw differed in its shape every time.
     old = _ClosesEarly("candidate", version="0.3")
     shadow = make_shadow(Agent("primary"), old)
-    events = await shadow._events(old, call(ops.STREAM, message("stream")))
+    events = await read_events(shadow, old)
     assert [e.status_update.status.state for e in events] == [WORKING, DONE]
     assert [name for name, _ in old.calls] == [ops.GET_TASK]
     # A v1.0 stream ends where its agent ends it: nothing is read after it.
     new = _ClosesEarly("candidate")
-    events = await make_shadow(Agent("primary"), new)._events(
-        new, call(ops.STREAM, message("stream")))
+    events = await read_events(make_shadow(Agent("primary"), new), new)
     assert [e.status_update.status.state for e in events] == [WORKING]
     assert new.calls == []
     # The settled status is bounded as the agent's own events are (max_bytes).
     big = _ClosesEarly("candidate", version="0.3")
     shadow = make_shadow(Agent("primary"), big, max_bytes=5_000)
     big.said = "x" * 10_000
-    events = await shadow._events(big, call(ops.STREAM, message("stream")))
+    events = await read_events(shadow, big)
     assert [e.status_update.status.state for e in events] == [WORKING]
 
 
@@ -371,7 +378,7 @@ async def test_a_copy_reads_no_further_than_max_bytes() -> None:
 
     candidate = Streaming("candidate")
     shadow = make_shadow(Agent("primary"), candidate, max_bytes=5_500)
-    events = await shadow._events(candidate, call(ops.STREAM, message("stream")))
+    events = await read_events(shadow, candidate)
     assert len(events) == 5 and len(candidate.calls) <= 5
 
 
@@ -387,3 +394,61 @@ def test_a_disagreement_keeps_a_bounded_list_of_differences() -> None:
     few = shadow_module._disagreement(made, pb.Task(id="a"), pb.Task(id="b"), 0.001, 0.002,
                                       found[:3])
     assert (len(few["differences"]), few["differences_not_shown"]) == (3, 0)
+
+
+class _StopsMidway(Agent):
+    """Streams its task working, then fails (``breaks``) or waits until the copy ends."""
+
+    def __init__(self, name: str, breaks: bool) -> None:
+        super().__init__(name)
+        self.breaks = breaks
+
+    def stream(self, copy: Call) -> Any:
+        self.calls.append((ops.STREAM, copy.request))
+        task = pb.Task(id=f"{self.name}-streamed", context_id=f"{self.name}-ctx")
+        task.status.state = WORKING
+        self.tasks[task.id] = task
+
+        async def batches() -> Any:
+            yield [pb.StreamResponse(task=task)]
+            if self.breaks:
+                raise a2a_error("BackendUnavailableError", "the connection broke")
+            await asyncio.Event().wait()
+        return batches()
+
+
+@pytest.mark.parametrize("breaks", [True, False])
+async def test_a_streamed_copy_that_ends_midway_cancels_the_task_it_started(
+        breaks: bool) -> None:
+    # Its events were dropped with the error (a broken connection, `shadow.timeout`), so
+    # the task it had started ran on at the candidate for good.
+    primary, candidate = Agent("p"), _StopsMidway("c", breaks)
+    shadow = make_shadow(primary, candidate, operations=["SendStreamingMessage"],
+                         timeout=0.05)
+    made = call(ops.STREAM, message("stream"))
+    shown = [pb.StreamResponse(task=pb.Task(id="p-1", context_id="p-ctx",
+                                            status=pb.TaskStatus(state=DONE)))]
+    shadow.mirror(made, shown, 0.001, ("p-1", "p-ctx"))
+    await wait_until(lambda: shadow.in_flight == 0, "the copy's end")
+    assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-streamed"]
+    learned = shadow.counterparts.wanted(pb.GetTaskRequest(id="p-1"))  # its follow-ups'
+    assert [await future for future in learned.values()] == ["c-streamed"]
+
+
+async def test_the_a_a_copys_task_is_cancelled_at_the_primary_too() -> None:
+    primary, candidate = Agent("p"), Agent("c")
+    shadow = make_shadow(primary, candidate, aa=True)
+    sent = await answered(shadow, primary, ops.SEND, message("work"))
+    assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-task-0"]
+    assert [r.id for r in primary.sent(ops.CANCEL)] == ["p-task-1"]  # the A/A copy's
+    assert primary.tasks[sent.task.id].status.state == WORKING  # the client's goes on
+
+
+async def test_a_copy_cut_off_by_its_config_closing_cancels_the_task_it_started() -> None:
+    primary, candidate = Agent("p"), _StopsMidway("c", breaks=False)
+    shadow = make_shadow(primary, candidate, operations=["SendStreamingMessage"])
+    shadow.mirror(call(ops.STREAM, message("stream")), [], 0.001, ("", ""))
+    await wait_until(lambda: candidate.sent(ops.STREAM), "the copy's stream opened")
+    await wait_until(lambda: "c-streamed" in candidate.tasks, "its task started")
+    await shadow.close()
+    assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-streamed"]
