@@ -128,6 +128,9 @@ class CallContext:
     # Headers the backend gets: the forwarded ones and, once admitted, the credentials
     # the tenant's backend auth adds (gateway/auth/backend_creds.py).
     backend_headers: Mapping[str, str] = field(default_factory=dict)
+    # The names of those that carry the gateway's own credential for the tenant's backend
+    # (`backend_auth: replace`): never sent to another agent (a migration's candidate).
+    gateway_credential: frozenset[str] = frozenset()
     # Gives the caller's slot back (max_streams_per_principal) when a stream is read on
     # after its client left (gateway/streams/driver.py): the caller is gone.
     on_leaving: Callable[[], None] | None = None
@@ -144,6 +147,14 @@ class CallContext:
     def __post_init__(self) -> None:
         if not self.backend_headers:
             self.backend_headers = self.facts.forward_headers
+
+    def headers_for_another_agent(self) -> Mapping[str, str]:
+        """:attr:`backend_headers` as an agent that is not the tenant's backend gets them
+        (a migration's candidate, its shadow copies): without the gateway's credential
+        for the tenant's backend, which is no other agent's to see."""
+        shown = self.gateway_credential
+        headers = self.backend_headers
+        return {k: v for k, v in headers.items() if k not in shown} if shown else headers
 
     def remaining(self, default: float) -> float:
         deadline = self.facts.deadline

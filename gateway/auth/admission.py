@@ -41,3 +41,4 @@ async def admit(policy: TenantAuth, call: Call) -> None:
             raise unauthenticated("missing", "the extended agent card needs an "
                                   "authenticated caller", schemes, policy.config.realm)
     ctx.backend_headers = await policy.backend.headers(ctx.backend_headers)
+    ctx.gateway_credential = policy.backend.own_headers

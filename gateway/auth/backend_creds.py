@@ -141,6 +141,13 @@ class BackendCredentials:
             elif config.oauth is not None:
                 self.oauth = OAuthTokens(config.oauth)
 
+    @property
+    def own_headers(self) -> frozenset[str]:
+        """The names of the headers that carry the gateway's own credential (`replace`)."""
+        if self.mode != "replace":
+            return frozenset()
+        return frozenset(self._static) | ({"authorization"} if self.oauth else frozenset())
+
     def refused(self, sent: Mapping[str, str]) -> None:
         """The backend answered UnauthenticatedError to a call sent with ``sent``: an
         OAuth token in it is not used again."""

@@ -7,7 +7,7 @@ made again for the primary's (``retarget``)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 from google.protobuf.message import Message as ProtoMessage
 
@@ -31,11 +31,15 @@ class FallingBack:
     its end) goes to the agent that took the conversation, never falls back again."""
 
     def __init__(self, candidate: Backend, primary: Backend,
-                 switched: Callable[[], None], retarget: Retarget | None = None) -> None:
+                 switched: Callable[[], None], retarget: Retarget | None = None,
+                 primary_headers: Mapping[str, str] | None = None) -> None:
         """``switched``: told when the call goes to the primary instead; ``retarget``:
-        makes the call's push config again for the primary."""
+        makes the call's push config again for the primary; ``primary_headers``: the
+        headers the primary gets (the candidate got them without the gateway's
+        credential for the primary)."""
         self.candidate = candidate
         self.primary = primary
+        self._primary_headers = primary_headers
         self.config = candidate.config
         self._switched = switched
         self._retarget = retarget
@@ -48,6 +52,8 @@ class FallingBack:
     async def _switch(self, call: Call) -> Backend:
         self._taken = self.primary
         self._switched()
+        if self._primary_headers is not None:
+            call.ctx.backend_headers = self._primary_headers
         outcome = call.ctx.outcome
         outcome.backend_version = self.primary.config.version
         outcome.backend_binding = self.primary.config.binding

@@ -68,12 +68,14 @@ def without_push_config(request: ProtoMessage) -> ProtoMessage:
     return copy
 
 
-def copy_of(call: Call) -> Call:
+def copy_of(call: Call, to_candidate: bool = True) -> Call:
     """The call as a copy sends it: the same canonical request (without a push config)
-    and headers, as the gateway's own call (no client to answer, nothing admitted)."""
+    and headers (to the candidate, without the gateway's credential for the primary), as
+    the gateway's own call (no client to answer, nothing admitted)."""
     request = without_push_config(call.request)
-    facts = ClientFacts(SHADOW_BINDING, call.ctx.facts.request_id,
-                        call.ctx.backend_headers, internal=True)
+    headers = (call.ctx.headers_for_another_agent() if to_candidate
+               else call.ctx.backend_headers)
+    facts = ClientFacts(SHADOW_BINDING, call.ctx.facts.request_id, headers, internal=True)
     ctx = CallContext(facts, call.ctx.client_version, tenant=call.ctx.tenant)
     return Call(call.op, request, ctx)
 
@@ -268,7 +270,7 @@ class Shadow:
         events so far, when it failed midway) are learned as counterparts before the
         comparison (a copy waiting for them goes on), and a message's task it left
         running goes to ``left``."""
-        copy = copy_of(call)
+        copy = copy_of(call, to_candidate=resolve is self._candidate)
         await Counterparts.translate(copy.request, ids.wanted, self.config.timeout)
         events: list[pb.StreamResponse] = []  # a stream's, read so far
         shown: Outcome = events  # what the agent showed (also when cut off midway)
@@ -331,7 +333,7 @@ class Shadow:
         """Cancel a task a copy left running at the agent ``resolve`` gives; within
         CLOSING_CANCEL seconds when the copy was cancelled (the config closing)."""
         cancel = copy_of(Call(ops.BY_NAME[ops.CANCEL], pb.CancelTaskRequest(id=task_id),
-                              call.ctx))
+                              call.ctx), to_candidate=resolve is self._candidate)
         current = asyncio.current_task()
         closing = current is not None and current.cancelling() > 0
         try:

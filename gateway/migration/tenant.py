@@ -232,13 +232,14 @@ class TenantMigration:
 
     def _to_candidate(self, call: Call, passage: Passage, ticket: Ticket,
                       backend: Backend) -> None:
-        primary = passage.to
-        passage.route = self.candidate
-        passage.backend = (FallingBack(backend, primary, ticket.fell_back, self.retarget)
+        ctx, headers = call.ctx, call.ctx.backend_headers  # the primary's, if it falls back
+        ctx.backend_headers = ctx.headers_for_another_agent()
+        passage.route, outcome = self.candidate, ctx.outcome
+        passage.backend = (FallingBack(backend, passage.to, ticket.fell_back, self.retarget,
+                                       headers)
                            if ticket.new and self.config.canary.fall_back else backend)
-        outcome = call.ctx.outcome
-        outcome.backend_version = backend.config.version
-        outcome.backend_binding = backend.config.binding
+        outcome.backend_version, outcome.backend_binding = (backend.config.version,
+                                                            backend.config.binding)
 
     # ------------------------------------------------------------ after the answer
 

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from tests.security.security_support import RecordingAgent, keys, post, rpc_send
 from tests.support.helpers import MakeGateway, serving
+from tests.support.waiting import wait_until
 
 KEY = "caller-key-0123456789"
 
@@ -127,3 +128,39 @@ async def test_a_cookie_a_backend_sets_never_reaches_it_again(make_gateway: Make
                 assert status == 200 and "from jar" in str(reply), reply
                 assert "Set-Cookie" not in headers  # nor does it reach the caller
     assert [h.get("cookie") for h in agent.headers] == [None, None]
+
+
+async def test_the_gateways_credential_for_the_primary_never_reaches_a_candidate(
+        make_gateway: MakeGateway, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `backend_auth: replace` is the gateway's own credential for the tenant's backend:
+    # in migration mode the candidate (perhaps another team's sandbox) got it too, on
+    # the calls it served and on the shadow copies.
+    monkeypatch.setenv("BACKEND_TOKEN", "static-backend-token")
+    agents = {name: RecordingAgent(name) for name in
+              ("primary", "cut-to", "shadowed", "copied-to")}
+    async with (agents["primary"].running(), agents["cut-to"].running(),
+                agents["shadowed"].running(), agents["copied-to"].running()):
+        auth = {"api_keys": keys(caller=KEY), "backend_auth": {
+            "mode": "replace", "bearer": {"env": "BACKEND_TOKEN"}}}
+
+        def tenant(primary: str, candidate: str, **migration: Any) -> dict[str, Any]:
+            return {"backend": {"url": agents[primary].url, "version": "0.3"}, "auth": auth,
+                    "migration": {"candidate": {"url": agents[candidate].url,
+                                                "version": "0.3"}, **migration}}
+
+        gw = await make_gateway({
+            "cut": tenant("primary", "cut-to", mode="cutover"),
+            "shadow": tenant("shadowed", "copied-to", mode="shadow",
+                             shadow={"operations": ["SendMessage"]}),
+        })
+        async with aiohttp.ClientSession() as http:
+            for name, answered_by in (("cut", "cut-to"), ("shadow", "shadowed")):
+                status, _, reply = await post(http, f"{gw}/{name}", rpc_send(),
+                                              {"Authorization": f"Bearer {KEY}"})
+                assert status == 200 and f"from {answered_by}" in str(reply), reply
+        await wait_until(lambda: agents["copied-to"].headers, "the shadow copy arrived")
+    assert agents["shadowed"].headers[-1]["authorization"] == "Bearer static-backend-token"
+    for candidate in ("cut-to", "copied-to"):
+        seen = agents[candidate].headers[-1]
+        assert "authorization" not in seen and "x-api-key" not in seen, (candidate, seen)
+    assert agents["primary"].headers == []  # cut over: the new conversation was not its

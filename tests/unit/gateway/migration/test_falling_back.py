@@ -164,3 +164,15 @@ async def test_a_stream_closed_midway_closes_the_agents_stream_at_once(refused: 
     await reads.aclose()
     taken = primary if refused else candidate
     assert isinstance(taken, _Endless) and taken.closed
+
+
+async def test_a_call_that_falls_back_gets_the_primarys_headers_again() -> None:
+    # The candidate got the call without the gateway's credential for the primary; the
+    # primary, when the candidate refused it, needs it back.
+    candidate, primary = Streaming("1.0", [True]), Streaming("1.0", [False])
+    call = streamed()
+    call.ctx.backend_headers = {"x-request-id": "r"}  # the candidate's
+    backend = FallingBack(cast(Any, candidate), cast(Any, primary), lambda: None,
+                          primary_headers={"x-request-id": "r", "authorization": "Bearer p"})
+    assert [b async for b in backend.stream(call)]
+    assert call.ctx.backend_headers == {"x-request-id": "r", "authorization": "Bearer p"}
