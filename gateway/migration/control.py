@@ -173,10 +173,13 @@ class Control:
         the share is there already (read from the store first): nothing is recorded. The
         store's record is replaced only as read: of two processes moving at once (each
         worker's rollback seeing one outage), the second finds the share moved and
-        records nothing."""
+        records nothing. A move by hand needs the store (StoreError without it: the
+        operator is told, not answered with a move the next read undoes); the automatic
+        rollback holds in this process when the store fails."""
         to = 0.0 if action == "rollback" else 1.0
+        by_hand = by != "automatic"
         for _ in range(SWAP_TRIES):
-            raw = await self._refreshed()
+            raw = await self._refreshed(by_hand)
             if self.share == to:
                 log.info("migration share not moved: it is there already",
                          tenant=self.tenant, action=action, by=by, share=to)
@@ -185,7 +188,7 @@ class Control:
                      "to_share": to, "by": by, "reason": reason}
             events = [event, *self.events][: self.config.keep]
             record = json.dumps({"basis": self.basis, "share": to, "events": events})
-            if await self._recorded(raw, record):
+            if await self._recorded(raw, record, by_hand):
                 self._set(to)
                 self.events = events
                 log.warning("migration share moved", tenant=self.tenant, action=action,
@@ -195,9 +198,9 @@ class Control:
                     tenant=self.tenant, action=action, by=by)
         return False
 
-    async def _refreshed(self) -> str | _Unread | None:
+    async def _refreshed(self, by_hand: bool) -> str | _Unread | None:
         """The store's record now, applied (UNREAD: no store, or it failed: the share
-        this process knows stands)."""
+        this process knows stands; by hand, StoreError)."""
         if self.store is None:
             return UNREAD
         began = self._tick()
@@ -205,12 +208,14 @@ class Control:
             raw = await self.store.claimed(self._key)
         except StoreError as exc:
             log.warning("migration control unreadable", tenant=self.tenant, error=str(exc))
+            if by_hand:
+                raise
             return UNREAD
         self._newest = max(self._newest, began)
         self._apply(raw)
         return raw
 
-    async def _recorded(self, raw: str | _Unread | None, record: str) -> bool:
+    async def _recorded(self, raw: str | _Unread | None, record: str, by_hand: bool) -> bool:
         """Replace the store's record ``raw`` by ``record``: False when another process
         replaced it first. A store that cannot be read or written: the move holds in
         this process only (logged). A read begun before the write ends may answer the
@@ -225,6 +230,10 @@ class Control:
         try:
             return await self.store.swap(self._key, raw, record, RECORD_TTL)
         except StoreError as exc:
+            if by_hand:
+                log.warning("migration share not moved: the store refused it",
+                            tenant=self.tenant, error=str(exc))
+                raise
             log.error("migration share moved in this process only: the store refused it",
                       tenant=self.tenant, error=str(exc))
             return True

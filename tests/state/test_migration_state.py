@@ -263,6 +263,28 @@ async def test_of_two_processes_rolling_back_at_once_one_moves(make_store: MakeS
     assert [e["kind"] for e in fresh.events] == ["rollback", "promote"]
 
 
+async def test_a_move_by_hand_the_store_cannot_keep_is_refused(make_store: MakeStore) -> None:
+    # It answered as moved (200), and the next read of the store put the share back:
+    # the operator's rollback during an incident undid itself. The automatic one still
+    # holds in this process (the candidate failing is no time to wait for the store).
+    store = make_store()
+    control = Control("shop", _config(), store)
+    assert control.share == 0.3
+
+    async def down(*args: object) -> bool:
+        raise StoreError("the store is down")
+
+    store.swap = down  # type: ignore[method-assign]
+    with pytest.raises(StoreError):
+        await control.move("rollback", "admin API (127.0.0.1)", "by hand")
+    assert control.share == 0.3 and control.events == []
+    store.claimed = down  # type: ignore[method-assign, assignment]
+    with pytest.raises(StoreError):
+        await control.move("rollback", "admin API (127.0.0.1)", "by hand")
+    assert await control.move("rollback", "automatic", "candidate error rate 0.50")
+    assert control.share == 0.0 and control.events[0]["by"] == "automatic"
+
+
 async def test_an_older_read_does_not_undo_a_newer_one(make_store: MakeStore) -> None:
     # A background read holds the promotion; the other process rolls back, and a newer
     # read here (the report's) applies it before the older one ends.
