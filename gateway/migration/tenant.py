@@ -87,16 +87,18 @@ class TenantMigration:
         self._recorded_candidate = self.names.candidate
         self.owners: Owners = (previous.owners
                                if previous is not None and previous.names == self.names
-                               else Owners(store, config.owner_ttl, names=self.names))
-        self.owners.ttl = config.owner_ttl
-        self.owners.waits = waits
+                               else Owners(store, config.owner_ttl, waits=waits,
+                                           names=self.names))
+        self._waits = waits  # the carried owners' (and the gauge) only once it serves
+        self._serving = False
         self.stats = TenantStats(config.rollback, config.keep)
         if previous is not None:  # a reload: what the config before counted and learned
             self.stats.carry(previous.stats)
-        gauge = MIGRATION_SHARE.labels(name)
+        self._gauge = MIGRATION_SHARE.labels(name)
 
         def share_set(share: float) -> None:
-            gauge.set(share)
+            if self._serving:
+                self._gauge.set(share)
             self.stats.share_set(share)
 
         self.control = Control(name, config, store, on_share=share_set)
@@ -360,6 +362,15 @@ class TenantMigration:
             "events": list(self.control.events),
             "disagreements": list(self.stats.disagreements)[:last],
         }
+
+    def serving(self, serves: bool) -> None:
+        """This config serves the tenant now (Migrations.adopt), or no longer: the share
+        gauge and the owners' settings are its own while it does (a config refused
+        before serving changes neither)."""
+        self._serving = serves
+        if serves:
+            self.owners.ttl, self.owners.waits = self.config.owner_ttl, self._waits
+            self._gauge.set(self.control.share)
 
     async def close(self) -> None:
         await self.shadow.close()

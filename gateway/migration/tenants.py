@@ -14,6 +14,7 @@ from gateway.migration.falling_back import Retarget
 from gateway.migration.owners import owner_prefix
 from gateway.migration.sticky import PRIMARY
 from gateway.migration.tenant import Conversations, TenantMigration
+from gateway.observability.metrics import MIGRATION_SHARE
 from gateway.routing.tenants import TenantRoute
 from gateway.state import KeptOwner, Store
 
@@ -33,6 +34,7 @@ class Migrations:
         ``waits``: other processes read ``store`` (the task index's rule);
         ``conversations``: the task index (the conversations under way before);
         ``resumes``: streams resume from the journal."""
+        self._previous = previous  # until this config serves (adopt)
         self.active: dict[str, TenantMigration] = {}
         self.configured: list[str] = []  # every tenant with a migration block
         self._off: list[Control] = []  # those in mode `off` (their moves end: adopt)
@@ -61,9 +63,21 @@ class Migrations:
 
     async def adopt(self) -> None:
         """This config's modes and shares made the store's (Control.adopt), before it
-        serves: a move made under another config ends here, in every process."""
+        serves: a move made under another config ends here, in every process. Then it
+        serves: the share gauge says its shares (0 for a tenant in `off` or no longer
+        migrating), no longer the config's it replaces."""
         for control in [*(m.control for m in self.active.values()), *self._off]:
             await control.adopt()
+        before, self._previous = self._previous, None
+        if before is not None:
+            for m in [*before.active.values(), *before._resting.values()]:
+                m.serving(False)
+            for name in {*before.active, *before._resting} - set(self.active):
+                MIGRATION_SHARE.labels(name).set(0)
+        for control in self._off:
+            MIGRATION_SHARE.labels(control.tenant).set(0)
+        for m in self.active.values():
+            m.serving(True)
 
     def kept_owners(self) -> dict[str, KeptOwner]:
         """What pruning the task index keeps of each tenant's conversations and tasks,
