@@ -76,6 +76,14 @@ class LossReport:
         if self.log or self.held:  # else nothing to recount (nearly every call)
             self._recount()
 
+    def translated(self) -> None:
+        """The backend gets the call translated after all (a pass-through's backend
+        refused the connection; another one gets it): what decoding dropped counts
+        again."""
+        if not self.decoding_counts:
+            self.decoding_counts = True
+            self._recount()
+
     def _recount(self) -> None:
         counted = [(side, path) for attempt, side, path in self.log
                    if attempt == self.attempt or (attempt == DECODING and self.decoding_counts)]

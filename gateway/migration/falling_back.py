@@ -8,6 +8,7 @@ made again for the primary's (``retarget``)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from google.protobuf.message import Message as ProtoMessage
 
@@ -24,6 +25,10 @@ def _unsent(err: BackendGone) -> bool:
     return not err.sent
 
 
+# Reads an agent's card (TenantRoute.card_json): what a call is checked against.
+CardReader = Callable[[], Awaitable[dict[str, Any] | None]]
+
+
 class FallingBack:
     """One call's backend (one new conversation). Once the candidate was reached, or the
     call went to the primary, that agent is the call's for good: what the stream's
@@ -32,14 +37,17 @@ class FallingBack:
 
     def __init__(self, candidate: Backend, primary: Backend,
                  switched: Callable[[], None], retarget: Retarget | None = None,
-                 primary_headers: Mapping[str, str] | None = None) -> None:
+                 primary_headers: Mapping[str, str] | None = None,
+                 primary_card: CardReader | None = None) -> None:
         """``switched``: told when the call goes to the primary instead; ``retarget``:
         makes the call's push config again for the primary; ``primary_headers``: the
         headers the primary gets (the candidate got them without the gateway's
-        credential for the primary)."""
+        credential for the primary); ``primary_card``: reads the primary's card, which
+        the call is checked against instead of the candidate's (its precheck)."""
         self.candidate = candidate
         self.primary = primary
         self._primary_headers = primary_headers
+        self._primary_card = primary_card
         self.config = candidate.config
         self._switched = switched
         self._retarget = retarget
@@ -54,7 +62,13 @@ class FallingBack:
         self._switched()
         if self._primary_headers is not None:
             call.ctx.backend_headers = self._primary_headers
+        # Checked and translated for the primary: not against the candidate's card, and
+        # what decoding dropped counts (a call passed through the candidate's dialect
+        # reaches the primary translated: the loss policy and report apply).
+        call.backend_card = await self._primary_card() if self._primary_card else None
+        call.ctx.loss.translated()
         outcome = call.ctx.outcome
+        outcome.forwarded = False
         outcome.backend_version = self.primary.config.version
         outcome.backend_binding = self.primary.config.binding
         call.ctx.loss.next_attempt()

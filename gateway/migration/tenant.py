@@ -236,9 +236,11 @@ class TenantMigration:
                       backend: Backend) -> None:
         ctx, headers = call.ctx, call.ctx.backend_headers  # the primary's, if it falls back
         ctx.backend_headers = ctx.headers_for_another_agent()
+        primary = passage.route
         passage.route, outcome = self.candidate, ctx.outcome
         passage.backend = (FallingBack(backend, passage.to, ticket.fell_back, self.retarget,
-                                       headers)
+                                       headers, primary.card_json if primary.config.precheck
+                                       else None)
                            if ticket.new and self.config.canary.fall_back else backend)
         outcome.backend_version, outcome.backend_binding = (backend.config.version,
                                                             backend.config.binding)

@@ -24,7 +24,11 @@ def route(url: str) -> Any:
     async def resolve(call: Call) -> Any:
         return backend
 
-    return SimpleNamespace(config=config, fixed_backend=backend, backend=resolve, label="")
+    async def card_json() -> None:
+        return None  # no card known
+
+    return SimpleNamespace(config=config, fixed_backend=backend, backend=resolve, label="",
+                           card_json=card_json)
 
 
 def migration(share: float, store: Store | None = None,

@@ -18,6 +18,7 @@ from gateway.relay.hooks import PushRelay
 from gateway.relay.seals import sealed_part
 from translators import operations as ops
 from translators.errors import A2AError
+from translators.loss import DECODING, FIRST_ATTEMPT
 
 WEBHOOK = "http://127.0.0.1:9/hook"
 
@@ -176,3 +177,43 @@ async def test_a_call_that_falls_back_gets_the_primarys_headers_again() -> None:
                           primary_headers={"x-request-id": "r", "authorization": "Bearer p"})
     assert [b async for b in backend.stream(call)]
     assert call.ctx.backend_headers == {"x-request-id": "r", "authorization": "Bearer p"}
+
+
+class _Forwarding(Agent):
+    """Takes the client's own bytes (forward) unless it refuses the connection."""
+
+    async def forward(self, call: Call) -> Any:
+        if self.refuses:
+            raise backend_unavailable(call, self.config, "refused", sent=False)
+        return pb.SendMessageResponse(task=pb.Task(id="t1", context_id="c1"))
+
+
+async def test_a_passed_through_call_that_falls_back_is_checked_and_counted_as_translated(
+        ) -> None:
+    # The candidate would have had the client's own bytes (same dialect): what decoding
+    # dropped was not counted. The primary gets the call translated: under loss_policy
+    # reject it was sent anyway, and the report left the dropped field out; the call was
+    # checked against the candidate's card, not the primary's.
+    candidate, primary = _Forwarding("0.3", refuses=True), Agent("1.0")
+    request = pb.SendMessageRequest(message=pb.Message(
+        message_id="m", role=pb.Role.ROLE_USER, parts=[pb.Part(text="x")]))
+    call = Call(ops.BY_NAME[ops.SEND], request,
+                CallContext(ClientFacts("JSONRPC"), "0.3", tenant="t"))
+    loss = call.ctx.loss
+    loss.attempt = DECODING
+    loss.drop("message.parts[0].filename")  # what decoding the client's document dropped
+    loss.attempt = FIRST_ATTEMPT
+    loss.passed_through()
+    call.ctx.outcome.forwarded = True
+    call.backend_card = {"name": "the candidate's"}
+    assert loss.request == []
+
+    async def primary_card() -> dict[str, Any]:
+        return {"name": "the primary's"}
+
+    backend = FallingBack(cast(Any, candidate), cast(Any, primary), lambda: None,
+                          primary_card=primary_card)
+    await backend.forward(call)
+    assert loss.request == ["message.parts[0].filename"]
+    assert call.ctx.outcome.forwarded is False
+    assert call.backend_card == {"name": "the primary's"}
