@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -184,8 +185,9 @@ class Control:
                 log.info("migration share not moved: it is there already",
                          tenant=self.tenant, action=action, by=by, share=to)
                 return False
-            event = {"at": _now_iso(), "kind": action, "from_share": self.share,
-                     "to_share": to, "by": by, "reason": reason}
+            # Its id makes the record this process's own (Store.swap: a retried write).
+            event = {"at": _now_iso(), "id": secrets.token_hex(6), "kind": action,
+                     "from_share": self.share, "to_share": to, "by": by, "reason": reason}
             events = [event, *self.events][: self.config.keep]
             record = json.dumps({"basis": self.basis, "share": to, "events": events})
             if await self._recorded(raw, record, by_hand):

@@ -200,8 +200,10 @@ class Store(JournalStore, Protocol):
 
     async def swap(self, key: str, expected: str | None, value: str, ttl: float) -> bool:
         """Atomically: bind ``key`` to ``value`` for ``ttl`` seconds if it is bound to
-        ``expected`` now (None: bound to nothing), in any process; whether it was (a
-        setting two processes may move at once: the migration's canary share)."""
+        ``expected`` now (None: bound to nothing), in any process; whether it was, or is
+        bound to ``value`` already (the same swap again, after a reply lost: make each
+        value unique). For a setting two processes may move at once: the migration's
+        canary share."""
 
     async def mark_spent(self, key: str, ttl: float, after: float = 0.0) -> None:
         """``key`` is spent from ``after`` seconds on, remembered ``ttl`` seconds more.

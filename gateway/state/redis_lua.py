@@ -225,9 +225,11 @@ return ARGV[1]
 """
 
 # KEYS[1]: the key. ARGV: "1" and the value expected, or "0" (none expected); the new
-# value; ttl ms. Returns 1 when the key held what was expected (then the new value), else 0.
+# value; ttl ms. Returns 1 when the key held what was expected (then the new value), or
+# holds the new value already (this swap's own, retried after a lost reply), else 0.
 SWAP = """
 local v = redis.call('GET', KEYS[1])
+if v == ARGV[3] then return 1 end
 if ARGV[1] == '1' then
   if v ~= ARGV[2] then return 0 end
 elseif v then

@@ -298,7 +298,10 @@ class SqliteStore(SqliteRelayQueue):
             now = time.time()
             row = db.execute("SELECT value FROM once WHERE key = ? AND expires > ?",
                              (key, now)).fetchone()
-            if (None if row is None else str(row[0])) != expected:
+            current = None if row is None else str(row[0])
+            if current == value:  # this swap's own, retried after a lost reply
+                return True
+            if current != expected:
                 return False
             db.execute("INSERT OR REPLACE INTO once VALUES (?, ?, ?)", (key, value, now + ttl))
             return True

@@ -472,6 +472,9 @@ async def test_a_swap_replaces_only_the_value_expected(store: Store) -> None:
     assert await store.claimed("setting") == "one"
     assert await store.swap("setting", "one", "two", 60)
     assert await store.claimed("setting") == "two"
+    # The same swap again (its reply was lost, the write retried): done already.
+    assert await store.swap("setting", "one", "two", 60)
+    assert not await store.swap("setting", "one", "three", 60)
     if store.backend == "redis":
         return  # Redis expires a binding itself (PX): nothing of it is left to swap
     await store.rebind("gone", "old", -1)  # expired: bound to nothing
