@@ -17,6 +17,7 @@ not reported.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
@@ -259,8 +260,22 @@ class Shadow:
         finally:
             for ids in copies:  # learned already, or never will be
                 ids.learn(None)
-            for resolve, task_id in left:
+            await self._cancelled_all(call, left)
+
+    async def _cancelled_all(self, call: Call, left: list[tuple[Resolve, str]]) -> None:
+        """Each task of ``left`` cancelled, one after the other; the config closing
+        meanwhile cuts none of them off, only shortens the wait of the rest (and is
+        raised once they are done)."""
+        cut_off: asyncio.CancelledError | None = None
+        for resolve, task_id in left:
+            try:
                 await self._cancel(call, resolve, task_id)
+            except asyncio.CancelledError as exc:  # cut off: once more, within the bound
+                cut_off = exc
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._cancel(call, resolve, task_id)
+        if cut_off is not None:
+            raise cut_off
 
     async def _made(self, resolve: Resolve, call: Call, ids: _Ids,
                     left: list[tuple[Resolve, str]],
@@ -340,9 +355,9 @@ class Shadow:
             backend = await resolve(cancel)
             async with asyncio.timeout(CLOSING_CANCEL if closing else self.config.timeout):
                 await backend.unary(cancel)
-        except (A2AError, TimeoutError) as err:
+        except Exception as err:  # the agent's error or timeout (or ours): said, no more
             log.info("shadow task not cancelled", tenant=self.tenant, task_id=task_id[:64],
-                     error=str(err))
+                     error=str(err) or type(err).__name__)
 
     async def close(self) -> None:
         for task in list(self._running):

@@ -452,3 +452,32 @@ async def test_a_copy_cut_off_by_its_config_closing_cancels_the_task_it_started(
     await wait_until(lambda: "c-streamed" in candidate.tasks, "its task started")
     await shadow.close()
     assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-streamed"]
+
+
+class _SlowToCancel(Agent):
+    """Its first CancelTask waits (until the copy is cut off); the next is answered."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.waiting = asyncio.Event()
+
+    async def unary(self, call: Call) -> Any:
+        if call.op.name == ops.CANCEL and not self.sent(ops.CANCEL):
+            self.calls.append((call.op.name, call.request))
+            self.waiting.set()
+            await asyncio.Event().wait()
+        return await super().unary(call)
+
+
+async def test_a_config_closing_while_a_copys_task_is_cancelled_cuts_off_no_cancel() -> None:
+    # The candidate's CancelTask was on its way when the config closed: it was cut off,
+    # and the A/A copy's task at the primary, next in line, was never cancelled.
+    primary, candidate = Agent("p"), _SlowToCancel("c")
+    shadow = make_shadow(primary, candidate, aa=True)
+    made = call(ops.SEND, message("work"))
+    shadow.mirror(made, await primary.unary(made), 0.001, ("p-task-0", "p-ctx-0"))
+    await wait_until(candidate.waiting.is_set, "the candidate's cancel on its way")
+    await shadow.close()
+    assert [r.id for r in candidate.sent(ops.CANCEL)] == ["c-task-0", "c-task-0"]
+    assert candidate.tasks["c-task-0"].status.state == CANCELED
+    assert [r.id for r in primary.sent(ops.CANCEL)] == ["p-task-1"]
