@@ -57,13 +57,19 @@ def _now_iso() -> str:
 class Control:
     def __init__(self, tenant: str, config: MigrationConfig, store: Store | None,
                  clock: Callable[[], float] = time.monotonic,
-                 on_share: Callable[[float], None] = lambda share: None) -> None:
+                 on_share: Callable[[float], None] = lambda share: None,
+                 on_promoted: Callable[[], None] = lambda: None) -> None:
+        """``on_share``: told each share this process uses; ``on_promoted``: told of each
+        promotion, here or read from the store (made in another process), whatever share
+        this process saw meanwhile."""
         self.tenant = tenant
         self.config = config
         self.store = store
         self.clock = clock
         self.basis = f"{config.mode}:{configured_share(config):g}"
         self._on_share = on_share
+        self._on_promoted = on_promoted
+        self._newest_event: dict[str, Any] | None = None  # the newest move known here
         self.share = 0.0
         self._set(configured_share(config))
         self.events: list[dict[str, Any]] = []
@@ -83,7 +89,7 @@ class Control:
         events, and its moved share while the basis is the same. Without it, calls made
         before the first read of the store would go by the configured share again: the
         first new conversation after a reload could reach a rolled-back candidate."""
-        self.events = previous.events
+        self.events, self._newest_event = previous.events, previous._newest_event
         if previous.basis == self.basis:
             self._set(previous.share)
 
@@ -141,6 +147,11 @@ class Control:
             return
         basis, share, self.events = read
         self._set(share if basis == self.basis else configured_share(self.config))
+        newest = self.events[0] if self.events else None
+        if newest != self._newest_event:
+            self._newest_event = newest
+            if newest is not None and newest.get("kind") == "promote" and basis == self.basis:
+                self._on_promoted()
 
     async def adopt(self) -> None:
         """Make this config's basis the store's, as the config is applied (at the start,
@@ -192,7 +203,9 @@ class Control:
             record = json.dumps({"basis": self.basis, "share": to, "events": events})
             if await self._recorded(raw, record, by_hand):
                 self._set(to)
-                self.events = events
+                self.events, self._newest_event = events, event
+                if action == "promote":
+                    self._on_promoted()
                 log.warning("migration share moved", tenant=self.tenant, action=action,
                             by=by, reason=reason, share=to)
                 return True

@@ -97,9 +97,14 @@ class TenantStats:
         after a rollback), the rollback's windows start empty: the calls that rolled the
         canary back do not roll it back again at its next call."""
         if share > 0 and self._share == 0:
-            self._calls = Window(self.rules.window, _FAILED, self.clock)
-            self._compared = Window(self.rules.window, ("differed",), self.clock)
+            self.restart()
         self._share = share
+
+    def restart(self) -> None:
+        """The rollback's windows, empty: a promotion (seen here or read from another
+        process) or a share risen from 0 starts the rollback's judgement afresh."""
+        self._calls = Window(self.rules.window, _FAILED, self.clock)
+        self._compared = Window(self.rules.window, ("differed",), self.clock)
 
     def carry(self, previous: TenantStats) -> None:
         """Keep what the config this one replaced had counted (a reload)."""

@@ -101,7 +101,8 @@ class TenantMigration:
                 self._gauge.set(share)
             self.stats.share_set(share)
 
-        self.control = Control(name, config, store, on_share=share_set)
+        self.control = Control(name, config, store, on_share=share_set,
+                               on_promoted=lambda: self.stats.restart())
         self.shadow = Shadow(name, config.shadow, config.keep, self.stats,
                              candidate.backend, primary.backend, self.check_rollback)
         if previous is not None:

@@ -12,18 +12,19 @@ import pytest
 from a2a.types import a2a_pb2 as pb
 from prometheus_client import REGISTRY
 
-from gateway.config.migration import MigrationConfig
+from gateway.config.migration import MigrationConfig, RollbackConfig
 from gateway.config.models import parse_config
 from gateway.migration import owners as owners_module
 from gateway.migration.control import Control
 from gateway.migration.owners import Owners, owner_key
+from gateway.migration.stats import TenantStats, Verdict
 from gateway.migration.tenant import TenantMigration
 from gateway.migration.tenants import Migrations
 from gateway.state import Store, StoreError, TaskRecord
 from gateway.state.sqlite_store import SqliteStore
 from gateway.tasks.index import TaskIndex
 from tests.state.conftest import MakeStore
-from tests.support.helpers import v03
+from tests.support.helpers import ManualClock, v03
 from tests.support.migration_calls import call, chosen, migration, route, ticket
 from tests.support.waiting import wait_until
 from translators import operations as ops
@@ -283,6 +284,34 @@ async def test_a_move_by_hand_the_store_cannot_keep_is_refused(make_store: MakeS
         await control.move("rollback", "admin API (127.0.0.1)", "by hand")
     assert await control.move("rollback", "automatic", "candidate error rate 0.50")
     assert control.share == 0.0 and control.events[0]["by"] == "automatic"
+
+
+async def test_a_promotion_made_elsewhere_starts_this_process_rollback_window_afresh(
+        make_store: MakeStore) -> None:
+    # This worker never saw the share at 0 (no new conversation reached it between the
+    # other's rollback and the promotion): its window kept the failures from before, and
+    # its next calls rolled the promotion back in every process.
+    rules = RollbackConfig.model_validate({"window": 60, "min_calls": 20,
+                                           "max_error_rate": 0.2})
+    here, clock = migration(share=1.0, store=make_store()), ManualClock()
+    here.stats = TenantStats(rules, keep=3, clock=clock)
+
+    async def counted(verdict: Verdict) -> None:
+        c = call(ops.SEND, pb.SendMessageRequest(message=pb.Message(message_id="m")))
+        ticket(await chosen(here, c)).count(verdict)
+
+    for verdict in ("error",) * 10 + ("ok",) * 5:  # 15 calls: too few to judge
+        await counted(verdict)
+    elsewhere = migration(share=1.0, store=make_store())
+    await elsewhere.move("rollback", "automatic", "candidate error rate 0.60")
+    await elsewhere.move("promote", "admin API (127.0.0.1)", "mended")
+    await here.control.refresh()
+    assert here.control.share == 1.0
+    for _ in range(5):
+        await counted("ok")
+    clock.now += 1  # the window's next slice: its first call asks for a check
+    await counted("ok")
+    assert here._rolling is None and here.control.share == 1.0
 
 
 async def test_an_older_read_does_not_undo_a_newer_one(make_store: MakeStore) -> None:
