@@ -212,9 +212,13 @@ class Server:
         old = self.holder.current
         new = Gateway(config, self._session, self.store, previous=old,
                       shared_state=self._shared_state)
-        if new.auth is not None:
-            await new.auth.prime()
-        await new.migration.adopt()
+        try:
+            if new.auth is not None:
+                await new.auth.prime()
+            await new.migration.adopt()
+        except BaseException:  # refused: never serves, so nothing else would close it
+            await new.close()
+            raise
         self.holder.current = new
         self.config = config
         # The replaced gateway's backends and relay close when its last call ends.
