@@ -415,11 +415,16 @@ async def test_ping_and_close(make_store: MakeStore) -> None:
     await store.close()
 
 
-async def test_pruned_on_a_timer(make_store: MakeStore) -> None:
-    store = make_store(RetentionConfig(max_age=0, max_tasks=2))
+def _four_tasks(make_store: MakeStore) -> Store:
+    """A store kept to 2 tasks, not pruned yet; :func:`_pruned_on_a_timer` adds 4."""
+    return make_store(RetentionConfig(max_age=0, max_tasks=2))
+
+
+async def _pruned_on_a_timer(store: Store, interval: float) -> None:
+    """Four tasks recorded, then pruned by ``prune_forever`` until 2 are left."""
     for i in range(4):
         await store.record_task(rec(f"t{i}", T0 + i))
-    pruner = asyncio.create_task(prune_forever(store, 0.05))
+    pruner = asyncio.create_task(prune_forever(store, interval))
     try:
         async def pruned() -> bool:
             return (await store.list_tasks(TaskQuery("t1"))).total_size == 2
@@ -427,15 +432,18 @@ async def test_pruned_on_a_timer(make_store: MakeStore) -> None:
         await wait_until(pruned, "pruned to 2 tasks")
     finally:
         pruner.cancel()
+
+
+async def test_pruned_on_a_timer(make_store: MakeStore) -> None:
+    store = _four_tasks(make_store)
+    await _pruned_on_a_timer(store, 0.05)
     assert [r.task_id for r in (await store.list_tasks(TaskQuery("t1"))).records] == ["t3", "t2"]
 
 
 async def test_pruning_goes_on_after_a_failure_of_ours(make_store: MakeStore) -> None:
     # Only the store's errors were caught: any other ended the pruning task for the life
     # of the process, and the index grew without its bound.
-    store = make_store(RetentionConfig(max_age=0, max_tasks=2))
-    for i in range(4):
-        await store.record_task(rec(f"t{i}", T0 + i))
+    store = _four_tasks(make_store)
     real, calls = store.prune, []
 
     async def failing_once(**kwargs: object) -> int:
@@ -445,14 +453,7 @@ async def test_pruning_goes_on_after_a_failure_of_ours(make_store: MakeStore) ->
         return await real(**kwargs)  # type: ignore[arg-type]
 
     store.prune = failing_once  # type: ignore[method-assign]
-    pruner = asyncio.create_task(prune_forever(store, 0.01))
-    try:
-        async def pruned() -> bool:
-            return (await store.list_tasks(TaskQuery("t1"))).total_size == 2
-
-        await wait_until(pruned, "pruned to 2 tasks after the failure")
-    finally:
-        pruner.cancel()
+    await _pruned_on_a_timer(store, 0.01)
     assert len(calls) >= 2
 
 
@@ -462,7 +463,6 @@ async def test_prune_forgets_expired_relay_and_bucket_entries(store: Store) -> N
     await asyncio.sleep(0.1)
     await store.prune()
     assert await store.seen_once("gone", 60)
-
 
 
 async def test_a_swap_replaces_only_the_value_expected(store: Store) -> None:
