@@ -169,6 +169,10 @@ class Control:
                 raw = await self.store.claimed(self._key)
                 read = self._read(raw)
                 if read is None or read[0] == self.basis:
+                    # A move made under this config holds from the first call on (not
+                    # from the first background read: a fresh worker's first new
+                    # conversation could reach a rolled-back candidate).
+                    self._apply(raw)
                     return
                 self.events = read[2]
                 if await self.store.swap(self._key, raw, json.dumps({

@@ -314,6 +314,17 @@ async def test_a_promotion_made_elsewhere_starts_this_process_rollback_window_af
     assert here._rolling is None and here.control.share == 1.0
 
 
+async def test_a_config_applied_takes_a_move_made_under_it_before_its_first_call(
+        make_store: MakeStore) -> None:
+    # A fresh worker (or a restart) with the config a rollback was made under: its first
+    # new conversation went by the configured share until a background read landed.
+    await Control("shop", _config(), make_store()).move("rollback", "automatic", "errors")
+    fresh = Control("shop", _config(), make_store())
+    assert fresh.share == 0.3
+    await fresh.adopt()
+    assert fresh.share == 0.0 and fresh.events[0]["kind"] == "rollback"
+
+
 async def test_an_older_read_does_not_undo_a_newer_one(make_store: MakeStore) -> None:
     # A background read holds the promotion; the other process rolls back, and a newer
     # read here (the report's) applies it before the older one ends.
