@@ -46,6 +46,7 @@ from gateway.observability import tracing
 from gateway.pipeline.limits import CallLimits
 from gateway.pipeline.stages import Answer, Passage, Stage, Stages, build
 from gateway.relay.hooks import PushRelay
+from gateway.routing.tenants import Unreachable
 from gateway.tasks.index import TaskIndex
 from gateway.tasks.listing import TaskLister
 from translators.dialects.base import WireAnswer, check_backend_card, forwardable
@@ -94,7 +95,10 @@ def _admission(auth: GatewayAuth | None) -> Stage | None:
     return Stage("admission", enter, hold)
 
 
-def _router(config: GatewayConfig) -> Stage:
+def _router(config: GatewayConfig, migrating: frozenset[str]) -> Stage:
+    """``migrating``: the tenants in migration mode, whose backend (the primary) is not
+    the agent of every call: one whose card cannot be read fails only the calls that go
+    to it (Unreachable), not those the migration sends to the candidate."""
     policy = config.loss_policy
 
     def routed(call: Call, passage: Passage, backend: Backend) -> None:
@@ -105,7 +109,14 @@ def _router(config: GatewayConfig) -> Stage:
         call.ctx.loss.policy = policy  # the backend's dialect applies it
 
     async def discover(call: Call, passage: Passage) -> None:
-        routed(call, passage, await passage.route.backend(call))
+        route = passage.route
+        try:
+            backend = await route.backend(call)
+        except A2AError as err:
+            if route.name not in migrating:
+                raise
+            backend = Unreachable(route.config, err)
+        routed(call, passage, backend)
 
     def enter(call: Call, passage: Passage) -> Awaitable[None] | None:
         fixed = passage.route.fixed_backend
@@ -228,7 +239,7 @@ def standard_stages(config: GatewayConfig, auth: GatewayAuth | None, tasks: Task
                     limits: CallLimits, migrations: Migrations) -> Stages:
     return build([
         _admission(auth),
-        _router(config),
+        _router(config, frozenset(migrations.active)),
         _migration(migrations),
         Stage("precheck", _precheck),
         _task_index(tasks, listing),

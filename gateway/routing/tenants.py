@@ -11,13 +11,17 @@ from collections.abc import Callable
 
 import aiohttp
 import structlog
+from google.protobuf.message import Message as ProtoMessage
 
 from gateway.call import Call
 from gateway.cards.backend import BackendCard, default_card_url
 from gateway.config.models import BackendConfig
-from gateway.egress.base import Backend, backend_unavailable
+from gateway.egress.base import Backend, EventBatches, backend_unavailable
 from gateway.routing.fallback import FallbackBackend
 from translators.card_serving import pick_interface
+from translators.dialects.base import WireAnswer
+from translators.dialects.contract import Dialect
+from translators.errors import A2AError
 from translators.vocabulary import JSON
 
 log = structlog.get_logger("a2a_gateway.tenants")
@@ -96,3 +100,31 @@ class TenantRoute:
     async def close(self) -> None:
         for backend in [*self._retired, *([self._backend] if self._backend else [])]:
             await backend.close()
+
+
+class Unreachable:
+    """A backend that could not be resolved (its card unread): every call to it fails
+    with the error its resolution did. Put in its place where a later stage may send the
+    call elsewhere (a migration's candidate), so that the agent the call does not go to
+    fails no call."""
+
+    def __init__(self, config: BackendConfig, error: A2AError) -> None:
+        self.config = config
+        self.error = error
+
+    @property
+    def dialect(self) -> Dialect:
+        raise self.error
+
+    async def unary(self, call: Call) -> ProtoMessage | None:
+        raise self.error
+
+    async def forward(self, call: Call) -> WireAnswer | ProtoMessage | None:
+        raise self.error
+
+    async def stream(self, call: Call) -> EventBatches:
+        raise self.error
+        yield  # an async generator, as every backend's stream is
+
+    async def close(self) -> None:
+        return None

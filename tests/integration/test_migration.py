@@ -317,3 +317,23 @@ async def test_a_task_and_conversation_the_index_prunes_stay_with_their_agent(
     assert later["result"]["contextId"] == tasks[0]["contextId"], later
     arms = (await _report(http, gw))["arms"]
     assert arms[agent]["calls"] == 2 and sum(a["calls"] for a in arms.values()) == 2, arms
+
+
+async def test_a_primary_whose_card_cannot_be_read_fails_only_the_calls_that_go_to_it(
+        two_agents: tuple[str, str], make_gateway: MakeGateway,
+        http: aiohttp.ClientSession) -> None:
+    # The legacy agent, configured by its card, is gone: the router resolved the primary
+    # first for every call, so the candidate's calls failed with the primary's error.
+    _, candidate = two_agents
+    gone = f"http://127.0.0.1:{free_port()}/.well-known/agent-card.json"
+    gw = await make_gateway({"shop": {
+        "backend": {"card": gone},
+        "migration": {"candidate": {"url": candidate, "version": "0.3"}, "mode": "cutover"}}})
+    sent = await call(http, gw, "message/send", {"message": message("task: after")})
+    task = sent["result"]
+    assert task["status"]["state"] == "completed", sent
+    got = await call(http, gw, "tasks/get", {"id": task["id"]})
+    assert got["result"]["id"] == task["id"], got
+    # A call that goes to the primary still fails as before, in the client's dialect.
+    other = await call(http, gw, "tasks/get", {"id": "a-task-of-the-legacy-agent"})
+    assert other["error"]["code"] == -32603, other
