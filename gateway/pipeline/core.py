@@ -116,7 +116,9 @@ class Gateway:
             retarget=self.relay.rewrite_again,  # a fallback's push config made again
             waits=self.tasks.waits, conversations=self.tasks,
             resumes=self.journals.store is not None)
-        self.tasks.merged = frozenset(self.migration.active)
+        # ListTasks of a tenant in migration is answered from the index (both agents'
+        # tasks), where it records them; without it, as any tenant's.
+        self.tasks.merged = frozenset(self.migration.active if self.tasks.records else ())
         # What every call passes, in order, unary and stream alike.
         self.stages = standard_stages(config, self.auth, self.tasks, self.listing,
                                       self.relay, self.cards, self.limits, self.migration)

@@ -337,3 +337,30 @@ async def test_a_primary_whose_card_cannot_be_read_fails_only_the_calls_that_go_
     # A call that goes to the primary still fails as before, in the client's dialect.
     other = await call(http, gw, "tasks/get", {"id": "a-task-of-the-legacy-agent"})
     assert other["error"]["code"] == -32603, other
+
+
+async def test_without_the_task_index_list_tasks_goes_to_the_primary(
+        make_gateway: MakeGateway, http: aiohttp.ClientSession) -> None:
+    # `state.tasks.record: false`: ListTasks of a tenant in migration was sent to the
+    # index, which is off (an error), even with two v1.0 agents that list their tasks.
+    ports = free_port(), free_port()
+    runners = [await start_demo_agent("127.0.0.1", p, protocol="1.0") for p in ports]
+    try:
+        primary, candidate = (f"http://127.0.0.1:{p}/" for p in ports)
+        gw = await make_gateway({"shop": {
+            "backend": {"url": primary, "version": "1.0"},
+            "migration": {"candidate": {"url": candidate, "version": "1.0"},
+                          "mode": "canary", "canary": {"share": 0.0}}}},
+            state={"path": ":memory:", "tasks": {"record": False}})
+        v10 = {"A2A-Version": "1.0"}
+        send = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
+            "messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "task: listed"}]}}}
+        async with http.post(gw + "/shop/", json=send, headers=v10) as resp:
+            made = (await resp.json())["result"]["task"]
+        body = {"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {"pageSize": 10}}
+        async with http.post(gw + "/shop/", json=body, headers=v10) as resp:
+            listed = await resp.json()
+        assert [t["id"] for t in listed["result"]["tasks"]] == [made["id"]], listed
+    finally:
+        for runner in runners:
+            await runner.cleanup()
