@@ -177,6 +177,10 @@ class TenantMigration:
         if self._index is None:
             return PRIMARY
         agent = await self._index.agent_of(self.name, task_id)
+        if agent is None:  # pruned since the binding was read? pruning binds what it drops
+            again = await self.owners.owner(self.name, "task", task_id)
+            if again is not None:
+                return again
         return CANDIDATE if self.names.read(agent) == CANDIDATE else PRIMARY
 
     async def _under_way(self, context_id: str) -> Arm | None:
@@ -189,8 +193,8 @@ class TenantMigration:
         if self._index is None:
             return None
         agent = await self._index.conversation_agent(self.name, context_id)
-        if agent is None:
-            return None
+        if agent is None:  # pruned since the binding was read? (as in _recorded)
+            return await self.owners.owner(self.name, "context", context_id)
         key = self._contexts + context_id
         if self.names.read(agent) == CANDIDATE:
             return self.owners.remember(key, CANDIDATE)
