@@ -22,9 +22,10 @@ from gateway.config.migration import MigrationConfig
 from gateway.egress.base import Backend, read_passed
 from gateway.migration.agents import AgentNames
 from gateway.migration.api import Move
-from gateway.migration.control import Control, configured_share
+from gateway.migration.control import Control
 from gateway.migration.falling_back import FallingBack, Retarget
 from gateway.migration.owners import Owners, owner_prefix
+from gateway.migration.reported import report_of
 from gateway.migration.shadow import Shadow
 from gateway.migration.stats import TenantStats
 from gateway.migration.sticky import CANDIDATE, PRIMARY, Arm, arm_for
@@ -348,27 +349,7 @@ class TenantMigration:
 
     async def report(self, last: int) -> dict[str, Any]:
         await self.control.refresh()
-        rules = self.config.rollback
-        rolled_back_by = self.control.rolled_back_by()
-        return {
-            "tenant": self.name, "mode": self.config.mode, "share": self.control.share,
-            "configured_share": configured_share(self.config),
-            "primary": {"label": _label(self.primary)},
-            "candidate": {"label": _label(self.candidate)},
-            "arms": {arm: counts.view() for arm, counts in self.stats.arms.items()},
-            "shadow": {**self.stats.shadow.view(), "active": self.shadowing,
-                       "operations": list(self.config.shadow.operations),
-                       "aa": self.config.shadow.aa},
-            "rollback": {"enabled": rules.enabled, "window_seconds": rules.window,
-                         "min_calls": rules.min_calls, "max_error_rate": rules.max_error_rate,
-                         "max_timeout_rate": rules.max_timeout_rate,
-                         "max_diff_rate": rules.max_diff_rate,
-                         "rolled_back": rolled_back_by is not None,
-                         "rolled_back_by": rolled_back_by,
-                         **self.stats.window_view()},
-            "events": list(self.control.events),
-            "disagreements": list(self.stats.disagreements)[:last],
-        }
+        return report_of(self, last)
 
     def serving(self, serves: bool) -> None:
         """This config serves the tenant now (Migrations.adopt), or no longer: the share
@@ -411,9 +392,3 @@ def _resumed(call: Call) -> str:
     agent that owns it serves the resumed stream, whatever its message says."""
     cursor = read_cursor(call.ctx.facts.resume_from)  # (the caller checks it has one)
     return cursor[0] if cursor is not None else ""
-
-
-def _label(route: TenantRoute) -> str:
-    config = route.config
-    return route.label or (f"{config.binding}/{config.version}" if config.url
-                           else "discovered from its card")
