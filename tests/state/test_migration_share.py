@@ -166,20 +166,31 @@ class _HeldRead:
         self.answered = True
         return value
 
+    async def ended(self) -> None:
+        """The held read answered and applied."""
+        self.gate.set()
+        await wait_until(lambda: self.answered, "the background read ended")
 
-async def test_a_read_begun_before_a_move_does_not_undo_it(make_store: MakeStore) -> None:
-    # The background read a call started reads the promotion made earlier; a rollback
-    # here, then the read ends: applied, the share went back to 1 and the rollback's
-    # event was gone in this process until the next read.
+
+async def _reading_a_promotion(make_store: MakeStore) -> tuple[Control, _HeldRead]:
+    """A process whose background read (a call's) has read the promotion another process
+    made, and is held before it applies it."""
     await Control("shop", _config(), make_store()).move("promote", "admin", "by hand")
     store = make_store()
     control = Control("shop", _config(), store)
     held = _HeldRead(store)
     control.current()
     await wait_until(lambda: held.read, "the background read read the promotion")
+    return control, held
+
+
+async def test_a_read_begun_before_a_move_does_not_undo_it(make_store: MakeStore) -> None:
+    # The background read a call started reads the promotion made earlier; a rollback
+    # here, then the read ends: applied, the share went back to 1 and the rollback's
+    # event was gone in this process until the next read.
+    control, held = await _reading_a_promotion(make_store)
     assert await control.move("rollback", "automatic", "candidate error rate 0.50")
-    held.gate.set()
-    await wait_until(lambda: held.answered, "the background read ended")
+    await held.ended()
     assert control.share == 0.0
     assert [e["kind"] for e in control.events] == ["rollback", "promote"]
 
@@ -303,18 +314,12 @@ async def test_a_config_applied_takes_a_move_made_under_it_before_its_first_call
 async def test_an_older_read_does_not_undo_a_newer_one(make_store: MakeStore) -> None:
     # A background read holds the promotion; the other process rolls back, and a newer
     # read here (the report's) applies it before the older one ends.
-    other = Control("shop", _config(), make_store())
-    await other.move("promote", "admin", "by hand")
-    store = make_store()
-    control = Control("shop", _config(), store)
-    held = _HeldRead(store)
-    control.current()
-    await wait_until(lambda: held.read, "the background read read the promotion")
-    await other.move("rollback", "automatic", "candidate error rate 0.50")
+    control, held = await _reading_a_promotion(make_store)
+    await Control("shop", _config(), make_store()).move("rollback", "automatic",
+                                                        "candidate error rate 0.50")
     await control.refresh()
     assert control.share == 0.0
-    held.gate.set()
-    await wait_until(lambda: held.answered, "the background read ended")
+    await held.ended()
     assert control.share == 0.0
     assert [e["kind"] for e in control.events] == ["rollback", "promote"]
 
