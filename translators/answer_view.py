@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
@@ -24,7 +24,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message as ProtoMessage
 
 from translators.errors import A2AError
-from translators.id_mask import MIN_MASKED_ID, masker
+from translators.id_mask import MIN_MASKED_ID, Masker, masker
 from translators.vocabulary import IMPLIED_MEDIA_TYPE
 
 # A unary answer, an error, or a stream's events in order.
@@ -93,8 +93,6 @@ class AnswerView:
             return f"error {self.error}"
         return "no answer" if self.shape == "none" else self.shape
 
-
-Masker = Callable[[str], str]
 
 
 def view_of(outcome: Outcome) -> AnswerView:

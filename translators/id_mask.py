@@ -9,8 +9,11 @@ from collections.abc import Callable
 # Shorter ids ("t1") would be masked inside ordinary words; real ids (UUIDs) are longer.
 MIN_MASKED_ID = 8
 
+# A text with the run's ids it quotes masked.
+Masker = Callable[[str], str]
 
-def masker(ids: set[str]) -> Callable[[str], str]:
+
+def masker(ids: set[str]) -> Masker:
     """A function that masks each of ``ids`` (each at least MIN_MASKED_ID long) in a text
     as ``{id}``: the run's own ids, which two agents never share."""
     # Longest first: an id that contains another is masked whole.

@@ -110,18 +110,10 @@ class Control:
         return self._ticks
 
     async def refresh(self) -> None:
-        if self.store is None:
-            return
-        began = self._tick()
-        try:
-            raw = await self.store.claimed(self._key)
-        except StoreError as exc:  # keep the last share read; the next call tries again
-            log.warning("migration control unreadable", tenant=self.tenant, error=str(exc))
-            return
-        if self._outdated(began):
-            return
-        self._newest = began
-        self._apply(raw)
+        """The store's record read and applied, unless a move or a read made here since
+        it began makes it outdated; a store that fails keeps the last share read (the
+        next call tries again)."""
+        await self._refreshed(by_hand=False, moving=False)
 
     def _outdated(self, began: int) -> bool:
         """Whether a read begun at ``began`` may hold a record older than what the share
@@ -217,9 +209,10 @@ class Control:
                     tenant=self.tenant, action=action, by=by)
         return False
 
-    async def _refreshed(self, by_hand: bool) -> str | _Unread | None:
-        """The store's record now, applied (UNREAD: no store, or it failed: the share
-        this process knows stands; by hand, StoreError)."""
+    async def _refreshed(self, by_hand: bool, moving: bool = True) -> str | _Unread | None:
+        """The store's record now (UNREAD: no store, or it failed: the share this process
+        knows stands; by hand, StoreError), applied: always for a move (``moving``: it
+        decides by the store's share and replaces that record), else unless outdated."""
         if self.store is None:
             return UNREAD
         began = self._tick()
@@ -230,8 +223,9 @@ class Control:
             if by_hand:
                 raise
             return UNREAD
-        self._newest = max(self._newest, began)
-        self._apply(raw)
+        if moving or not self._outdated(began):
+            self._newest = max(self._newest, began)
+            self._apply(raw)
         return raw
 
     async def _recorded(self, raw: str | _Unread | None, record: str, by_hand: bool) -> bool:

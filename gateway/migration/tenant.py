@@ -85,7 +85,6 @@ class TenantMigration:
         # What the store records for each agent (agents.py); the owners this process
         # follows are carried while both agents stay (else read anew by these names).
         self.names = AgentNames(primary.config, candidate.config)
-        self._recorded_candidate = self.names.candidate
         self.owners: Owners = (previous.owners
                                if previous is not None and previous.names == self.names
                                else Owners(store, config.owner_ttl, waits=waits,
@@ -206,7 +205,7 @@ class TenantMigration:
         ticket = Ticket(self, call, arm, new, passage.streaming)
         passage.migration = ticket
         if self.follows_index:  # the index records the agent with the call's tasks
-            call.ctx.outcome.agent = arm if arm == PRIMARY else self._recorded_candidate
+            call.ctx.outcome.agent = arm if arm == PRIMARY else self.names.candidate
         if arm == PRIMARY:
             # A resumed stream sends the agent nothing new: nothing to copy.
             if self.shadowing and self.shadow.wants(call) \

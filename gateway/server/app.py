@@ -134,16 +134,8 @@ class Server:
         # (state/retention.py).
         self._tasks.add(asyncio.create_task(
             prune_forever(self.store, config.state.retention.interval, self._kept_owners)))
-        first = Gateway(config, self._session, self.store, shared_state=self._shared_state)
-        try:
-            if first.auth is not None:
-                await first.auth.prime()  # a JWK set file that cannot be used stops the start
-            await first.migration.adopt()
-        except BaseException:
-            # Not held yet, so stop() would not close it: its sessions and its relay
-            # worker (which would read the store stop() closes) end here.
-            await first.close()
-            raise
+        first = await _ready(Gateway(config, self._session, self.store,
+                                     shared_state=self._shared_state))
         holder = GatewayHolder(first)
         self._holder = holder
         # Listeners open last: once they accept, every part behind them can serve.
@@ -210,15 +202,8 @@ class Server:
                         "changes take effect at the next restart")
         assert self._session is not None
         old = self.holder.current
-        new = Gateway(config, self._session, self.store, previous=old,
-                      shared_state=self._shared_state)
-        try:
-            if new.auth is not None:
-                await new.auth.prime()
-            await new.migration.adopt()
-        except BaseException:  # refused: never serves, so nothing else would close it
-            await new.close()
-            raise
+        new = await _ready(Gateway(config, self._session, self.store, previous=old,
+                                   shared_state=self._shared_state))
         self.holder.current = new
         self.config = config
         # The replaced gateway's backends and relay close when its last call ends.
@@ -324,3 +309,18 @@ async def serve(config: GatewayConfig, config_path: Path | None = None,
     await server.stop()
     log.info("stopped")
     return 0
+
+
+async def _ready(gateway: Gateway) -> Gateway:
+    """``gateway``, ready to serve: its credentials primed (a JWK set file that cannot be
+    used stops a start and refuses a reload), its migrations' shares the store's. One
+    that fails is closed here: it never serves, so nothing else would close it (its
+    sessions, and its relay worker, which would read a store the stop closes)."""
+    try:
+        if gateway.auth is not None:
+            await gateway.auth.prime()
+        await gateway.migration.adopt()
+    except BaseException:
+        await gateway.close()
+        raise
+    return gateway
